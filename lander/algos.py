@@ -1,0 +1,41 @@
+"""Building a model from the ``algo`` config group with ``hydra.utils.instantiate``."""
+
+from __future__ import annotations
+
+import numpy as np
+from hydra.utils import get_class, instantiate
+from omegaconf import DictConfig
+from stable_baselines3.common.base_class import BaseAlgorithm
+from stable_baselines3.common.noise import NormalActionNoise
+from stable_baselines3.common.vec_env import VecEnv
+
+
+def normal_action_noise(n_actions: int, sigma: float = 0.1) -> NormalActionNoise:
+    """Gaussian exploration noise with std ``sigma`` on each of ``n_actions`` dimensions."""
+    return NormalActionNoise(mean=np.zeros(n_actions), sigma=sigma * np.ones(n_actions))
+
+
+def effective_gamma(cfg: DictConfig) -> float:
+    """Top-level ``gamma`` if set, else the algorithm's own (``algo.model.gamma``, SB3's default 0.99)."""
+    if cfg.gamma is not None:
+        return float(cfg.gamma)
+    return float(cfg.algo.model.get("gamma", 0.99))
+
+
+def model_class(cfg: DictConfig) -> type[BaseAlgorithm]:
+    """The model class named by ``algo.model._target_`` (used to load saved models)."""
+    return get_class(cfg.algo.model._target_)
+
+
+def build_model(cfg: DictConfig, env: VecEnv, seed: int) -> BaseAlgorithm:
+    """Instantiate ``algo.model`` on ``env`` with the run's seed, device and gamma.
+
+    :param cfg: the run config
+    :param env: the training VecEnv
+    :param seed: the run's seed
+    """
+    extra = {}
+    if cfg.algo.model.get("action_noise") is not None:  # a partial, sized now that the action space is known
+        extra["action_noise"] = instantiate(cfg.algo.model.action_noise)(n_actions=int(np.prod(env.action_space.shape)))
+    return instantiate(cfg.algo.model, env=env, seed=seed, device=cfg.device, gamma=effective_gamma(cfg),
+                       verbose=0, _convert_="all", **extra)

@@ -1,0 +1,152 @@
+"""SB3 callbacks that write a run's metrics: per-episode training returns and periodic evaluations."""
+
+from __future__ import annotations
+
+import csv
+import logging
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+from stable_baselines3.common.callbacks import BaseCallback
+
+from lander.evaluation import evaluate
+
+log = logging.getLogger(__name__)
+
+Sink = Callable[[dict[str, Any], int], None]  # (metrics, env step); W&B's WandbRun.log fits
+
+
+class CsvLog:
+    """Appends rows to a CSV file, flushing each one, so a crash loses nothing already recorded."""
+
+    def __init__(self, path: Path, columns: list[str]) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        new = not path.exists()
+        self._file = path.open("a", newline="")
+        self._writer = csv.DictWriter(self._file, fieldnames=columns)
+        if new:
+            self._writer.writeheader()
+
+    def write(self, row: dict[str, Any]) -> None:
+        self._writer.writerow(row)
+        self._file.flush()
+
+    def close(self) -> None:
+        self._file.close()
+
+
+class EpisodeLogger(BaseCallback):
+    """Writes every finished training episode (from SB3's ``Monitor`` info) to ``train_episodes.csv``.
+
+    :param path: the CSV file
+    :param sinks: more receivers of ``train/episode_return`` and ``train/episode_length``
+    """
+
+    COLUMNS = ["timesteps", "episode", "return", "length", "wall_time"]
+
+    def __init__(self, path: Path, sinks: list[Sink] | None = None) -> None:
+        super().__init__()
+        self.path, self.sinks = path, sinks or []
+        self.episodes = 0
+        self._csv: CsvLog | None = None
+        self._start = 0.0
+
+    def _on_training_start(self) -> None:
+        self._csv = CsvLog(self.path, self.COLUMNS)
+        self._start = time.perf_counter()
+
+    def _on_step(self) -> bool:
+        for info in self.locals.get("infos", []):
+            episode = info.get("episode")
+            if episode is None:
+                continue
+            self.episodes += 1
+            row = {"timesteps": self.num_timesteps, "episode": self.episodes, "return": float(episode["r"]),
+                   "length": int(episode["l"]), "wall_time": round(time.perf_counter() - self._start, 3)}
+            assert self._csv is not None
+            self._csv.write(row)
+            for sink in self.sinks:
+                sink({"train/episode_return": row["return"], "train/episode_length": row["length"],
+                      "train/episodes": self.episodes}, self.num_timesteps)
+        return True
+
+    def _on_training_end(self) -> None:
+        if self._csv:
+            self._csv.close()
+
+
+class PeriodicEval(BaseCallback):
+    """Evaluates the policy every ``freq`` env steps on fixed seeds; keeps the best model.
+
+    :param freq: env steps (all training envs together) between evaluations
+    :param env_fn: makes one evaluation env
+    :param n_episodes: episodes per evaluation; episode i uses seed ``base_seed + i``
+    :param base_seed: seed of episode 0
+    :param n_envs: episodes run side by side
+    :param run_dir: the run directory (``metrics/eval.csv`` and ``best_model.zip`` go there)
+    :param threshold: "solved" return; the first timestep whose mean reaches it is kept
+    :param deterministic: greedy/mean actions
+    :param sinks: more receivers of the ``eval/...`` metrics
+    """
+
+    COLUMNS = ["timesteps", "mean", "std", "sem", "n", "median", "min", "max", "success_rate",
+               "mean_length", "wall_time", "eval_seconds"]
+
+    def __init__(self, freq: int, env_fn: Callable[[], gym.Env], n_episodes: int, base_seed: int, n_envs: int,
+                 run_dir: Path, threshold: float | None, deterministic: bool = True,
+                 sinks: list[Sink] | None = None) -> None:
+        super().__init__()
+        self.freq, self.env_fn, self.n_episodes, self.base_seed = freq, env_fn, n_episodes, base_seed
+        self.n_envs, self.run_dir, self.threshold, self.deterministic = n_envs, run_dir, threshold, deterministic
+        self.sinks = sinks or []
+        self.best_mean = float("-inf")
+        self.first_solved: int | None = None
+        self.eval_seconds = 0.0
+        self._next = freq
+        self._envs: list[gym.Env] = []
+        self._csv: CsvLog | None = None
+        self._start = 0.0
+
+    def _on_training_start(self) -> None:
+        self._csv = CsvLog(self.run_dir / "metrics" / "eval.csv", self.COLUMNS)
+        self._envs = [self.env_fn() for _ in range(min(self.n_envs, self.n_episodes))]
+        self._start = time.perf_counter()
+        self._next = (self.num_timesteps // self.freq + 1) * self.freq
+
+    def _on_step(self) -> bool:
+        if self.num_timesteps >= self._next:
+            self._next = (self.num_timesteps // self.freq + 1) * self.freq
+            self.evaluate_now()
+        return True
+
+    def evaluate_now(self) -> dict[str, Any]:
+        t0 = time.perf_counter()
+        result = evaluate(self.model, self.env_fn, self.n_episodes, self.base_seed, self.n_envs,
+                          self.deterministic, self.threshold, envs=self._envs)
+        seconds = time.perf_counter() - t0
+        self.eval_seconds += seconds
+        stats = result.stats()
+        row = {"timesteps": self.num_timesteps, **stats, "wall_time": round(time.perf_counter() - self._start, 3),
+               "eval_seconds": round(seconds, 3)}
+        assert self._csv is not None
+        self._csv.write(row)
+        if stats["mean"] > self.best_mean:  # type: ignore[operator]
+            self.best_mean = float(stats["mean"])  # type: ignore[arg-type]
+            self.model.save(self.run_dir / "best_model.zip")
+        if self.first_solved is None and self.threshold is not None and stats["mean"] >= self.threshold:
+            self.first_solved = self.num_timesteps
+        log.info("eval at %d steps: mean %.1f +- %.1f (sem) over %d episodes, %.1fs",
+                 self.num_timesteps, stats["mean"], stats["sem"], stats["n"], seconds)
+        for sink in self.sinks:
+            sink({f"eval/{k}": v for k, v in stats.items() if v is not None} | {"time/eval_seconds": seconds},
+                 self.num_timesteps)
+        return stats
+
+    def _on_training_end(self) -> None:
+        for env in self._envs:
+            env.close()
+        if self._csv:
+            self._csv.close()

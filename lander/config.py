@@ -1,0 +1,172 @@
+"""Structured-config schema (registered in Hydra's ConfigStore) and value checks.
+
+The dataclasses give every key a type, so Hydra rejects ``seed=abc`` or an unknown key
+before the task function runs. :func:`validate` then checks the values that a type
+cannot express (ranges, algorithm/env compatibility) before anything is trained.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, is_dataclass
+from pathlib import Path
+from typing import Any
+
+from hydra.core.config_store import ConfigStore
+from omegaconf import DictConfig, OmegaConf
+
+CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
+ACTION_SPACES = ("discrete", "continuous")
+
+
+class ConfigError(ValueError):
+    """A configuration value that cannot be run; the message names the key and the allowed values."""
+
+
+@dataclass
+class AlgoConfig:
+    name: str = "???"
+    action_spaces: list[str] = field(default_factory=lambda: list(ACTION_SPACES))
+    n_envs: int = 1
+    total_timesteps: int = 100_000
+    model: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class EnvConfig:
+    name: str = "???"
+    id: str = "???"
+    action_space: str = "discrete"
+    reward_threshold: float | None = None
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class EvalConfig:
+    freq: int = 25_000
+    episodes: int = 20
+    n_envs: int = 10
+    seed: int = 1_000_000
+    deterministic: bool = True
+
+
+@dataclass
+class VideoConfig:
+    enabled: bool = True
+    seed: int = 1_000_000
+    fps: int = 30
+    max_steps: int = 1000
+
+
+@dataclass
+class LoggerConfig:
+    backend: str = "none"
+    mode: str = "offline"
+    project: str = "lander"
+    entity: str | None = None
+    group: str | None = None
+    job_type: str | None = None
+    tags: list[str] = field(default_factory=list)
+    log_model: bool = True
+
+
+@dataclass
+class LanderConfig:
+    algo: AlgoConfig = field(default_factory=AlgoConfig)
+    env: EnvConfig = field(default_factory=EnvConfig)
+    logger: LoggerConfig = field(default_factory=LoggerConfig)
+    eval: EvalConfig = field(default_factory=EvalConfig)
+    video: VideoConfig = field(default_factory=VideoConfig)
+    seed: int = 0
+    gamma: float | None = None
+    total_timesteps: int | None = None
+    n_envs: int | None = None
+    device: str = "cpu"
+    torch_threads: int = 1
+    vec_env: str = "dummy"
+    checkpoint_freq: int = 100_000
+    progress_bar: bool = True
+    final_eval: bool = True
+
+
+def register_configs() -> None:
+    """Register the schema so ``conf/config.yaml`` can name it in its defaults list."""
+    ConfigStore.instance().store(name="lander_schema", node=LanderConfig)
+
+
+def check_override_keys(overrides: list[str]) -> None:
+    """Reject an unknown key in command-line overrides, listing the keys that exist.
+
+    Hydra rejects it too, but without naming the allowed keys; this runs before Hydra composes.
+    Keys with ``+``/``~``/``++``, Hydra's own (``hydra.*``, ``--flags``) and ``algo.*`` are left to Hydra.
+    """
+    schema = LanderConfig()
+    for override in overrides:
+        if override.startswith(("+", "~", "-")) or "=" not in override:
+            continue
+        key, value = override.split("=", 1)
+        parts = key.split(".")
+        if parts[0] in ("hydra", "algo"):
+            continue
+        if not hasattr(schema, parts[0]):
+            raise ConfigError(f"unknown key {key!r} in override {override!r}: top-level keys are "
+                              f"{', '.join(sorted(LanderConfig.__dataclass_fields__))}; algorithm hyperparameters "
+                              f"go under algo.model (e.g. algo.model.{key}={value})")
+        node = getattr(schema, parts[0])
+        if len(parts) == 2 and is_dataclass(node) and not hasattr(node, parts[1]):
+            raise ConfigError(f"unknown key {key!r} in override {override!r}: keys of {parts[0]} are "
+                              f"{', '.join(sorted(type(node).__dataclass_fields__))}")
+
+
+def group_options(group: str) -> list[str]:
+    """The options of a config group, read from ``conf/<group>/*.yaml``."""
+    return sorted(p.stem for p in (CONF_DIR / group).glob("*.yaml"))
+
+
+def envs_with_action_space(kinds: list[str]) -> list[str]:
+    """Names of the ``env`` group options whose action space is one of ``kinds``."""
+    names = []
+    for option in group_options("env"):
+        env_cfg = OmegaConf.load(CONF_DIR / "env" / f"{option}.yaml")
+        if env_cfg.get("action_space") in kinds:
+            names.append(option)
+    return names
+
+
+def _check(ok: bool, key: str, value: Any, allowed: str) -> None:
+    if not ok:
+        raise ConfigError(f"{key}={value!r} is not allowed: {key} must be {allowed}")
+
+
+def validate(cfg: DictConfig) -> None:
+    """Check values a type cannot express; raise :class:`ConfigError` naming the key.
+
+    :param cfg: the composed run config
+    """
+    _check(cfg.gamma is None or 0.0 < cfg.gamma <= 1.0, "gamma", cfg.gamma, "null or in (0, 1]")
+    _check(cfg.total_timesteps is None or cfg.total_timesteps > 0, "total_timesteps", cfg.total_timesteps,
+           "null (the algorithm's budget) or a positive integer")
+    _check(cfg.n_envs is None or cfg.n_envs >= 1, "n_envs", cfg.n_envs, "null or an integer >= 1")
+    _check(cfg.algo.total_timesteps > 0, "algo.total_timesteps", cfg.algo.total_timesteps, "a positive integer")
+    _check(cfg.algo.n_envs >= 1, "algo.n_envs", cfg.algo.n_envs, "an integer >= 1")
+    _check(cfg.eval.episodes >= 1, "eval.episodes", cfg.eval.episodes, "an integer >= 1")
+    _check(cfg.eval.n_envs >= 1, "eval.n_envs", cfg.eval.n_envs, "an integer >= 1")
+    _check(cfg.eval.freq >= 0, "eval.freq", cfg.eval.freq, "0 (off) or a positive number of timesteps")
+    _check(cfg.checkpoint_freq >= 0, "checkpoint_freq", cfg.checkpoint_freq, "0 (off) or a positive integer")
+    _check(cfg.torch_threads >= 0, "torch_threads", cfg.torch_threads, "0 (torch's default) or an integer >= 1")
+    _check(cfg.vec_env in ("dummy", "subproc"), "vec_env", cfg.vec_env, "one of: dummy, subproc")
+    _check(cfg.device in ("auto", "cpu") or cfg.device.startswith(("cuda", "mps")), "device", cfg.device,
+           "one of: auto, cpu, cuda, cuda:N, mps")
+    _check(cfg.logger.backend in ("wandb", "none"), "logger.backend", cfg.logger.backend, "one of: wandb, none")
+    _check(cfg.logger.mode in ("offline", "online", "disabled"), "logger.mode", cfg.logger.mode,
+           "one of: offline, online, disabled")
+    _check(cfg.env.action_space in ACTION_SPACES, "env.action_space", cfg.env.action_space,
+           f"one of: {', '.join(ACTION_SPACES)}")
+    _check("_target_" in cfg.algo.model, "algo.model._target_", None, "the import path of the model class")
+    if cfg.env.action_space not in cfg.algo.action_spaces:
+        fitting = envs_with_action_space(list(cfg.algo.action_spaces))
+        raise ConfigError(
+            f"algo={cfg.algo.name} cannot act in env={cfg.env.name}: {cfg.algo.name} supports "
+            f"{'/'.join(cfg.algo.action_spaces)} action spaces and {cfg.env.name} has a {cfg.env.action_space} one. "
+            f"Envs it supports: {', '.join(fitting) or 'none configured'} "
+            f"(for example: python -m lander.run algo={cfg.algo.name} env={fitting[0] if fitting else '...'})"
+        )

@@ -1,0 +1,64 @@
+"""The environment snapshot a run leaves behind: packages, versions, platform, git state, command line."""
+
+from __future__ import annotations
+
+import json
+import platform
+import subprocess
+import sys
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+SOURCE_DIR = Path(__file__).resolve().parent.parent
+PACKAGES = ("lander", "stable-baselines3", "gymnasium", "torch", "numpy", "hydra-core", "omegaconf", "wandb",
+            "box2d", "matplotlib", "imageio", "imageio-ffmpeg")
+
+
+def _git(*args: str) -> str | None:
+    try:
+        out = subprocess.run(["git", "-C", str(SOURCE_DIR), *args], capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout.strip() if out.returncode == 0 else None
+
+
+def git_state() -> dict[str, Any]:
+    """Commit and dirty flag of the lander source checkout (None outside a git checkout)."""
+    commit = _git("rev-parse", "HEAD")
+    status = _git("status", "--porcelain", "--untracked-files=no") if commit else None
+    return {"commit": commit, "dirty": bool(status) if status is not None else None}
+
+
+def versions() -> dict[str, str | None]:
+    out: dict[str, str | None] = {}
+    for name in PACKAGES:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = None
+    return out
+
+
+def write_snapshot(run_dir: Path) -> Path:
+    """Write ``environment/pip_freeze.txt`` and ``environment/versions.json`` under ``run_dir``."""
+    out_dir = run_dir / "environment"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    freeze = subprocess.run([sys.executable, "-m", "pip", "freeze"], capture_output=True, text=True, timeout=120)
+    (out_dir / "pip_freeze.txt").write_text(freeze.stdout)
+    import torch
+
+    info = {
+        "python": sys.version,
+        "executable": sys.executable,
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "processor": platform.processor(),
+        "torch_threads": torch.get_num_threads(),
+        "cuda_available": torch.cuda.is_available(),
+        "packages": versions(),
+        "git": git_state(),
+        "command": [sys.executable, *sys.argv],
+    }
+    (out_dir / "versions.json").write_text(json.dumps(info, indent=2))
+    return out_dir

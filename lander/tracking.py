@@ -1,0 +1,112 @@
+"""Weights & Biases: start a run, log metrics and files, always finish it.
+
+``wandb`` is imported only here and only when ``logger.backend=wandb``.
+"""
+
+from __future__ import annotations
+
+import logging
+import netrc
+import os
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+from omegaconf import DictConfig, OmegaConf
+from stable_baselines3.common.logger import KVWriter
+
+from lander.config import ConfigError
+
+log = logging.getLogger(__name__)
+
+
+def run_name(cfg: DictConfig, gamma: float) -> str:
+    """``{algo}_{env}_gamma-{gamma}_seed-{seed}``, the W&B name of a run."""
+    return f"{cfg.algo.name}_{cfg.env.name}_gamma-{gamma:g}_seed-{cfg.seed}"
+
+
+def has_api_key() -> bool:
+    """True if a W&B API key is in ``WANDB_API_KEY`` or in the netrc file ``wandb login`` writes."""
+    if os.environ.get("WANDB_API_KEY"):
+        return True
+    host = urlparse(os.environ.get("WANDB_BASE_URL", "https://api.wandb.ai")).hostname
+    path = Path(os.environ.get("NETRC", Path.home() / ".netrc"))
+    try:
+        return bool(path.is_file() and netrc.netrc(path).authenticators(host or ""))
+    except (OSError, netrc.NetrcParseError):
+        return False
+
+
+def check_logger(cfg: DictConfig) -> None:
+    """Fail before training when online logging cannot work (no API key)."""
+    if cfg.logger.backend == "wandb" and cfg.logger.mode == "online" and not has_api_key():
+        raise ConfigError(
+            "logger.mode=online needs a W&B API key: set WANDB_API_KEY or run `wandb login`; "
+            "or use logger.mode=offline (the default; `wandb sync` uploads later) or logger=none"
+        )
+
+
+class WandbRun:
+    """A started W&B run; ``log`` takes flat ``{"prefix/key": value}`` dicts with the env step."""
+
+    def __init__(self, cfg: DictConfig, run_dir: Path, name: str, group: str | None = None) -> None:
+        import wandb
+
+        self.wandb = wandb
+        config: dict[str, Any] = OmegaConf.to_container(cfg, resolve=True)  # type: ignore[assignment]
+        self.run = wandb.init(
+            project=cfg.logger.project,
+            entity=cfg.logger.entity,
+            group=group or cfg.logger.group,
+            job_type=cfg.logger.job_type or cfg.algo.name,
+            tags=[cfg.algo.name, cfg.env.name, *cfg.logger.tags],
+            name=name,
+            config=config,
+            dir=str(run_dir),
+            mode=cfg.logger.mode,
+            settings=wandb.Settings(init_timeout=60, console="off", x_disable_stats=False),
+        )
+        self.run.define_metric("global_step")
+        self.run.define_metric("*", step_metric="global_step")
+        log.info("W&B run %s (%s mode) in %s", name, cfg.logger.mode, self.run.dir)
+
+    def log(self, metrics: dict[str, Any], step: int) -> None:
+        self.run.log({**metrics, "global_step": step})
+
+    def log_files(self, run_dir: Path, summary: dict[str, Any], log_model: bool) -> None:
+        """The final evaluation summary, the plot, the video and (optionally) the model artifact."""
+        wandb = self.wandb
+        for key, value in summary.items():
+            if isinstance(value, (int, float, str, bool)) or value is None:
+                self.run.summary[key] = value
+        media: dict[str, Any] = {}
+        if (run_dir / "learning_curve.png").is_file():
+            media["plots/learning_curve"] = wandb.Image(str(run_dir / "learning_curve.png"))
+        if (run_dir / "video.mp4").is_file():
+            media["media/video"] = wandb.Video(str(run_dir / "video.mp4"), format="mp4")
+        if media:
+            self.run.log(media)
+        if log_model and (run_dir / "model.zip").is_file():
+            artifact = wandb.Artifact(f"model-{self.run.id}", type="model", metadata=summary)
+            artifact.add_file(str(run_dir / "model.zip"))
+            if (run_dir / "eval.json").is_file():
+                artifact.add_file(str(run_dir / "eval.json"))
+            self.run.log_artifact(artifact)
+
+    def finish(self, exit_code: int) -> None:
+        self.run.finish(exit_code=exit_code)
+
+
+class WandbWriter(KVWriter):
+    """Forwards SB3's logger records (``train/loss``, ``time/fps``, ``rollout/...``) to W&B."""
+
+    def __init__(self, run: WandbRun) -> None:
+        self.run = run
+
+    def write(self, key_values: dict[str, Any], key_excluded: dict[str, Any], step: int = 0) -> None:
+        numbers = {k: v for k, v in key_values.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+        if numbers:
+            self.run.log(numbers, step)
+
+    def close(self) -> None:
+        pass

@@ -1,0 +1,27 @@
+"""A video of the trained agent, rendered headless and written with imageio-ffmpeg."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import imageio.v2 as imageio
+from omegaconf import DictConfig
+from stable_baselines3.common.base_class import BaseAlgorithm
+
+from lander.envs import make_env
+from lander.evaluation import record_episode
+
+
+def write_video(model: BaseAlgorithm, env_cfg: DictConfig, video_cfg: DictConfig, path: Path) -> dict:
+    """Play one episode on ``video.seed`` and write it to ``path`` (mp4, H.264).
+
+    :return: the episode's return, length in frames and the seed
+    """
+    env = make_env(env_cfg, render_mode="rgb_array")
+    try:
+        frames, total = record_episode(model, env, seed=video_cfg.seed, max_steps=video_cfg.max_steps)
+    finally:
+        env.close()
+    # macro_block_size=16 pads 600x400 frames to 608x400 rather than resizing them
+    imageio.mimwrite(path, frames, fps=video_cfg.fps, codec="libx264", macro_block_size=16)
+    return {"seed": int(video_cfg.seed), "return": total, "frames": len(frames)}

@@ -1,0 +1,58 @@
+"""Shared helpers: real subprocess runs of ``python -m lander.run`` with tiny budgets."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+# Tiny budgets per algorithm: a few thousand env steps at most, every artifact still written.
+TINY = {
+    "ppo": ["env=lunar_lander", "n_envs=2", "algo.model.n_steps=256", "algo.model.batch_size=64", "total_timesteps=1024"],
+    "a2c": ["env=lunar_lander", "n_envs=2", "total_timesteps=1000"],
+    "dqn": ["env=lunar_lander", "total_timesteps=1000", "algo.model.learning_starts=200"],
+    "sac": ["env=lunar_lander_continuous", "total_timesteps=600", "algo.model.learning_starts=200",
+            "algo.model.buffer_size=5000", "algo.model.batch_size=64"],
+    "td3": ["env=lunar_lander_continuous", "total_timesteps=600", "algo.model.learning_starts=200",
+            "algo.model.buffer_size=5000", "+algo.model.batch_size=64"],
+}
+QUICK = ["eval.freq=500", "eval.episodes=3", "eval.n_envs=3", "video.max_steps=120", "progress_bar=false",
+         "checkpoint_freq=500"]
+
+
+def lander_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("WANDB_")}
+    env |= {"WANDB_SILENT": "true", "PYTHONHASHSEED": "0"} | extra
+    return env
+
+
+def run_lander(run_dir: Path, *overrides: str, env: dict[str, str] | None = None,
+               timeout: int = 600) -> subprocess.CompletedProcess:
+    """``python -m lander.run <overrides> hydra.run.dir=<run_dir>`` in a subprocess, from the repo root."""
+    cmd = [sys.executable, "-m", "lander.run", *overrides, f"hydra.run.dir={run_dir}"]
+    return subprocess.run(cmd, cwd=REPO, env=env or lander_env(), capture_output=True, text=True, timeout=timeout)
+
+
+def tiny_run(run_dir: Path, algo: str, *extra: str, **kwargs) -> subprocess.CompletedProcess:
+    """A tiny-budget run of ``algo`` that must succeed."""
+    proc = run_lander(run_dir, f"algo={algo}", *TINY[algo], *QUICK, *extra, **kwargs)
+    assert proc.returncode == 0, f"run failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"
+    return proc
+
+
+def read_json(path: Path) -> dict:
+    return json.loads(path.read_text())
+
+
+@pytest.fixture(scope="session", params=list(TINY))
+def algo_run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
+    """One tiny run per algorithm (W&B offline), shared by every test that takes this fixture."""
+    algo = request.param
+    run_dir = tmp_path_factory.mktemp(f"run_{algo}") / "run"
+    tiny_run(run_dir, algo)
+    return algo, run_dir

@@ -1,0 +1,105 @@
+"""Every algorithm trains with a tiny budget and leaves the complete run record."""
+
+from __future__ import annotations
+
+import csv
+
+import gymnasium as gym
+import imageio.v2 as imageio
+import numpy as np
+import pytest
+import stable_baselines3
+import yaml
+
+from conftest import TINY, read_json
+from wandb_reader import read_run
+
+ALGOS = {"ppo": stable_baselines3.PPO, "a2c": stable_baselines3.A2C, "dqn": stable_baselines3.DQN,
+         "sac": stable_baselines3.SAC, "td3": stable_baselines3.TD3}
+
+
+def rows(path):
+    with path.open() as f:
+        return list(csv.DictReader(f))
+
+
+def test_run_dir_holds_every_artifact(algo_run):
+    algo, run_dir = algo_run
+    for name in [".hydra/config.yaml", ".hydra/overrides.yaml", "run.log", "summary.json", "eval.json", "model.zip",
+                 "best_model.zip", "learning_curve.png", "video.mp4", "metrics/train_episodes.csv",
+                 "metrics/eval.csv", "metrics/sb3_progress.csv", "environment/pip_freeze.txt",
+                 "environment/versions.json"]:
+        assert (run_dir / name).is_file(), f"{algo}: {name} missing"
+    assert list((run_dir / "checkpoints").glob("model_*_steps.zip")), "no checkpoint written"
+    resolved = yaml.safe_load((run_dir / ".hydra/config.yaml").read_text())
+    assert resolved["algo"]["name"] == algo
+
+
+def test_summary_and_metrics(algo_run):
+    algo, run_dir = algo_run
+    summary = read_json(run_dir / "summary.json")
+    assert summary["status"] == "completed"
+    assert summary["timesteps"] >= summary["total_timesteps"]
+    assert summary["steps_per_second"] > 0 and summary["wall_seconds"] > 0
+    assert "first_timestep_reaching_threshold" in summary
+    episodes = rows(run_dir / "metrics/train_episodes.csv")
+    assert episodes, "no training episode recorded"
+    steps = [int(r["timesteps"]) for r in episodes]
+    assert steps == sorted(steps) and steps[-1] <= summary["timesteps"]
+    evals = rows(run_dir / "metrics/eval.csv")
+    assert len(evals) >= 1 and all(int(r["n"]) == 3 for r in evals)
+    for r in evals:
+        assert float(r["sem"]) == pytest.approx(float(r["std"]) / np.sqrt(3), rel=1e-6)
+    assert summary["best_eval_mean"] == pytest.approx(max(float(r["mean"]) for r in evals))
+
+
+def test_eval_json_has_every_episode(algo_run):
+    algo, run_dir = algo_run
+    record = read_json(run_dir / "eval.json")
+    returns = [e["return"] for e in record["episodes"]]
+    assert record["n"] == len(returns) == 3
+    assert [e["seed"] for e in record["episodes"]] == [1_000_000, 1_000_001, 1_000_002]
+    assert record["mean"] == pytest.approx(np.mean(returns))
+    assert record["std"] == pytest.approx(np.std(returns, ddof=1))
+    assert record["sem"] == pytest.approx(np.std(returns, ddof=1) / np.sqrt(3))
+    assert record["median"] == pytest.approx(np.median(returns))
+    assert (record["min"], record["max"]) == (min(returns), max(returns))
+    assert record["success_rate"] == pytest.approx(np.mean(np.array(returns) >= 200))
+    assert read_json(run_dir / "summary.json")["final_eval_mean"] == pytest.approx(record["mean"])
+
+
+def test_model_loads_in_plain_sb3_and_acts(algo_run):
+    algo, run_dir = algo_run
+    model = ALGOS[algo].load(run_dir / "model.zip", device="cpu")
+    continuous = "env=lunar_lander_continuous" in TINY[algo]
+    env = gym.make("LunarLander-v3", continuous=continuous)
+    obs, _ = env.reset(seed=0)
+    action, _ = model.predict(obs, deterministic=True)
+    assert env.action_space.contains(action.astype(env.action_space.dtype) if continuous else int(action))
+    assert model.num_timesteps == read_json(run_dir / "summary.json")["timesteps"]
+
+
+def test_video_has_frames_of_the_episode(algo_run):
+    algo, run_dir = algo_run
+    frames = np.stack(imageio.mimread(run_dir / "video.mp4", memtest=False))
+    video = read_json(run_dir / "summary.json")["video"]
+    assert frames.ndim == 4 and frames.shape[-1] == 3 and frames.shape[2] >= 600 and frames.shape[1] >= 400
+    assert len(frames) == video["frames"] > 1
+    assert not np.array_equal(frames[0], frames[-1]), "the lander should move"
+
+
+def test_wandb_offline_run_holds_the_logged_metrics(algo_run):
+    algo, run_dir = algo_run
+    run = read_run(run_dir)
+    summary = read_json(run_dir / "summary.json")
+    assert run["name"] == summary["run_name"] == f"{algo}_{summary['env']}_gamma-{summary['gamma']:g}_seed-0"
+    assert run["job_type"] == algo and run["exit_code"] == 0
+    assert run["config"]["algo"]["name"] == algo and run["config"]["seed"] == 0
+    logged_eval = [h["eval/mean"] for h in run["history"] if "eval/mean" in h]
+    assert logged_eval == pytest.approx([float(r["mean"]) for r in rows(run_dir / "metrics/eval.csv")])
+    logged_returns = [h["train/episode_return"] for h in run["history"] if "train/episode_return" in h]
+    assert logged_returns == pytest.approx([float(r["return"]) for r in rows(run_dir / "metrics/train_episodes.csv")])
+    assert run["summary"]["final_eval_mean"] == pytest.approx(summary["final_eval_mean"])
+    assert any(k.startswith("plots/learning_curve") for k in run["summary"])
+    assert any(k.startswith("media/video") for k in run["summary"])
+    assert any(a["type"] == "model" and "model.zip" in a["files"] for a in run["artifacts"])

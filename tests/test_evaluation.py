@@ -1,0 +1,49 @@
+"""Evaluation on fixed seeds: batched and one-at-a-time runs score the same episodes."""
+
+from __future__ import annotations
+
+from functools import partial
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from stable_baselines3 import PPO
+
+from lander.evaluation import EvalResult, evaluate
+
+
+@pytest.fixture(scope="module")
+def model():
+    return PPO("MlpPolicy", gym.make("LunarLander-v3"), seed=3, device="cpu")
+
+
+def test_batched_evaluation_equals_sequential(model):
+    env_fn = partial(gym.make, "LunarLander-v3")
+    one = evaluate(model, env_fn, n_episodes=7, base_seed=100, n_envs=1)
+    batched = evaluate(model, env_fn, n_episodes=7, base_seed=100, n_envs=4)
+    assert one.seeds == batched.seeds == list(range(100, 107))
+    assert one.returns == batched.returns and one.lengths == batched.lengths
+
+
+def test_episodes_match_a_hand_rolled_episode(model):
+    env = gym.make("LunarLander-v3")
+    obs, _ = env.reset(seed=105)
+    total, done = 0.0, False
+    while not done:
+        action, _ = model.predict(obs, deterministic=True)
+        obs, reward, terminated, truncated, _ = env.step(int(action))
+        total += float(reward)
+        done = terminated or truncated
+    result = evaluate(model, partial(gym.make, "LunarLander-v3"), n_episodes=6, base_seed=100, n_envs=3)
+    assert result.returns[5] == pytest.approx(total, abs=1e-9)
+
+
+def test_statistics():
+    result = EvalResult(returns=[100.0, 200.0, 300.0, 250.0], lengths=[10, 20, 30, 40], seeds=[0, 1, 2, 3],
+                        threshold=200)
+    stats = result.stats()
+    assert stats["mean"] == 212.5 and stats["median"] == 225.0
+    assert stats["std"] == pytest.approx(np.std([100, 200, 300, 250], ddof=1))
+    assert stats["sem"] == pytest.approx(stats["std"] / 2)
+    assert stats["success_rate"] == 0.75 and (stats["min"], stats["max"]) == (100.0, 300.0)
+    assert len(result.to_dict()["episodes"]) == 4

@@ -112,6 +112,7 @@ def train(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
         summary |= {"timesteps": int(model.num_timesteps), "train_seconds": round(train_seconds, 2),
                     "eval_seconds": round(evaluator.eval_seconds, 2),
                     "steps_per_second": round(model.num_timesteps / train_seconds, 1),
+                    "train_steps_per_second": round(model.num_timesteps / (train_seconds - evaluator.eval_seconds), 1),
                     "best_eval_mean": evaluator.best_mean if evaluator.best_mean > float("-inf") else None,
                     "first_timestep_reaching_threshold": evaluator.first_solved}
         if cfg.final_eval:

@@ -19,13 +19,16 @@ register_configs()
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
 def main(cfg: DictConfig) -> float | None:
     """Train one run in Hydra's output directory; return the final eval mean (for Hydra sweepers)."""
-    from lander.train import train
+    from lander.train import Interrupted, train
 
     try:
         summary = train(cfg, Path(HydraConfig.get().runtime.output_dir))
     except ConfigError as exc:
         log.error("invalid configuration: %s", exc)
         sys.exit(2)
+    except Interrupted as exc:
+        log.error("interrupted by %s; the run directory keeps what was recorded", exc)
+        sys.exit(exc.exit_code)
     return summary.get("final_eval_mean")
 
 

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import json
 import logging
+import signal
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -30,6 +33,32 @@ from lander.tracking import WandbRun, WandbWriter, check_logger, run_name
 from lander.video import write_video
 
 log = logging.getLogger(__name__)
+
+
+class Interrupted(KeyboardInterrupt):
+    """SIGINT or SIGTERM during a run; ``exit_code`` is the shell's 128 + signal number (130, 143)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.exit_code = 128 + signum
+
+
+def _raise_interrupted(signum: int, frame: Any) -> None:
+    raise Interrupted(signum)
+
+
+@contextmanager
+def stop_on_signals() -> Iterator[None]:
+    """Turn SIGINT/SIGTERM into :class:`Interrupted` so the run records its state and finishes W&B.
+
+    Installed explicitly because a process started in the background by a shell ignores SIGINT.
+    """
+    previous = {sig: signal.signal(sig, _raise_interrupted) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def write_json(path: Path, data: dict[str, Any]) -> None:
@@ -61,10 +90,17 @@ def final_evaluation(cfg: DictConfig, model: Any, run_dir: Path) -> dict[str, An
 def train(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
     """Train one agent as configured and leave its complete record in ``run_dir``.
 
+    SIGINT and SIGTERM stop the run as :class:`Interrupted`, after it has recorded its state.
+
     :param cfg: the composed config (``conf/config.yaml`` and overrides)
     :param run_dir: the run directory (Hydra's output dir)
     :return: the run summary (also written to ``summary.json``)
     """
+    with stop_on_signals():
+        return _train(cfg, run_dir)
+
+
+def _train(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
     validate(cfg)
     check_logger(cfg)
     total_timesteps, n_envs = budget(cfg)
@@ -88,40 +124,11 @@ def train(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
     write_snapshot(run_dir)
 
     wandb_run = WandbRun(cfg, run_dir, name) if cfg.logger.backend == "wandb" else None
-    sinks = [wandb_run.log] if wandb_run else []
-    exit_code = 1
-    start = time.perf_counter()
-    model = None
+    exit_code, start, model = 1, time.perf_counter(), None
     try:
         model = build_model(cfg, env, cfg.seed)
-        writers = [CSVOutputFormat(str(run_dir / "metrics" / "sb3_progress.csv"))]
-        model.set_logger(Logger(str(run_dir / "metrics"), [*writers, *([WandbWriter(wandb_run)] if wandb_run else [])]))
-        evaluator = PeriodicEval(cfg.eval.freq or total_timesteps + 1, partial(make_env, cfg.env), cfg.eval.episodes,
-                                 cfg.eval.seed, cfg.eval.n_envs, run_dir, cfg.env.reward_threshold,
-                                 cfg.eval.deterministic, sinks)
-        callbacks = [EpisodeLogger(run_dir / "metrics" / "train_episodes.csv", sinks), evaluator]
-        if cfg.checkpoint_freq > 0:
-            callbacks.append(CheckpointCallback(max(cfg.checkpoint_freq // n_envs, 1), str(run_dir / "checkpoints"),
-                                                name_prefix="model"))
-        log.info("training %s for %d timesteps on %d envs (gamma=%g, seed=%d) in %s",
-                 cfg.algo.name, total_timesteps, n_envs, gamma, cfg.seed, run_dir)
-        model.learn(total_timesteps=total_timesteps, callback=callbacks, progress_bar=cfg.progress_bar)
-        train_seconds = time.perf_counter() - start
-        model.save(run_dir / "model.zip")
-
-        summary |= {"timesteps": int(model.num_timesteps), "train_seconds": round(train_seconds, 2),
-                    "eval_seconds": round(evaluator.eval_seconds, 2),
-                    "steps_per_second": round(model.num_timesteps / train_seconds, 1),
-                    "train_steps_per_second": round(model.num_timesteps / (train_seconds - evaluator.eval_seconds), 1),
-                    "best_eval_mean": evaluator.best_mean if evaluator.best_mean > float("-inf") else None,
-                    "first_timestep_reaching_threshold": evaluator.first_solved}
-        if cfg.final_eval:
-            record = final_evaluation(cfg, model, run_dir)
-            summary |= {"final_eval_mean": record["mean"], "final_eval_sem": record["sem"],
-                        "final_eval_std": record["std"], "final_eval_success_rate": record["success_rate"]}
-        plot_learning_curve(run_dir, f"{name} ({cfg.env.id})", cfg.env.reward_threshold)
-        if cfg.video.enabled:
-            summary["video"] = write_video(model, cfg.env, cfg.video, run_dir / "video.mp4")
+        evaluator = learn(cfg, model, run_dir, wandb_run, total_timesteps, n_envs)
+        summary |= record_results(cfg, model, evaluator, run_dir, time.perf_counter() - start)
         summary |= {"status": "completed", "wall_seconds": round(time.perf_counter() - start, 2)}
         write_json(run_dir / "summary.json", summary)
         if wandb_run:
@@ -133,10 +140,52 @@ def train(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
         summary |= {"status": status, "error": f"{type(exc).__name__}: {exc}",
                     "timesteps": int(model.num_timesteps) if model is not None else 0,
                     "wall_seconds": round(time.perf_counter() - start, 2)}
+        if model is not None and status == "interrupted":
+            model.save(run_dir / "checkpoints" / f"model_{model.num_timesteps}_steps.zip")
         write_json(run_dir / "summary.json", summary)
-        log.exception("run %s: %s", status, exc)
+        log.exception("run %s at %d timesteps: %s", status, summary["timesteps"], exc)
         raise
     finally:
         env.close()
         if wandb_run:
             wandb_run.finish(exit_code)
+
+
+def learn(cfg: DictConfig, model: Any, run_dir: Path, wandb_run: WandbRun | None, total_timesteps: int,
+          n_envs: int) -> PeriodicEval:
+    """``model.learn`` with lander's callbacks; returns the evaluation callback (best mean, first solved)."""
+    sinks = [wandb_run.log] if wandb_run else []
+    writers = [CSVOutputFormat(str(run_dir / "metrics" / "sb3_progress.csv"))]
+    model.set_logger(Logger(str(run_dir / "metrics"), [*writers, *([WandbWriter(wandb_run)] if wandb_run else [])]))
+    evaluator = PeriodicEval(cfg.eval.freq or total_timesteps + 1, partial(make_env, cfg.env), cfg.eval.episodes,
+                             cfg.eval.seed, cfg.eval.n_envs, run_dir, cfg.env.reward_threshold,
+                             cfg.eval.deterministic, sinks)
+    callbacks = [EpisodeLogger(run_dir / "metrics" / "train_episodes.csv", sinks), evaluator]
+    if cfg.checkpoint_freq > 0:
+        callbacks.append(CheckpointCallback(max(cfg.checkpoint_freq // n_envs, 1), str(run_dir / "checkpoints"),
+                                            name_prefix="model"))
+    log.info("training %s for %d timesteps on %d envs (gamma=%g, seed=%d) in %s",
+             cfg.algo.name, total_timesteps, n_envs, effective_gamma(cfg), cfg.seed, run_dir)
+    model.learn(total_timesteps=total_timesteps, callback=callbacks, progress_bar=cfg.progress_bar)
+    return evaluator
+
+
+def record_results(cfg: DictConfig, model: Any, evaluator: PeriodicEval, run_dir: Path,
+                   train_seconds: float) -> dict[str, Any]:
+    """Save the model, evaluate it, plot the learning curve, record the video; return summary fields."""
+    model.save(run_dir / "model.zip")
+    steps = int(model.num_timesteps)
+    out: dict[str, Any] = {
+        "timesteps": steps, "train_seconds": round(train_seconds, 2), "eval_seconds": round(evaluator.eval_seconds, 2),
+        "steps_per_second": round(steps / train_seconds, 1),
+        "train_steps_per_second": round(steps / (train_seconds - evaluator.eval_seconds), 1),
+        "best_eval_mean": evaluator.best_mean if evaluator.best_mean > float("-inf") else None,
+        "first_timestep_reaching_threshold": evaluator.first_solved}
+    if cfg.final_eval:
+        record = final_evaluation(cfg, model, run_dir)
+        out |= {"final_eval_mean": record["mean"], "final_eval_sem": record["sem"], "final_eval_std": record["std"],
+                "final_eval_success_rate": record["success_rate"]}
+    plot_learning_curve(run_dir, f"{run_name(cfg, effective_gamma(cfg))} ({cfg.env.id})", cfg.env.reward_threshold)
+    if cfg.video.enabled:
+        out["video"] = write_video(model, cfg.env, cfg.video, run_dir / "video.mp4")
+    return out

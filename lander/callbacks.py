@@ -12,7 +12,7 @@ from typing import Any
 import gymnasium as gym
 from stable_baselines3.common.callbacks import BaseCallback
 
-from lander.evaluation import evaluate
+from lander.evaluation import EvalResult, evaluate
 
 log = logging.getLogger(__name__)
 
@@ -90,6 +90,10 @@ class PeriodicEval(BaseCallback):
     :param threshold: "solved" return; the first timestep whose mean reaches it is kept
     :param deterministic: greedy/mean actions
     :param sinks: more receivers of the ``eval/...`` metrics
+    :param final_at: from this timestep on, periodic evaluation is left to the final one, which the caller
+        runs with :meth:`evaluate_now` after training (so the curve's last point is the final model's)
+
+    The CSV file and eval envs stay open after training for that final evaluation; :meth:`close` them.
     """
 
     COLUMNS = ["timesteps", "mean", "std", "sem", "n", "median", "min", "max", "success_rate",
@@ -97,8 +101,9 @@ class PeriodicEval(BaseCallback):
 
     def __init__(self, freq: int, env_fn: Callable[[], gym.Env], n_episodes: int, base_seed: int, n_envs: int,
                  run_dir: Path, threshold: float | None, deterministic: bool = True,
-                 sinks: list[Sink] | None = None) -> None:
+                 sinks: list[Sink] | None = None, final_at: int | None = None) -> None:
         super().__init__()
+        self.final_at = final_at
         self.freq, self.env_fn, self.n_episodes, self.base_seed = freq, env_fn, n_episodes, base_seed
         self.n_envs, self.run_dir, self.threshold, self.deterministic = n_envs, run_dir, threshold, deterministic
         self.sinks = sinks or []
@@ -111,18 +116,21 @@ class PeriodicEval(BaseCallback):
         self._start = 0.0
 
     def _on_training_start(self) -> None:
-        self._csv = CsvLog(self.run_dir / "metrics" / "eval.csv", self.COLUMNS)
-        self._envs = [self.env_fn() for _ in range(min(self.n_envs, self.n_episodes))]
+        self._csv = self._csv or CsvLog(self.run_dir / "metrics" / "eval.csv", self.COLUMNS)
+        self._envs = self._envs or [self.env_fn() for _ in range(min(self.n_envs, self.n_episodes))]
         self._start = time.perf_counter()
         self._next = (self.num_timesteps // self.freq + 1) * self.freq
 
     def _on_step(self) -> bool:
         if self.num_timesteps >= self._next:
             self._next = (self.num_timesteps // self.freq + 1) * self.freq
-            self.evaluate_now()
+            if self.final_at is None or self.num_timesteps < self.final_at:
+                self.evaluate_now()
         return True
 
-    def evaluate_now(self) -> dict[str, Any]:
+    def evaluate_now(self) -> EvalResult:
+        """Evaluate the model now: a row in ``eval.csv``, the sinks, ``best_model.zip`` if it is the best."""
+        self.num_timesteps = self.model.num_timesteps
         t0 = time.perf_counter()
         result = evaluate(self.model, self.env_fn, self.n_episodes, self.base_seed, self.n_envs,
                           self.deterministic, self.threshold, envs=self._envs)
@@ -143,9 +151,9 @@ class PeriodicEval(BaseCallback):
         for sink in self.sinks:
             sink({f"eval/{k}": v for k, v in stats.items() if v is not None} | {"time/eval_seconds": seconds},
                  self.num_timesteps)
-        return stats
+        return result
 
-    def _on_training_end(self) -> None:
+    def close(self) -> None:
         for env in self._envs:
             env.close()
         if self._csv:

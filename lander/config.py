@@ -86,6 +86,7 @@ class LanderConfig:
     checkpoint_freq: int = 100_000
     progress_bar: bool = True
     final_eval: bool = True
+    baseline: str | None = None
 
 
 def register_configs() -> None:
@@ -105,7 +106,7 @@ def check_override_keys(overrides: list[str]) -> None:
             continue
         key, value = override.split("=", 1)
         parts = key.split(".")
-        if parts[0] in ("hydra", "algo"):
+        if parts[0] in ("hydra", "algo") or "/" in key:  # Hydra's own keys, free-form algo.model, group paths
             continue
         if not hasattr(schema, parts[0]):
             raise ConfigError(f"unknown key {key!r} in override {override!r}: top-level keys are "

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
 from omegaconf import DictConfig
 
 from lander.config import ConfigError, check_override_keys, register_configs
@@ -19,16 +20,25 @@ register_configs()
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
 def main(cfg: DictConfig) -> float | None:
     """Train one run in Hydra's output directory; return the final eval mean (for Hydra sweepers)."""
+    from lander.sweep import sweep_group
     from lander.train import Interrupted, train
 
+    hydra_cfg = HydraConfig.get()
+    multirun = hydra_cfg.mode == RunMode.MULTIRUN
     try:
-        summary = train(cfg, Path(HydraConfig.get().runtime.output_dir))
+        summary = train(cfg, Path(hydra_cfg.runtime.output_dir), group=sweep_group(hydra_cfg.sweep.dir) if multirun else None)
     except ConfigError as exc:
         log.error("invalid configuration: %s", exc)
+        if multirun:  # the other jobs go on; the sweep's end lists this one as failed
+            return None
         sys.exit(2)
     except Interrupted as exc:
         log.error("interrupted by %s; the run directory keeps what was recorded", exc)
         sys.exit(exc.exit_code)
+    except Exception:
+        if multirun:  # recorded as failed in summary.json and run.log; the sweep's end reports it
+            return None
+        raise
     return summary.get("final_eval_mean")
 
 
@@ -39,3 +49,9 @@ if __name__ == "__main__":
         print(f"lander: invalid configuration: {error}", file=sys.stderr)
         sys.exit(2)
     main()
+    from lander.sweep import FAILED_JOBS
+
+    if FAILED_JOBS:
+        print(f"lander: {len(FAILED_JOBS)} job(s) of the sweep did not complete: {'; '.join(FAILED_JOBS)}",
+              file=sys.stderr)
+        sys.exit(1)

@@ -57,7 +57,7 @@ class WandbRun:
         self.run = wandb.init(
             project=cfg.logger.project,
             entity=cfg.logger.entity,
-            group=group or cfg.logger.group,
+            group=cfg.logger.group or group,
             job_type=cfg.logger.job_type or cfg.algo.name,
             tags=[cfg.algo.name, cfg.env.name, *cfg.logger.tags],
             name=name,

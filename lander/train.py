@@ -26,7 +26,6 @@ from lander.algos import build_model, effective_gamma
 from lander.callbacks import EpisodeLogger, PeriodicEval
 from lander.config import ConfigError, validate
 from lander.envs import action_space_kind, make_env, make_train_env
-from lander.evaluation import evaluate
 from lander.plots import plot_learning_curve
 from lander.snapshot import write_snapshot
 from lander.tracking import WandbRun, WandbWriter, check_logger, run_name
@@ -75,10 +74,9 @@ def budget(cfg: DictConfig) -> tuple[int, int]:
     return int(total), int(n_envs)
 
 
-def final_evaluation(cfg: DictConfig, model: Any, run_dir: Path) -> dict[str, Any]:
-    """Evaluate the final model on ``eval.episodes`` fixed seeds and write ``eval.json``."""
-    result = evaluate(model, partial(make_env, cfg.env), cfg.eval.episodes, cfg.eval.seed, cfg.eval.n_envs,
-                      cfg.eval.deterministic, cfg.env.reward_threshold)
+def final_evaluation(cfg: DictConfig, model: Any, evaluator: PeriodicEval, run_dir: Path) -> dict[str, Any]:
+    """Evaluate the final model on ``eval.episodes`` fixed seeds (the curve's last point) and write ``eval.json``."""
+    result = evaluator.evaluate_now()
     record = result.to_dict() | {"timesteps": int(model.num_timesteps), "deterministic": cfg.eval.deterministic,
                                  "model": "model.zip", "env_id": cfg.env.id}
     write_json(run_dir / "eval.json", record)
@@ -87,20 +85,21 @@ def final_evaluation(cfg: DictConfig, model: Any, run_dir: Path) -> dict[str, An
     return record
 
 
-def train(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
+def train(cfg: DictConfig, run_dir: Path, group: str | None = None) -> dict[str, Any]:
     """Train one agent as configured and leave its complete record in ``run_dir``.
 
     SIGINT and SIGTERM stop the run as :class:`Interrupted`, after it has recorded its state.
 
     :param cfg: the composed config (``conf/config.yaml`` and overrides)
     :param run_dir: the run directory (Hydra's output dir)
+    :param group: W&B group (a sweep's id); ``logger.group`` when None
     :return: the run summary (also written to ``summary.json``)
     """
     with stop_on_signals():
-        return _train(cfg, run_dir)
+        return _train(cfg, run_dir, group)
 
 
-def _train(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
+def _train(cfg: DictConfig, run_dir: Path, group: str | None) -> dict[str, Any]:
     validate(cfg)
     check_logger(cfg)
     total_timesteps, n_envs = budget(cfg)
@@ -123,7 +122,7 @@ def _train(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
     write_json(run_dir / "summary.json", summary)
     write_snapshot(run_dir)
 
-    wandb_run = WandbRun(cfg, run_dir, name) if cfg.logger.backend == "wandb" else None
+    wandb_run = WandbRun(cfg, run_dir, name, group) if cfg.logger.backend == "wandb" else None
     exit_code, start, model = 1, time.perf_counter(), None
     try:
         model = build_model(cfg, env, cfg.seed)
@@ -159,7 +158,7 @@ def learn(cfg: DictConfig, model: Any, run_dir: Path, wandb_run: WandbRun | None
     model.set_logger(Logger(str(run_dir / "metrics"), [*writers, *([WandbWriter(wandb_run)] if wandb_run else [])]))
     evaluator = PeriodicEval(cfg.eval.freq or total_timesteps + 1, partial(make_env, cfg.env), cfg.eval.episodes,
                              cfg.eval.seed, cfg.eval.n_envs, run_dir, cfg.env.reward_threshold,
-                             cfg.eval.deterministic, sinks)
+                             cfg.eval.deterministic, sinks, final_at=total_timesteps if cfg.final_eval else None)
     callbacks = [EpisodeLogger(run_dir / "metrics" / "train_episodes.csv", sinks), evaluator]
     if cfg.checkpoint_freq > 0:
         callbacks.append(CheckpointCallback(max(cfg.checkpoint_freq // n_envs, 1), str(run_dir / "checkpoints"),
@@ -178,13 +177,14 @@ def record_results(cfg: DictConfig, model: Any, evaluator: PeriodicEval, run_dir
     out: dict[str, Any] = {
         "timesteps": steps, "train_seconds": round(train_seconds, 2), "eval_seconds": round(evaluator.eval_seconds, 2),
         "steps_per_second": round(steps / train_seconds, 1),
-        "train_steps_per_second": round(steps / (train_seconds - evaluator.eval_seconds), 1),
-        "best_eval_mean": evaluator.best_mean if evaluator.best_mean > float("-inf") else None,
-        "first_timestep_reaching_threshold": evaluator.first_solved}
+        "train_steps_per_second": round(steps / (train_seconds - evaluator.eval_seconds), 1)}
     if cfg.final_eval:
-        record = final_evaluation(cfg, model, run_dir)
+        record = final_evaluation(cfg, model, evaluator, run_dir)
         out |= {"final_eval_mean": record["mean"], "final_eval_sem": record["sem"], "final_eval_std": record["std"],
                 "final_eval_success_rate": record["success_rate"]}
+    evaluator.close()
+    out |= {"best_eval_mean": evaluator.best_mean if evaluator.best_mean > float("-inf") else None,
+            "first_timestep_reaching_threshold": evaluator.first_solved}
     plot_learning_curve(run_dir, f"{run_name(cfg, effective_gamma(cfg))} ({cfg.env.id})", cfg.env.reward_threshold)
     if cfg.video.enabled:
         out["video"] = write_video(model, cfg.env, cfg.video, run_dir / "video.mp4")

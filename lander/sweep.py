@@ -1,0 +1,69 @@
+"""Hydra callback that turns a ``--multirun`` sweep into a controlled experiment.
+
+At the start it creates the sweep directory (the Optuna sweeper keeps its SQLite study there); at the
+end it writes ``<sweep dir>/comparison/`` with :func:`lander.compare.compare`, logs it once to W&B in
+the sweep's group, and names the jobs that failed (``python -m lander.run`` then exits 1). It reads the job
+directories, so it works the same whichever launcher (basic, joblib, submitit) ran the jobs.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from hydra.experimental.callback import Callback
+from omegaconf import DictConfig
+
+log = logging.getLogger(__name__)
+
+
+def sweep_group(sweep_dir: str | Path) -> str:
+    """The W&B group of a sweep: its directory, e.g. ``multirun/2026-11-22/14-05-31`` -> ``sweep-2026-11-22_14-05-31``."""
+    parts = Path(sweep_dir).parts[-2:]
+    return "sweep-" + "_".join(parts)
+
+
+FAILED_JOBS: list[str] = []  # jobs of the last sweep that did not complete; `python -m lander.run` exits 1 if any
+
+
+class ComparisonCallback(Callback):
+    """Writes the sweep comparison when a multirun ends.
+
+    The baseline the other configurations are tested against is the config's ``baseline``
+    (a configuration label such as ``gamma=0.99``), or the first configuration when it is null.
+
+    :param log_to_wandb: also log the comparison table and plots to W&B, in the sweep's group
+    """
+
+    def __init__(self, log_to_wandb: bool = True) -> None:
+        self.log_to_wandb = log_to_wandb
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        Path(config.hydra.sweep.dir).mkdir(parents=True, exist_ok=True)
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        from lander.compare import compare
+
+        sweep_dir = Path(config.hydra.sweep.dir)
+        result = compare([sweep_dir], sweep_dir / "comparison", config.get("baseline"))
+        if self.log_to_wandb and config.logger.backend == "wandb" and len(result["table"]):
+            self._log_to_wandb(config, sweep_dir, result)
+        FAILED_JOBS[:] = [f"job {r.path.name} ({' '.join(r.overrides)}): {r.status}"
+                          for r in result["failed"] + result["unfinished"]]
+        if FAILED_JOBS:  # Hydra turns a callback's exception into a warning, so lander.run exits non-zero instead
+            log.error("%d job(s) of the sweep did not complete: %s. The comparison in %s covers the others.",
+                      len(FAILED_JOBS), "; ".join(FAILED_JOBS), sweep_dir / "comparison")
+
+    @staticmethod
+    def _log_to_wandb(config: DictConfig, sweep_dir: Path, result: dict) -> None:
+        import wandb
+
+        run = wandb.init(project=config.logger.project, entity=config.logger.entity, group=sweep_group(sweep_dir),
+                         job_type="comparison", name=f"comparison_{sweep_group(sweep_dir)}", dir=str(sweep_dir),
+                         mode=config.logger.mode, settings=wandb.Settings(console="off"))
+        try:
+            run.log({"comparison/table": wandb.Table(dataframe=result["table"])}
+                    | {f"comparison/{p.stem}": wandb.Image(str(p)) for p in result["files"] if p.suffix == ".png"})
+        finally:
+            run.finish()

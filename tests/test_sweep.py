@@ -1,0 +1,110 @@
+"""Sweeps with --multirun: job records, the comparison at the end, failures, joblib, lander.compare."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from conftest import REPO, lander_env, read_json
+from wandb_reader import read_run
+
+TINY_SWEEP = ["n_envs=2", "total_timesteps=1024", "algo.model.n_steps=256", "eval.freq=256", "eval.episodes=3",
+              "eval.n_envs=3", "video.max_steps=50", "progress_bar=false", "checkpoint_freq=0"]
+NOT_WALL_CLOCK = ["timesteps", "mean", "std", "sem", "n", "median", "min", "max", "success_rate", "mean_length"]
+
+
+def sweep(sweep_dir, *overrides):
+    cmd = [sys.executable, "-m", "lander.run", "--multirun", *overrides, *TINY_SWEEP, f"hydra.sweep.dir={sweep_dir}"]
+    return subprocess.run(cmd, cwd=REPO, env=lander_env(), capture_output=True, text=True, timeout=900)
+
+
+@pytest.fixture(scope="module")
+def serial_sweep(tmp_path_factory):
+    sweep_dir = tmp_path_factory.mktemp("sweep") / "serial"
+    proc = sweep(sweep_dir, "algo=ppo,a2c", "seed=0,1")
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return sweep_dir
+
+
+def test_every_job_leaves_its_record_and_the_table_matches_them(serial_sweep):
+    jobs = sorted(p for p in serial_sweep.iterdir() if p.name.isdigit())
+    assert [p.name for p in jobs] == ["0", "1", "2", "3"]
+    for job in jobs:
+        assert read_json(job / "summary.json")["status"] == "completed"
+        for name in ("model.zip", "eval.json", "video.mp4", "learning_curve.png", "metrics/eval.csv"):
+            assert (job / name).is_file()
+    comparison = serial_sweep / "comparison"
+    for name in ("table.csv", "table.md", "report.md", "learning_curves_lunar_lander.png"):
+        assert (comparison / name).is_file()
+    table = pd.read_csv(comparison / "table.csv")
+    assert list(table["config"]) == ["algo=ppo", "algo=a2c"] and list(table["seeds"]) == [2, 2]
+    for config, algo in (("algo=ppo", "ppo"), ("algo=a2c", "a2c")):
+        finals = [read_json(j / "eval.json")["mean"] for j in jobs if read_json(j / "summary.json")["algo"] == algo]
+        row = table[table["config"] == config].iloc[0]
+        assert row["final_mean"] == pytest.approx(np.mean(finals))
+        assert row["sem"] == pytest.approx(np.std(finals, ddof=1) / np.sqrt(2))
+        assert row["ci95_low"] <= row["final_mean"] <= row["ci95_high"]
+    assert np.isnan(table.iloc[0]["p_welch_vs_baseline"]) and 0 <= table.iloc[1]["p_welch_vs_baseline"] <= 1
+    assert 0 <= table.iloc[1]["prob_improvement"] <= 1
+
+
+def test_jobs_share_one_wandb_group_with_algorithm_job_types(serial_sweep):
+    runs = [read_run(serial_sweep / str(i)) for i in range(4)]
+    groups = {r["group"] for r in runs}
+    assert len(groups) == 1 and groups.pop().startswith("sweep-")
+    assert [r["job_type"] for r in runs] == ["ppo", "ppo", "a2c", "a2c"]
+    assert all(r["exit_code"] == 0 for r in runs)
+
+
+def test_joblib_sweep_matches_the_serial_one_job_by_job(serial_sweep, tmp_path):
+    proc = sweep(tmp_path / "joblib", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2", "algo=ppo,a2c", "seed=0,1")
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    for i in range(4):
+        serial = pd.read_csv(serial_sweep / str(i) / "metrics/eval.csv")[NOT_WALL_CLOCK]
+        parallel = pd.read_csv(tmp_path / "joblib" / str(i) / "metrics/eval.csv")[NOT_WALL_CLOCK]
+        pd.testing.assert_frame_equal(serial, parallel)
+        assert read_json(serial_sweep / str(i) / "eval.json")["episodes"] == \
+            read_json(tmp_path / "joblib" / str(i) / "eval.json")["episodes"]
+
+
+def test_a_failing_job_does_not_stop_the_others(tmp_path):
+    sweep_dir = tmp_path / "failing"
+    proc = sweep(sweep_dir, "algo=ppo", "seed=0", "algo.model.batch_size=64,1")
+    assert proc.returncode != 0
+    assert "lander: 1 job(s) of the sweep did not complete: job 1 (algo=ppo seed=0 algo.model.batch_size=1" in proc.stderr
+    assert read_json(sweep_dir / "0" / "summary.json")["status"] == "completed"
+    assert read_json(sweep_dir / "1" / "summary.json")["status"] == "failed"
+    table = pd.read_csv(sweep_dir / "comparison" / "table.csv")
+    assert list(table["config"]) == ["algo.model.batch_size=64"]
+    report = (sweep_dir / "comparison" / "report.md").read_text()
+    assert "## Failed runs" in report and "algo.model.batch_size=1" in report
+
+
+def test_compare_cli_on_hand_picked_runs_of_different_lengths(serial_sweep, tmp_path):
+    longer = tmp_path / "longer"
+    overrides = [o if o != "total_timesteps=1024" else "total_timesteps=2048" for o in TINY_SWEEP]
+    proc = subprocess.run([sys.executable, "-m", "lander.run", "algo=a2c", "seed=5", *overrides, "logger=none",
+                           f"hydra.run.dir={longer}"],
+                          cwd=REPO, env=lander_env(), capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = tmp_path / "report"
+    proc = subprocess.run([sys.executable, "-m", "lander.compare", str(serial_sweep / "0"), str(longer),
+                           "--out", str(out), "--baseline", "algo=a2c total_timesteps=2048"],
+                          cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    table = pd.read_csv(out / "table.csv")
+    configs = ["algo=ppo total_timesteps=1024", "algo=a2c total_timesteps=2048"]
+    assert list(table["config"]) == configs and set(table["baseline"]) == {configs[1]}
+    assert (out / "learning_curves_lunar_lander.png").is_file()
+    a2c = table[table["config"] == configs[1]].iloc[0]
+    assert a2c["final_mean"] == pytest.approx(read_json(longer / "eval.json")["mean"])
+
+
+def test_compare_rejects_an_unknown_baseline(serial_sweep, tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "lander.compare", str(serial_sweep), "--out", str(tmp_path),
+                           "--baseline", "algo=sac"], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2 and "baseline='algo=sac' is not a configuration here" in proc.stderr

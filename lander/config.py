@@ -8,8 +8,11 @@ cannot express (ranges, algorithm/env compatibility) before anything is trained.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, is_dataclass
+import netrc
+import os
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
@@ -170,4 +173,25 @@ def validate(cfg: DictConfig) -> None:
             f"{'/'.join(cfg.algo.action_spaces)} action spaces and {cfg.env.name} has a {cfg.env.action_space} one. "
             f"Envs it supports: {', '.join(fitting) or 'none configured'} "
             f"(for example: python -m lander.run algo={cfg.algo.name} env={fitting[0] if fitting else '...'})"
+        )
+
+
+def has_api_key() -> bool:
+    """True if a W&B API key is in ``WANDB_API_KEY`` or in the netrc file ``wandb login`` writes."""
+    if os.environ.get("WANDB_API_KEY"):
+        return True
+    host = urlparse(os.environ.get("WANDB_BASE_URL", "https://api.wandb.ai")).hostname
+    path = Path(os.environ.get("NETRC", Path.home() / ".netrc"))
+    try:
+        return bool(path.is_file() and netrc.netrc(path).authenticators(host or ""))
+    except (OSError, netrc.NetrcParseError):
+        return False
+
+
+def check_logger(cfg: DictConfig) -> None:
+    """Fail before training when online logging cannot work (no API key)."""
+    if cfg.logger.backend == "wandb" and cfg.logger.mode == "online" and not has_api_key():
+        raise ConfigError(
+            "logger.mode=online needs a W&B API key: set WANDB_API_KEY or run `wandb login`; "
+            "or use logger.mode=offline (the default; `wandb sync` uploads later) or logger=none"
         )

@@ -11,7 +11,8 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig
 
-from lander.config import ConfigError, check_override_keys, register_configs
+from lander.config import ConfigError, check_logger, check_override_keys, register_configs, validate
+from lander.interrupt import Interrupted
 
 log = logging.getLogger("lander")
 register_configs()
@@ -20,13 +21,16 @@ register_configs()
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
 def main(cfg: DictConfig) -> float | None:
     """Train one run in Hydra's output directory; return the final eval mean (for Hydra sweepers)."""
-    from lander.sweep import sweep_group
-    from lander.train import Interrupted, train
-
     hydra_cfg = HydraConfig.get()
     multirun = hydra_cfg.mode == RunMode.MULTIRUN
     try:
-        summary = train(cfg, Path(hydra_cfg.runtime.output_dir), group=sweep_group(hydra_cfg.sweep.dir) if multirun else None)
+        validate(cfg)  # before importing torch and SB3, so bad input fails in a second
+        check_logger(cfg)
+        from lander.sweep import sweep_group
+        from lander.train import train
+
+        group = sweep_group(hydra_cfg.sweep.dir) if multirun else None
+        summary = train(cfg, Path(hydra_cfg.runtime.output_dir), group=group)
     except ConfigError as exc:
         log.error("invalid configuration: %s", exc)
         if multirun:  # the other jobs go on; the sweep's end lists this one as failed

@@ -6,16 +6,12 @@
 from __future__ import annotations
 
 import logging
-import netrc
-import os
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse
 
 from omegaconf import DictConfig, OmegaConf
 from stable_baselines3.common.logger import KVWriter
 
-from lander.config import ConfigError
 
 log = logging.getLogger(__name__)
 
@@ -23,27 +19,6 @@ log = logging.getLogger(__name__)
 def run_name(cfg: DictConfig, gamma: float) -> str:
     """``{algo}_{env}_gamma-{gamma}_seed-{seed}``, the W&B name of a run."""
     return f"{cfg.algo.name}_{cfg.env.name}_gamma-{gamma:g}_seed-{cfg.seed}"
-
-
-def has_api_key() -> bool:
-    """True if a W&B API key is in ``WANDB_API_KEY`` or in the netrc file ``wandb login`` writes."""
-    if os.environ.get("WANDB_API_KEY"):
-        return True
-    host = urlparse(os.environ.get("WANDB_BASE_URL", "https://api.wandb.ai")).hostname
-    path = Path(os.environ.get("NETRC", Path.home() / ".netrc"))
-    try:
-        return bool(path.is_file() and netrc.netrc(path).authenticators(host or ""))
-    except (OSError, netrc.NetrcParseError):
-        return False
-
-
-def check_logger(cfg: DictConfig) -> None:
-    """Fail before training when online logging cannot work (no API key)."""
-    if cfg.logger.backend == "wandb" and cfg.logger.mode == "online" and not has_api_key():
-        raise ConfigError(
-            "logger.mode=online needs a W&B API key: set WANDB_API_KEY or run `wandb login`; "
-            "or use logger.mode=offline (the default; `wandb sync` uploads later) or logger=none"
-        )
 
 
 class WandbRun:

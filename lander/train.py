@@ -8,10 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
-import signal
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -24,40 +21,15 @@ from stable_baselines3.common.utils import set_random_seed
 
 from lander.algos import build_model, effective_gamma
 from lander.callbacks import EpisodeLogger, PeriodicEval
-from lander.config import ConfigError, validate
+from lander.config import ConfigError, check_logger, validate
 from lander.envs import action_space_kind, make_env, make_train_env
+from lander.interrupt import stop_on_signals
 from lander.plots import plot_learning_curve
 from lander.snapshot import write_snapshot
-from lander.tracking import WandbRun, WandbWriter, check_logger, run_name
+from lander.tracking import WandbRun, WandbWriter, run_name
 from lander.video import write_video
 
 log = logging.getLogger(__name__)
-
-
-class Interrupted(KeyboardInterrupt):
-    """SIGINT or SIGTERM during a run; ``exit_code`` is the shell's 128 + signal number (130, 143)."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signal.Signals(signum).name)
-        self.exit_code = 128 + signum
-
-
-def _raise_interrupted(signum: int, frame: Any) -> None:
-    raise Interrupted(signum)
-
-
-@contextmanager
-def stop_on_signals() -> Iterator[None]:
-    """Turn SIGINT/SIGTERM into :class:`Interrupted` so the run records its state and finishes W&B.
-
-    Installed explicitly because a process started in the background by a shell ignores SIGINT.
-    """
-    previous = {sig: signal.signal(sig, _raise_interrupted) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
 
 
 def write_json(path: Path, data: dict[str, Any]) -> None:

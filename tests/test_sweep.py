@@ -108,3 +108,31 @@ def test_compare_rejects_an_unknown_baseline(serial_sweep, tmp_path):
     proc = subprocess.run([sys.executable, "-m", "lander.compare", str(serial_sweep), "--out", str(tmp_path),
                            "--baseline", "algo=sac"], cwd=REPO, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 2 and "baseline='algo=sac' is not a configuration here" in proc.stderr
+
+
+def test_submitit_local_sweep_matches_the_serial_one(serial_sweep, tmp_path):
+    proc = sweep(tmp_path / "submitit", "hydra/launcher=submitit_local", "hydra.launcher.timeout_min=10",
+                 "algo=ppo", "seed=0,1")
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    for i in range(2):
+        serial = pd.read_csv(serial_sweep / str(i) / "metrics/eval.csv")[NOT_WALL_CLOCK]
+        pd.testing.assert_frame_equal(serial, pd.read_csv(tmp_path / "submitit" / str(i) / "metrics/eval.csv")[NOT_WALL_CLOCK])
+
+
+def test_optuna_search_stores_a_resumable_study(tmp_path):
+    import optuna
+
+    sweep_dir = tmp_path / "optuna"
+    search = ["+hparams_search=ppo_optuna", "logger=none", "video.enabled=false", "eval.freq=0",
+              "total_timesteps=512"]
+    for trials in (2, 1):
+        cmd = [sys.executable, "-m", "lander.run", *search, f"hydra.sweeper.n_trials={trials}", *TINY_SWEEP[:1],
+               "algo.model.n_steps=256", "eval.episodes=2", "progress_bar=false", f"hydra.sweep.dir={sweep_dir}"]
+        proc = subprocess.run(cmd, cwd=REPO, env=lander_env(), capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 0, proc.stderr[-4000:]
+    study = optuna.load_study(study_name="ppo_lunar_lander", storage=f"sqlite:///{sweep_dir}/optuna.db")
+    finished = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
+    assert len(finished) == 3, "the second invocation continues the stored study"
+    finals = sorted(read_json(p)["mean"] for p in sweep_dir.glob("*/eval.json"))
+    assert sorted(t.value for t in finished) == pytest.approx(finals)
+    assert (sweep_dir / "optimization_results.yaml").is_file()

@@ -9,6 +9,7 @@ Part 3: training throughput, evaluation off, lander vs the plain script with the
 alternated ``--reps`` times in this one run; the ratio of medians.
 
     python benchmarks/ppo_solve.py --seeds 0 1 2 --plain-seeds 0 1 2 --reps 3
+    python benchmarks/ppo_solve.py --collect --reps 0   # the table again, from the runs already there
 Results: benchmarks/results/ppo_solve.json and a Markdown table on stdout.
 """
 
@@ -57,6 +58,8 @@ def solve_side_by_side(seed: int, with_plain: bool) -> tuple[dict, dict | None]:
     if procs[0].wait() != 0:
         raise RuntimeError(f"lander seed {seed} failed; see {run_dir}/run.log")
     plain_result = json.loads(plain_out.strip().splitlines()[-1]) if plain_out else None
+    if plain_result:
+        (OUT / f"plain_seed-{seed}.json").write_text(json.dumps(plain_result))
     return solve_time(seed, run_dir), plain_result
 
 
@@ -89,9 +92,16 @@ def main() -> None:
     parser.add_argument("--plain-seeds", type=int, nargs="*", default=[0, 1, 2])
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--throughput-steps", type=int, default=16384 * 4)
+    parser.add_argument("--collect", action="store_true",
+                        help="run no solve-time runs; collect those already in benchmarks/results")
     args = parser.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
     results: dict = {"lander": [], "plain": []}
+    if args.collect:
+        for run_dir in sorted(OUT.glob("lander_ppo_seed-*")):
+            results["lander"].append(solve_time(int(run_dir.name.split("-")[-1]), run_dir))
+        results["plain"] = [json.loads(p.read_text()) for p in sorted(OUT.glob("plain_seed-*.json"))]
+        args.seeds = []
     for seed in args.seeds:
         lander_result, plain_result = solve_side_by_side(seed, seed in args.plain_seeds)
         results["lander"].append(lander_result)

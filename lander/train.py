@@ -98,8 +98,8 @@ def _train(cfg: DictConfig, run_dir: Path, group: str | None) -> dict[str, Any]:
     exit_code, start, model = 1, time.perf_counter(), None
     try:
         model = build_model(cfg, env, cfg.seed)
-        evaluator = learn(cfg, model, run_dir, wandb_run, total_timesteps, n_envs)
-        summary |= record_results(cfg, model, evaluator, run_dir, time.perf_counter() - start)
+        evaluator, learn_seconds = learn(cfg, model, run_dir, wandb_run, total_timesteps, n_envs)
+        summary |= record_results(cfg, model, evaluator, run_dir, learn_seconds)
         summary |= {"status": "completed", "wall_seconds": round(time.perf_counter() - start, 2)}
         write_json(run_dir / "summary.json", summary)
         if wandb_run:
@@ -123,8 +123,8 @@ def _train(cfg: DictConfig, run_dir: Path, group: str | None) -> dict[str, Any]:
 
 
 def learn(cfg: DictConfig, model: Any, run_dir: Path, wandb_run: WandbRun | None, total_timesteps: int,
-          n_envs: int) -> PeriodicEval:
-    """``model.learn`` with lander's callbacks; returns the evaluation callback (best mean, first solved)."""
+          n_envs: int) -> tuple[PeriodicEval, float]:
+    """``model.learn`` with lander's callbacks; returns the evaluation callback and the seconds ``learn`` took."""
     sinks = [wandb_run.log] if wandb_run else []
     writers = [CSVOutputFormat(str(run_dir / "metrics" / "sb3_progress.csv"))]
     model.set_logger(Logger(str(run_dir / "metrics"), [*writers, *([WandbWriter(wandb_run)] if wandb_run else [])]))
@@ -137,8 +137,9 @@ def learn(cfg: DictConfig, model: Any, run_dir: Path, wandb_run: WandbRun | None
                                             name_prefix="model"))
     log.info("training %s for %d timesteps on %d envs (gamma=%g, seed=%d) in %s",
              cfg.algo.name, total_timesteps, n_envs, effective_gamma(cfg), cfg.seed, run_dir)
+    start = time.perf_counter()
     model.learn(total_timesteps=total_timesteps, callback=callbacks, progress_bar=cfg.progress_bar)
-    return evaluator
+    return evaluator, time.perf_counter() - start
 
 
 def record_results(cfg: DictConfig, model: Any, evaluator: PeriodicEval, run_dir: Path,

@@ -52,6 +52,7 @@ class EpisodeLogger(BaseCallback):
         self.path, self.sinks = path, sinks or []
         self.episodes = 0
         self._csv: CsvLog | None = None
+        self._episodes_csv: CsvLog | None = None
         self._start = 0.0
 
     def _on_training_start(self) -> None:
@@ -74,8 +75,9 @@ class EpisodeLogger(BaseCallback):
         return True
 
     def _on_training_end(self) -> None:
-        if self._csv:
-            self._csv.close()
+        for csv_log in (self._csv, self._episodes_csv):
+            if csv_log:
+                csv_log.close()
 
 
 class PeriodicEval(BaseCallback):
@@ -98,6 +100,7 @@ class PeriodicEval(BaseCallback):
 
     COLUMNS = ["timesteps", "mean", "std", "sem", "n", "median", "min", "max", "success_rate",
                "mean_length", "wall_time", "eval_seconds"]
+    EPISODE_COLUMNS = ["timesteps", "seed", "return", "length"]
 
     def __init__(self, freq: int, env_fn: Callable[[], gym.Env], n_episodes: int, base_seed: int, n_envs: int,
                  run_dir: Path, threshold: float | None, deterministic: bool = True,
@@ -113,10 +116,13 @@ class PeriodicEval(BaseCallback):
         self._next = freq
         self._envs: list[gym.Env] = []
         self._csv: CsvLog | None = None
+        self._episodes_csv: CsvLog | None = None
         self._start = 0.0
 
     def _on_training_start(self) -> None:
         self._csv = self._csv or CsvLog(self.run_dir / "metrics" / "eval.csv", self.COLUMNS)
+        self._episodes_csv = self._episodes_csv or CsvLog(self.run_dir / "metrics" / "eval_episodes.csv",
+                                                          self.EPISODE_COLUMNS)
         self._envs = self._envs or [self.env_fn() for _ in range(min(self.n_envs, self.n_episodes))]
         self._start = time.perf_counter()
         self._next = (self.num_timesteps // self.freq + 1) * self.freq
@@ -139,8 +145,10 @@ class PeriodicEval(BaseCallback):
         stats = result.stats()
         row = {"timesteps": self.num_timesteps, **stats, "wall_time": round(time.perf_counter() - self._start, 3),
                "eval_seconds": round(seconds, 3)}
-        assert self._csv is not None
+        assert self._csv is not None and self._episodes_csv is not None
         self._csv.write(row)
+        for seed, ret, length in zip(result.seeds, result.returns, result.lengths):
+            self._episodes_csv.write({"timesteps": self.num_timesteps, "seed": seed, "return": ret, "length": length})
         if stats["mean"] > self.best_mean:  # type: ignore[operator]
             self.best_mean = float(stats["mean"])  # type: ignore[arg-type]
             self.model.save(self.run_dir / "best_model.zip")
@@ -156,5 +164,6 @@ class PeriodicEval(BaseCallback):
     def close(self) -> None:
         for env in self._envs:
             env.close()
-        if self._csv:
-            self._csv.close()
+        for csv_log in (self._csv, self._episodes_csv):
+            if csv_log:
+                csv_log.close()

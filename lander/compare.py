@@ -1,8 +1,10 @@
 """Comparison of runs: configurations grouped across seeds, learning curves, a table and statistics.
 
-``python -m lander.compare <sweep dir or run dirs...> [--baseline LABEL] [--out DIR]`` writes the same
-report a sweep writes at its end: ``comparison/learning_curves_<env>.png``, ``table.csv``, ``table.md``
-and ``report.md`` (which also lists the runs that failed or have not finished).
+``python -m lander.compare <sweep dir or run dirs...> [--baseline LABEL] [--out DIR] [--at-timesteps N]``
+writes the same report a sweep writes at its end: ``comparison/learning_curves_<env>.png``, ``table.csv``,
+``table.md`` and ``report.md`` (which also lists the runs that failed or have not finished). With
+``--at-timesteps N`` every run that got at least N steps far is compared as it stood at its last evaluation
+at or before N (finished or not): an equal budget for runs of different lengths or a sweep still running.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import argparse
 import json
 import logging
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -38,6 +40,8 @@ class Run:
     evals: pd.DataFrame | None = None
     final_returns: list[float] = field(default_factory=list)
     threshold: float | None = None
+    final_mean: float = float("nan")
+    final_success: float = float("nan")
 
     @property
     def key(self) -> tuple[str, ...]:
@@ -53,10 +57,34 @@ def load_run(path: Path) -> Run:
     status = summary.get("status", "failed before training")
     evals_path, eval_json = path / "metrics" / "eval.csv", path / "eval.json"
     evals = pd.read_csv(evals_path) if evals_path.is_file() and evals_path.stat().st_size else None
-    final = [e["return"] for e in json.loads(eval_json.read_text())["episodes"]] if eval_json.is_file() else []
+    final = json.loads(eval_json.read_text()) if eval_json.is_file() else {"episodes": []}
     return Run(path=path, overrides=[str(o) for o in overrides], seed=int(cfg["seed"]), env=cfg["env"]["name"],
-               status=status, summary=summary, evals=evals, final_returns=final,
-               threshold=cfg["env"].get("reward_threshold"))
+               status=status, summary=summary, evals=evals, final_returns=[e["return"] for e in final["episodes"]],
+               threshold=cfg["env"].get("reward_threshold"), final_mean=final.get("mean", float("nan")),
+               final_success=final.get("success_rate") if final.get("success_rate") is not None else float("nan"))
+
+
+def at_budget(run: Run, timesteps: int) -> Run | None:
+    """The run as it stood at its last evaluation at or before ``timesteps``; None if it stopped short of that.
+
+    Per-episode returns come from ``metrics/eval_episodes.csv`` (runs older than that file have none, so the
+    statistics that need episodes come out as NaN).
+    """
+    if run.evals is None or not len(run.evals) or run.evals["timesteps"].max() < timesteps:
+        return None
+    evals = run.evals[run.evals["timesteps"] <= timesteps].drop_duplicates("timesteps", keep="last")
+    if not len(evals):
+        return None
+    last = evals.iloc[-1]
+    episodes_csv = run.path / "metrics" / "eval_episodes.csv"
+    returns: list[float] = []
+    if episodes_csv.is_file():
+        episodes = pd.read_csv(episodes_csv)
+        returns = episodes.loc[episodes["timesteps"] == last["timesteps"], "return"].tolist()[-int(last["n"]):]
+    reached = evals.loc[evals["mean"] >= run.threshold, "timesteps"] if run.threshold is not None else []
+    summary = {"first_timestep_reaching_threshold": int(reached.iloc[0]) if len(reached) else None}
+    return replace(run, status="completed", evals=evals, final_returns=returns, summary=summary,
+                   final_mean=float(last["mean"]), final_success=float(last["success_rate"]))
 
 
 def find_runs(paths: list[Path]) -> list[Run]:
@@ -117,11 +145,12 @@ def bootstrap_ci(values: np.ndarray, seed: int = 0) -> tuple[float, float]:
 
 def table(groups: dict[str, list[Run]], baseline: str) -> pd.DataFrame:
     """One row per configuration: final evaluation statistics and the comparison with ``baseline``."""
-    base_means = np.array([np.mean(r.final_returns) for r in groups[baseline]])
+    base_means = np.array([r.final_mean for r in groups[baseline]])
     rows = []
     for label, runs in groups.items():
-        means = np.array([np.mean(r.final_returns) for r in runs])
-        episodes = np.concatenate([r.final_returns for r in runs])
+        means = np.array([r.final_mean for r in runs])
+        with_episodes = all(r.final_returns for r in runs)
+        episodes = np.concatenate([r.final_returns for r in runs]) if with_episodes else np.array([])
         threshold = runs[0].threshold
         solved = [r.summary.get("first_timestep_reaching_threshold") for r in runs]
         solved = [s for s in solved if s is not None]
@@ -131,9 +160,9 @@ def table(groups: dict[str, list[Run]], baseline: str) -> pd.DataFrame:
             "config": label, "env": runs[0].env, "seeds": len(runs), "episodes": len(episodes),
             "final_mean": float(means.mean()),
             "sem": float(means.std(ddof=1) / np.sqrt(len(means))) if len(means) > 1
-            else float(episodes.std(ddof=1) / np.sqrt(len(episodes))),
-            "ci95_low": low, "ci95_high": high, "iqm": iqm(episodes),
-            "success_rate": float(np.mean(episodes >= threshold)) if threshold is not None else float("nan"),
+            else float(episodes.std(ddof=1) / np.sqrt(len(episodes))) if len(episodes) > 1 else float("nan"),
+            "ci95_low": low, "ci95_high": high, "iqm": iqm(episodes) if len(episodes) else float("nan"),
+            "success_rate": float(np.mean([r.final_success for r in runs])),
             "steps_to_threshold": float(np.mean(solved)) if solved else float("nan"),
             "reached_threshold": f"{len(solved)}/{len(runs)}",
             "p_welch_vs_baseline": float(welch.pvalue) if welch is not None and label != baseline else float("nan"),
@@ -176,18 +205,24 @@ def plot_curves(groups: dict[str, list[Run]], env: str, path: Path) -> None:
     plt.close(fig)
 
 
-def compare(paths: list[Path], out_dir: Path, baseline: str | None = None) -> dict:
+def compare(paths: list[Path], out_dir: Path, baseline: str | None = None, at_timesteps: int | None = None) -> dict:
     """Write the comparison of the runs under ``paths`` to ``out_dir``; return what it found.
 
     :param paths: a sweep directory, run directories, or both
     :param out_dir: where ``table.csv``, ``table.md``, ``report.md`` and the plots go
     :param baseline: the configuration label the others are tested against (default: the first)
+    :param at_timesteps: compare the runs as they stood at this many steps (see :func:`at_budget`)
     :return: ``{"table": DataFrame, "failed": [...], "unfinished": [...], "files": [...]}``
     """
     runs = find_runs(paths)
-    done = [r for r in runs if r.status == "completed" and r.final_returns]
+    if at_timesteps is None:
+        done = [r for r in runs if r.status == "completed" and r.final_returns]
+        short = [r for r in runs if r.status == "running"]
+    else:
+        done = [b for b in (at_budget(r, at_timesteps) for r in runs) if b is not None]
+        short = [r for r in runs if r.path not in {b.path for b in done} and r.status in ("completed", "running")]
     failed = [r for r in runs if r.status not in ("completed", "running")]
-    unfinished = [r for r in runs if r.status == "running"]
+    unfinished = short
     out_dir.mkdir(parents=True, exist_ok=True)
     files: list[Path] = []
     frames = []
@@ -209,16 +244,18 @@ def compare(paths: list[Path], out_dir: Path, baseline: str | None = None) -> di
     result.to_csv(out_dir / "table.csv", index=False)
     markdown = result.to_markdown(index=False, floatfmt=".4g") if len(result) else "(no finished runs)"
     (out_dir / "table.md").write_text(markdown + "\n")
-    report = ["# Comparison", "", f"Runs: {len(runs)}; finished: {len(done)}; failed: {len(failed)}; "
-              f"not finished: {len(unfinished)}.", "", markdown, ""]
-    for title, items in (("Failed runs", failed), ("Runs not finished", unfinished)):
+    budget = "" if at_timesteps is None else f" at {at_timesteps} timesteps (each run's last evaluation up to then)"
+    report = [f"# Comparison{budget}", "", f"Runs: {len(runs)}; compared: {len(done)}; failed: {len(failed)}; "
+              f"not finished{' or short of the budget' if budget else ''}: {len(unfinished)}.", "", markdown, ""]
+    short_title = "Runs not finished" if at_timesteps is None else f"Runs short of {at_timesteps} timesteps"
+    for title, items in (("Failed runs", failed), (short_title, unfinished)):
         if items:
             report += [f"## {title}", ""] + [f"- `{r.path}` ({r.status}): {' '.join(r.overrides)}"
                                                + (f": {r.summary['error']}" if r.summary.get("error") else "")
                                                for r in items] + [""]
     (out_dir / "report.md").write_text("\n".join(report))
     files += [out_dir / "table.csv", out_dir / "table.md", out_dir / "report.md"]
-    log.info("comparison of %d finished runs written to %s", len(done), out_dir)
+    log.info("comparison of %d runs%s written to %s", len(done), budget, out_dir)
     return {"table": result, "failed": failed, "unfinished": unfinished, "files": files}
 
 
@@ -227,6 +264,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("paths", nargs="+", type=Path, help="a sweep directory and/or run directories")
     parser.add_argument("--out", type=Path, help="output directory (default: <first path>/comparison)")
     parser.add_argument("--baseline", help="configuration label to test the others against (default: the first)")
+    parser.add_argument("--at-timesteps", type=int, metavar="N",
+                        help="compare every run as it stood at N steps (its last evaluation up to N), finished or not")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     missing = [str(p) for p in args.paths if not p.is_dir()]
@@ -234,7 +273,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"not a directory: {', '.join(missing)}")
     out = args.out or args.paths[0] / "comparison"
     try:
-        result = compare(args.paths, out, args.baseline)
+        result = compare(args.paths, out, args.baseline, args.at_timesteps)
     except ValueError as exc:
         parser.error(str(exc))
     print((out / "table.md").read_text())

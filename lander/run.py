@@ -40,7 +40,8 @@ def main(cfg: DictConfig) -> float | None:
         log.error("interrupted by %s; the run directory keeps what was recorded", exc)
         sys.exit(exc.exit_code)
     except Exception:
-        if multirun:  # recorded as failed in summary.json and run.log; the sweep's end reports it
+        if multirun:  # the other jobs go on; the sweep's end reports this one as failed
+            log.exception("job failed")  # in this job's run.log, also when it failed before training
             return None
         raise
     return summary.get("final_eval_mean")

@@ -136,3 +136,22 @@ def test_optuna_search_stores_a_resumable_study(tmp_path):
     finals = sorted(read_json(p)["mean"] for p in sweep_dir.glob("*/eval.json"))
     assert sorted(t.value for t in finished) == pytest.approx(finals)
     assert (sweep_dir / "optimization_results.yaml").is_file()
+
+
+def test_compare_at_an_equal_budget_uses_each_runs_evaluation_at_that_point(serial_sweep, tmp_path):
+    from lander.compare import compare
+
+    result = compare([serial_sweep], tmp_path / "at512", at_timesteps=512)
+    table = result["table"]
+    for config, jobs in (("algo=ppo", ("0", "1")), ("algo=a2c", ("2", "3"))):
+        row = table[table["config"] == config].iloc[0]
+        evals = [pd.read_csv(serial_sweep / j / "metrics/eval.csv").set_index("timesteps").loc[512] for j in jobs]
+        episodes = [pd.read_csv(serial_sweep / j / "metrics/eval_episodes.csv") for j in jobs]
+        episodes = [e[e["timesteps"] == 512] for e in episodes]
+        assert [list(e["seed"]) for e in episodes] == [[1000000, 1000001, 1000002]] * 2  # the fixed eval seeds
+        assert [e["return"].mean() for e in episodes] == pytest.approx([e["mean"] for e in evals])
+        assert row["final_mean"] == pytest.approx(np.mean([e["mean"] for e in evals]))
+        assert row["episodes"] == 6 and row["ci95_low"] <= row["final_mean"] <= row["ci95_high"]
+    assert "at 512 timesteps" in (tmp_path / "at512" / "report.md").read_text()
+    beyond = compare([serial_sweep], tmp_path / "beyond", at_timesteps=10**9)
+    assert beyond["table"].empty and len(beyond["unfinished"]) == 4

@@ -11,6 +11,7 @@ from typing import Any
 
 import gymnasium as gym
 from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.logger import CSVOutputFormat
 
 from lander.evaluation import EvalResult, evaluate
 
@@ -43,16 +44,17 @@ class EpisodeLogger(BaseCallback):
 
     :param path: the CSV file
     :param sinks: more receivers of ``train/episode_return`` and ``train/episode_length``
+    :param max_episodes: stop training once this many episodes have finished (None: no episode budget)
     """
 
     COLUMNS = ["timesteps", "episode", "return", "length", "wall_time"]
 
-    def __init__(self, path: Path, sinks: list[Sink] | None = None) -> None:
+    def __init__(self, path: Path, sinks: list[Sink] | None = None, max_episodes: int | None = None) -> None:
         super().__init__()
-        self.path, self.sinks = path, sinks or []
+        self.path, self.sinks, self.max_episodes = path, sinks or [], max_episodes
+        self.stop_reason: str | None = None
         self.episodes = 0
         self._csv: CsvLog | None = None
-        self._episodes_csv: CsvLog | None = None
         self._start = 0.0
 
     def _on_training_start(self) -> None:
@@ -72,12 +74,14 @@ class EpisodeLogger(BaseCallback):
             for sink in self.sinks:
                 sink({"train/episode_return": row["return"], "train/episode_length": row["length"],
                       "train/episodes": self.episodes}, self.num_timesteps)
+        if self.max_episodes is not None and self.episodes >= self.max_episodes:
+            self.stop_reason = f"episode budget max_episodes={self.max_episodes} reached"
+            return False
         return True
 
     def _on_training_end(self) -> None:
-        for csv_log in (self._csv, self._episodes_csv):
-            if csv_log:
-                csv_log.close()
+        if self._csv:
+            self._csv.close()
 
 
 class PeriodicEval(BaseCallback):
@@ -94,6 +98,8 @@ class PeriodicEval(BaseCallback):
     :param sinks: more receivers of the ``eval/...`` metrics
     :param final_at: from this timestep on, periodic evaluation is left to the final one, which the caller
         runs with :meth:`evaluate_now` after training (so the curve's last point is the final model's)
+    :param stop_at: stop training once an evaluation mean reaches this (None: never)
+    :param patience: stop training after this many evaluations without a new best mean (None: never)
 
     The CSV file and eval envs stay open after training for that final evaluation; :meth:`close` them.
     """
@@ -104,9 +110,13 @@ class PeriodicEval(BaseCallback):
 
     def __init__(self, freq: int, env_fn: Callable[[], gym.Env], n_episodes: int, base_seed: int, n_envs: int,
                  run_dir: Path, threshold: float | None, deterministic: bool = True,
-                 sinks: list[Sink] | None = None, final_at: int | None = None) -> None:
+                 sinks: list[Sink] | None = None, final_at: int | None = None, stop_at: float | None = None,
+                 patience: int | None = None) -> None:
         super().__init__()
-        self.final_at = final_at
+        self.final_at, self.stop_at, self.patience = final_at, stop_at, patience
+        self.stop_reason: str | None = None
+        self.last: tuple[int, EvalResult] | None = None
+        self._since_best = 0
         self.freq, self.env_fn, self.n_episodes, self.base_seed = freq, env_fn, n_episodes, base_seed
         self.n_envs, self.run_dir, self.threshold, self.deterministic = n_envs, run_dir, threshold, deterministic
         self.sinks = sinks or []
@@ -132,6 +142,7 @@ class PeriodicEval(BaseCallback):
             self._next = (self.num_timesteps // self.freq + 1) * self.freq
             if self.final_at is None or self.num_timesteps < self.final_at:
                 self.evaluate_now()
+                return self.stop_reason is None
         return True
 
     def evaluate_now(self) -> EvalResult:
@@ -149,9 +160,15 @@ class PeriodicEval(BaseCallback):
         self._csv.write(row)
         for seed, ret, length in zip(result.seeds, result.returns, result.lengths):
             self._episodes_csv.write({"timesteps": self.num_timesteps, "seed": seed, "return": ret, "length": length})
+        self.last = (self.num_timesteps, result)
+        self._since_best += 1
         if stats["mean"] > self.best_mean:  # type: ignore[operator]
-            self.best_mean = float(stats["mean"])  # type: ignore[arg-type]
+            self.best_mean, self._since_best = float(stats["mean"]), 0  # type: ignore[arg-type]
             self.model.save(self.run_dir / "best_model.zip")
+        if self.stop_at is not None and stats["mean"] >= self.stop_at:
+            self.stop_reason = f"eval mean {stats['mean']:.1f} reached early_stop.reward_threshold={self.stop_at:g}"
+        elif self.patience is not None and self._since_best >= self.patience:
+            self.stop_reason = f"no new best eval mean in {self.patience} evaluations (early_stop.patience)"
         if self.first_solved is None and self.threshold is not None and stats["mean"] >= self.threshold:
             self.first_solved = self.num_timesteps
         log.info("eval at %d steps: mean %.1f +- %.1f (sem) over %d episodes, %.1fs",
@@ -167,3 +184,16 @@ class PeriodicEval(BaseCallback):
         for csv_log in (self._csv, self._episodes_csv):
             if csv_log:
                 csv_log.close()
+
+
+class ContinuedCSV(CSVOutputFormat):
+    """SB3's CSV logger output, continuing the file's rows (a resumed run) instead of starting it afresh."""
+
+    def __init__(self, filename: str) -> None:
+        path = Path(filename)
+        old = path.read_text() if path.is_file() else ""
+        super().__init__(filename)
+        if old.strip():
+            self.file.write(old if old.endswith("\n") else old + "\n")
+            self.file.flush()
+            self.keys = old.splitlines()[0].split(self.separator)

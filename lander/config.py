@@ -73,12 +73,19 @@ class LoggerConfig:
 
 
 @dataclass
+class EarlyStopConfig:
+    reward_threshold: float | None = None
+    patience: int | None = None
+
+
+@dataclass
 class LanderConfig:
     algo: AlgoConfig = field(default_factory=AlgoConfig)
     env: EnvConfig = field(default_factory=EnvConfig)
     logger: LoggerConfig = field(default_factory=LoggerConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
     video: VideoConfig = field(default_factory=VideoConfig)
+    early_stop: EarlyStopConfig = field(default_factory=EarlyStopConfig)
     seed: int = 0
     gamma: float | None = None
     total_timesteps: int | None = None
@@ -87,6 +94,11 @@ class LanderConfig:
     torch_threads: int = 1
     vec_env: str = "dummy"
     checkpoint_freq: int = 100_000
+    checkpoint_keep: int = 3
+    checkpoint_replay_buffer: bool = False
+    resume: str | None = None
+    max_episodes: int | None = None
+    monitor_freq: int = 10_000
     progress_bar: bool = True
     final_eval: bool = True
     baseline: str | None = None
@@ -156,6 +168,12 @@ def validate(cfg: DictConfig) -> None:
     _check(cfg.eval.n_envs >= 1, "eval.n_envs", cfg.eval.n_envs, "an integer >= 1")
     _check(cfg.eval.freq >= 0, "eval.freq", cfg.eval.freq, "0 (off) or a positive number of timesteps")
     _check(cfg.checkpoint_freq >= 0, "checkpoint_freq", cfg.checkpoint_freq, "0 (off) or a positive integer")
+    _check(cfg.max_episodes is None or cfg.max_episodes >= 1, "max_episodes", cfg.max_episodes,
+           "null (no episode budget) or an integer >= 1")
+    _check(cfg.monitor_freq >= 0, "monitor_freq", cfg.monitor_freq, "0 (off) or a positive number of timesteps")
+    _check(cfg.early_stop.patience is None or cfg.early_stop.patience >= 1, "early_stop.patience",
+           cfg.early_stop.patience, "null (off) or an integer >= 1")
+    _check(cfg.checkpoint_keep >= 0, "checkpoint_keep", cfg.checkpoint_keep, "0 (keep all) or a positive integer")
     _check(cfg.torch_threads >= 0, "torch_threads", cfg.torch_threads, "0 (torch's default) or an integer >= 1")
     _check(cfg.vec_env in ("dummy", "subproc"), "vec_env", cfg.vec_env, "one of: dummy, subproc")
     _check(cfg.device in ("auto", "cpu") or cfg.device.startswith(("cuda", "mps")), "device", cfg.device,

@@ -1,4 +1,9 @@
-"""SIGINT and SIGTERM as an exception, so a stopped run records its state and finishes W&B."""
+"""SIGINT and SIGTERM as an exception, so a stopped run records its state and finishes W&B.
+
+During training the exception is held back to the next env step (:func:`deferred` and
+:func:`raise_pending`): never in the middle of a gradient update, so the checkpoint written on the
+way out is a consistent model. A second signal while one is pending stops at once.
+"""
 
 from __future__ import annotations
 
@@ -16,8 +21,33 @@ class Interrupted(KeyboardInterrupt):
         self.exit_code = 128 + signum
 
 
-def _raise_interrupted(signum: int, frame: Any) -> None:
+_state: dict[str, Any] = {"deferring": False, "pending": None}
+
+
+def _handle(signum: int, frame: Any) -> None:
+    if _state["deferring"] and _state["pending"] is None:
+        _state["pending"] = Interrupted(signum)  # raised by raise_pending() at the next env step
+        return
     raise Interrupted(signum)
+
+
+def raise_pending() -> None:
+    """Raise the :class:`Interrupted` of a signal received while deferring, if any."""
+    pending, _state["pending"] = _state["pending"], None
+    if pending is not None:
+        _state["deferring"] = False
+        raise pending
+
+
+@contextmanager
+def deferred() -> Iterator[None]:
+    """Hold signals back to the next :func:`raise_pending` (SB3's ``learn``)."""
+    _state["deferring"], _state["pending"] = True, None
+    try:
+        yield
+        raise_pending()
+    finally:
+        _state["deferring"] = False
 
 
 @contextmanager
@@ -26,9 +56,10 @@ def stop_on_signals() -> Iterator[None]:
 
     Installed explicitly because a process started in the background by a shell ignores SIGINT.
     """
-    previous = {sig: signal.signal(sig, _raise_interrupted) for sig in (signal.SIGINT, signal.SIGTERM)}
+    previous = {sig: signal.signal(sig, _handle) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
     finally:
+        _state["deferring"], _state["pending"] = False, None
         for sig, handler in previous.items():
             signal.signal(sig, handler)

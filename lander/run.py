@@ -23,14 +23,20 @@ def main(cfg: DictConfig) -> float | None:
     """Train one run in Hydra's output directory; return the final eval mean (for Hydra sweepers)."""
     hydra_cfg = HydraConfig.get()
     multirun = hydra_cfg.mode == RunMode.MULTIRUN
+    run_dir = Path(hydra_cfg.runtime.output_dir)
     try:
+        if cfg.resume is not None:  # the run's own saved config, in its own directory
+            from lander.resume import resume_config
+
+            run_dir = Path(cfg.resume)
+            cfg = resume_config(run_dir)
         validate(cfg)  # before importing torch and SB3, so bad input fails in a second
         check_logger(cfg)
         from lander.sweep import sweep_group
         from lander.train import train
 
         group = sweep_group(hydra_cfg.sweep.dir) if multirun else None
-        summary = train(cfg, Path(hydra_cfg.runtime.output_dir), group=group)
+        summary = train(cfg, run_dir, group=group)
     except ConfigError as exc:
         log.error("invalid configuration: %s", exc)
         if multirun:  # the other jobs go on; the sweep's end lists this one as failed
@@ -47,9 +53,24 @@ def main(cfg: DictConfig) -> float | None:
     return summary.get("final_eval_mean")
 
 
+def resume_arguments(argv: list[str]) -> list[str]:
+    """For ``resume=<run dir>``: Hydra's output goes to that directory, and nothing else may be overridden."""
+    resume = [a for a in argv if a.startswith("resume=")]
+    if not resume:
+        return argv
+    run_dir = Path(resume[-1].split("=", 1)[1])
+    if not (run_dir / ".hydra" / "config.yaml").is_file():
+        raise ConfigError(f"resume={str(run_dir)!r} is not a lander run directory (no .hydra/config.yaml)")
+    others = [a for a in argv if not a.startswith(("resume=", "hydra."))]
+    if others:
+        raise ConfigError(f"resume= continues a run with its own saved config; remove {' '.join(others)}")
+    return [*argv, f"hydra.run.dir={run_dir.resolve()}", "hydra.output_subdir=null"]
+
+
 if __name__ == "__main__":
     try:
         check_override_keys(sys.argv[1:])
+        sys.argv[1:] = resume_arguments(sys.argv[1:])
     except ConfigError as error:
         print(f"lander: invalid configuration: {error}", file=sys.stderr)
         sys.exit(2)

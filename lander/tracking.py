@@ -24,7 +24,9 @@ def run_name(cfg: DictConfig, gamma: float) -> str:
 class WandbRun:
     """A started W&B run; ``log`` takes flat ``{"prefix/key": value}`` dicts with the env step."""
 
-    def __init__(self, cfg: DictConfig, run_dir: Path, name: str, group: str | None = None) -> None:
+    def __init__(self, cfg: DictConfig, run_dir: Path, name: str, group: str | None = None,
+                 run_id: str | None = None) -> None:
+        """:param run_id: the id of a run to continue (a resumed run), else a new run"""
         import wandb
 
         self.wandb = wandb
@@ -39,6 +41,8 @@ class WandbRun:
             config=config,
             dir=str(run_dir),
             mode=cfg.logger.mode,
+            id=run_id,
+            resume="allow" if run_id else None,
             settings=wandb.Settings(init_timeout=60, console="off", x_disable_stats=False),
         )
         self.run.define_metric("global_step")

@@ -22,7 +22,7 @@ TINY = {
             "algo.model.buffer_size=5000", "+algo.model.batch_size=64"],
 }
 QUICK = ["eval.freq=500", "eval.episodes=3", "eval.n_envs=3", "video.max_steps=120", "progress_bar=false",
-         "checkpoint_freq=500"]
+         "checkpoint_freq=500", "monitor_freq=500"]
 
 
 def lander_env(**extra: str) -> dict[str, str]:

@@ -155,3 +155,13 @@ def test_compare_at_an_equal_budget_uses_each_runs_evaluation_at_that_point(seri
     assert "at 512 timesteps" in (tmp_path / "at512" / "report.md").read_text()
     beyond = compare([serial_sweep], tmp_path / "beyond", at_timesteps=10**9)
     assert beyond["table"].empty and len(beyond["unfinished"]) == 4
+
+
+def test_evaluate_cli_on_a_sweep_evaluates_every_job(serial_sweep):
+    proc = subprocess.run([sys.executable, "-m", "lander.evaluate", f"run={serial_sweep}", "n_episodes=2",
+                           "name=re_eval"], cwd=REPO, env=lander_env(), capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    for job in ("0", "1", "2", "3"):
+        record = read_json(serial_sweep / job / "evaluations" / "re_eval.json")
+        assert record["n"] == 2 and record["model"] == "model.zip"
+    assert not (serial_sweep / "comparison" / "evaluations").exists()

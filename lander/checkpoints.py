@@ -1,0 +1,123 @@
+"""Checkpoints that survive a kill: written atomically, the newest K kept, and found again on resume.
+
+A checkpoint is ``checkpoints/model_<steps>_steps.zip`` (SB3's own format, loadable by ``PPO.load``),
+with ``replay_buffer_<steps>_steps.pkl`` beside it for off-policy algorithms when configured. Each file
+is written to a temporary name and renamed, so a kill leaves either the whole file or none under its
+final name. On-policy algorithms are checkpointed between rollouts, where the model is exactly the one
+that starts the next rollout, so a resumed run counts no step twice.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from stable_baselines3.common.base_class import BaseAlgorithm
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
+from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
+
+from lander.interrupt import raise_pending
+from lander.monitoring import check_finite
+
+log = logging.getLogger(__name__)
+PATTERN = re.compile(r"model_(\d+)_steps\.zip")
+
+
+def atomic_write(write: Callable[[Path], Any], path: Path) -> Path:
+    """Call ``write(tmp)`` and rename ``tmp`` to ``path`` once the data is on disk."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    write(tmp)
+    with tmp.open("rb") as handle:
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)
+    return path
+
+
+def save_checkpoint(model: BaseAlgorithm, directory: Path, keep: int = 0, replay_buffer: bool = False,
+                    timesteps: int | None = None) -> Path:
+    """Save ``model`` as ``model_<timesteps>_steps.zip`` in ``directory`` and keep the newest ``keep`` (0: all).
+
+    :param timesteps: the step count to record (default: ``model.num_timesteps``)
+    :param replay_buffer: also save an off-policy algorithm's replay buffer
+    """
+    directory.mkdir(parents=True, exist_ok=True)
+    steps = model.num_timesteps if timesteps is None else timesteps
+    current, model.num_timesteps = model.num_timesteps, steps
+    try:
+        path = atomic_write(lambda tmp: model.save(tmp), directory / f"model_{steps}_steps.zip")
+    finally:
+        model.num_timesteps = current
+    if replay_buffer and isinstance(model, OffPolicyAlgorithm):
+        atomic_write(model.save_replay_buffer, directory / f"replay_buffer_{steps}_steps.pkl")
+    if keep > 0:
+        for old_steps, old in find_checkpoints(directory)[keep:]:
+            old.unlink()
+            (directory / f"replay_buffer_{old_steps}_steps.pkl").unlink(missing_ok=True)
+    return path
+
+
+def find_checkpoints(directory: Path) -> list[tuple[int, Path]]:
+    """``(timesteps, path)`` of the checkpoints in ``directory``, newest first."""
+    found = [(int(m.group(1)), p) for p in directory.glob("model_*_steps.zip") if (m := PATTERN.fullmatch(p.name))]
+    return sorted(found, reverse=True)
+
+
+class Checkpointer(BaseCallback):
+    """Saves a checkpoint every ``freq`` env steps (between rollouts for on-policy algorithms).
+
+    It is also where a deferred SIGINT/SIGTERM (:mod:`lander.interrupt`) is raised.
+
+    It also remembers where the current rollout began, so an interrupted on-policy run is saved as it
+    stood at that boundary (:meth:`save_now`).
+
+    :param freq: env steps between checkpoints; 0: only :meth:`save_now`
+    :param directory: the ``checkpoints/`` folder
+    :param keep: how many checkpoints to keep (0: all)
+    :param replay_buffer: save the replay buffer with each checkpoint (off-policy algorithms)
+    """
+
+    def __init__(self, freq: int, directory: Path, keep: int, replay_buffer: bool) -> None:
+        super().__init__()
+        self.freq, self.directory, self.keep, self.replay_buffer = freq, directory, keep, replay_buffer
+        self.rollout_start: int | None = None
+        self.learning = False
+        self._next = freq
+
+    def _on_training_start(self) -> None:
+        self.learning = True
+        self._next = (self.model.num_timesteps // self.freq + 1) * self.freq if self.freq else 0
+
+    def _on_rollout_start(self) -> None:
+        self.rollout_start = self.model.num_timesteps
+        if isinstance(self.model, OnPolicyAlgorithm) and self.freq and self.model.num_timesteps >= self._next:
+            self._save(self.model.num_timesteps)
+
+    def _on_step(self) -> bool:
+        raise_pending()  # a SIGINT/SIGTERM received since the last step stops the run here
+        if not isinstance(self.model, OnPolicyAlgorithm) and self.freq and self.num_timesteps >= self._next:
+            self._save(self.num_timesteps)
+        return True
+
+    def _on_training_end(self) -> None:
+        self.learning = False
+
+    def _save(self, steps: int) -> None:
+        self._next = (steps // self.freq + 1) * self.freq
+        check_finite(self.model)  # never checkpoint a diverged model
+        path = save_checkpoint(self.model, self.directory, self.keep, self.replay_buffer, steps)
+        log.info("checkpoint %s", path.name)
+
+    def save_now(self, model: BaseAlgorithm) -> tuple[int, Path]:
+        """Checkpoint ``model`` now; during an on-policy ``learn`` as of the start of the current rollout.
+
+        :return: the timesteps recorded and the checkpoint's path
+        """
+        mid_rollout = self.learning and isinstance(model, OnPolicyAlgorithm) and self.rollout_start is not None
+        steps = self.rollout_start if mid_rollout else model.num_timesteps
+        assert steps is not None
+        return steps, save_checkpoint(model, self.directory, self.keep, self.replay_buffer, steps)

@@ -1,0 +1,111 @@
+"""Re-evaluate saved models: ``python -m lander.evaluate run=<run or sweep dir> n_episodes=20 video=true``.
+
+Each run's model is loaded safely (:mod:`lander.loading`) with the run's own config, evaluated on fixed
+seeds (``seed + i`` for episode i, the run's ``eval.seed`` by default) and written to
+``<run>/evaluations/<name>.json`` (and ``.mp4``), leaving the run's own results untouched. A sweep
+directory evaluates every job in it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+log = logging.getLogger("lander.evaluate")
+
+
+@dataclass
+class EvaluateConfig:
+    run: str = "???"              # a run directory or a sweep directory (every job in it)
+    model: str = "model.zip"      # the file in the run directory: model.zip, best_model.zip, checkpoints/...
+    n_episodes: int = 20          # episodes, on seeds seed, seed + 1, ...
+    seed: int | None = None       # first episode's seed; null: the run's eval.seed (the episodes it was scored on)
+    deterministic: bool = True    # greedy/mean actions; false samples from the policy
+    n_envs: int = 10              # episodes run side by side
+    video: bool = False           # also write one episode (seed) as mp4
+    name: str | None = None       # output file name without suffix; default from model, episodes, mode, seed
+
+
+def parse(argv: list[str]) -> DictConfig:
+    """``key=value`` arguments checked against :class:`EvaluateConfig` (unknown keys and bad types rejected)."""
+    schema = OmegaConf.structured(EvaluateConfig)
+    cfg = OmegaConf.merge(schema, OmegaConf.from_dotlist(argv))
+    if cfg.n_episodes < 1 or cfg.n_envs < 1:
+        raise ValueError(f"n_episodes={cfg.n_episodes}, n_envs={cfg.n_envs}: both must be integers >= 1")
+    return cfg  # type: ignore[return-value]
+
+
+def run_dirs(path: Path) -> list[Path]:
+    """``path`` itself if it is a run directory, else every run directory below it (a sweep)."""
+    if (path / ".hydra" / "config.yaml").is_file():
+        return [path]
+    found = sorted(p.parent.parent for p in path.glob("**/.hydra/config.yaml") if "comparison" not in p.parts)
+    if not found:
+        raise ValueError(f"run={str(path)!r} holds no lander run (no .hydra/config.yaml)")
+    return found
+
+
+def evaluate_run(run_dir: Path, args: DictConfig) -> Path:
+    """Evaluate one run's model as ``args`` say; return the JSON file written."""
+    from lander.envs import make_env, make_train_env
+    from lander.evaluation import evaluate
+    from lander.loading import safe_load
+    from lander.video import write_video
+
+    cfg = OmegaConf.load(run_dir / ".hydra" / "config.yaml")
+    seed = cfg.eval.seed if args.seed is None else args.seed
+    env = make_train_env(cfg.env, 1, seed)
+    try:
+        model = safe_load(cfg, run_dir / args.model, env)  # type: ignore[arg-type]
+    finally:
+        env.close()
+    result = evaluate(model, partial(make_env, cfg.env), args.n_episodes, seed, args.n_envs, args.deterministic,
+                      cfg.env.get("reward_threshold"))
+    mode = "deterministic" if args.deterministic else "stochastic"
+    name = args.name or f"{Path(args.model).stem}_{args.n_episodes}ep_{mode}_seed-{seed}"
+    out_dir = run_dir / "evaluations"
+    out_dir.mkdir(exist_ok=True)
+    record = result.to_dict() | {"model": str(args.model), "timesteps": int(model.num_timesteps),
+                                 "deterministic": args.deterministic, "env_id": cfg.env.id}
+    if args.video:
+        video_cfg = OmegaConf.create({"seed": seed, "fps": cfg.video.fps, "max_steps": cfg.video.max_steps})
+        record["video"] = write_video(model, cfg.env, video_cfg, out_dir / f"{name}.mp4")
+    path = out_dir / f"{name}.json"
+    path.write_text(json.dumps(record, indent=2))
+    log.info("%s: %s mean %.1f +- %.1f (sem) over %d episodes -> %s", run_dir, args.model, record["mean"],
+             record["sem"], record["n"], path)
+    return path
+
+
+def main(argv: list[str] | None = None) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    try:
+        args = parse(sys.argv[1:] if argv is None else argv)
+        if OmegaConf.is_missing(args, "run"):
+            raise ValueError("run=<run dir or sweep dir> is required")
+        runs = run_dirs(Path(args.run))
+    except (ValueError, OmegaConfBaseException) as exc:
+        print(f"lander.evaluate: {exc}\nusage: python -m lander.evaluate run=DIR [model=model.zip] [n_episodes=20] "
+              "[seed=N] [deterministic=true] [video=false]", file=sys.stderr)
+        return 2
+    from lander.loading import ModelLoadError
+
+    failed = []
+    for run_dir in runs:
+        try:
+            evaluate_run(run_dir, args)
+        except (ModelLoadError, FileNotFoundError) as exc:
+            log.error("%s: %s", run_dir, exc)
+            failed.append(run_dir)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,121 @@
+"""``python -m lander.evaluate`` and safe loading: saved models re-evaluated, unsafe files refused."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import cloudpickle
+import imageio.v3 as iio
+import pytest
+import yaml
+
+from conftest import REPO, lander_env, read_json, tiny_run
+
+
+def evaluate(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "lander.evaluate", *args], cwd=REPO, env=lander_env(),
+                          capture_output=True, text=True, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def ppo_run(tmp_path_factory) -> Path:
+    run_dir = tmp_path_factory.mktemp("eval_cli") / "run"
+    tiny_run(run_dir, "ppo", "logger=none")
+    return run_dir
+
+
+def digest(run_dir: Path) -> dict[str, str]:
+    return {str(p.relative_to(run_dir)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in run_dir.rglob("*") if p.is_file() and "evaluations" not in p.parts}
+
+
+def test_evaluate_a_run_writes_beside_it_and_touches_nothing(ppo_run):
+    before = digest(ppo_run)
+    proc = evaluate(f"run={ppo_run}", "n_episodes=4", "video=true", "deterministic=false", "n_envs=2")
+    assert proc.returncode == 0, proc.stderr
+    assert digest(ppo_run) == before  # the run's own results are untouched
+    out = ppo_run / "evaluations" / "model_4ep_stochastic_seed-1000000.json"
+    record = read_json(out)
+    assert record["n"] == 4 and [e["seed"] for e in record["episodes"]] == [1000000, 1000001, 1000002, 1000003]
+    assert record["deterministic"] is False and record["timesteps"] > 0
+    assert iio.imread(out.with_suffix(".mp4"), index=None).shape[0] == record["video"]["frames"] > 1
+    # deterministic on the run's eval seeds reproduces the run's own final evaluation
+    proc = evaluate(f"run={ppo_run}", "n_episodes=3")
+    assert proc.returncode == 0, proc.stderr
+    again = read_json(ppo_run / "evaluations" / "model_3ep_deterministic_seed-1000000.json")
+    assert [e["return"] for e in again["episodes"]] == [e["return"] for e in read_json(ppo_run / "eval.json")["episodes"]]
+
+
+def test_bad_arguments_are_named(ppo_run, tmp_path):
+    proc = evaluate(f"run={ppo_run}", "n_episodes=zero")
+    assert proc.returncode == 2 and "n_episodes" in proc.stderr
+    proc = evaluate(f"run={ppo_run}", "episodes=3")
+    assert proc.returncode == 2 and "episodes" in proc.stderr
+    proc = evaluate(f"run={tmp_path}")
+    assert proc.returncode == 2 and "holds no lander run" in proc.stderr
+
+
+def test_truncated_zip_is_a_clear_error(ppo_run, tmp_path):
+    broken = tmp_path / "broken.zip"
+    broken.write_bytes((ppo_run / "model.zip").read_bytes()[:300])
+    proc = evaluate(f"run={ppo_run}", f"model={broken}", "n_episodes=1")
+    assert proc.returncode == 1 and "is not a readable SB3 model file" in proc.stderr
+
+
+def test_model_that_does_not_fit_the_env_is_a_clear_error(ppo_run, tmp_path):
+    other = tmp_path / "continuous"
+    shutil.copytree(ppo_run, other)
+    config = yaml.safe_load((other / ".hydra/config.yaml").read_text())
+    config["env"] |= {"name": "lunar_lander_continuous", "id": "LunarLanderContinuous-v3", "action_space": "continuous",
+                      "kwargs": {"continuous": True}}
+    (other / ".hydra/config.yaml").write_text(yaml.safe_dump(config))
+    proc = evaluate(f"run={other}", "n_episodes=1")
+    assert proc.returncode == 1 and "does not fit LunarLanderContinuous-v3" in proc.stderr
+
+
+class Payload:
+    """Unpickling this creates a marker file."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self):
+        return (Path.touch, (self.marker,))
+
+
+def with_payload(source: Path, target: Path, key: str, marker: Path) -> Path:
+    """A copy of ``source`` whose ``data`` entry ``key`` is a pickle that would create ``marker``."""
+    with zipfile.ZipFile(source) as zin, zipfile.ZipFile(target, "w") as zout:
+        for item in zin.infolist():
+            content = zin.read(item.filename)
+            if item.filename == "data":
+                data = json.loads(content)
+                data[key] = {":type:": "<class 'Payload'>",
+                             ":serialized:": base64.b64encode(cloudpickle.dumps(Payload(marker))).decode()}
+                content = json.dumps(data).encode()
+            zout.writestr(item, content)
+    return target
+
+
+def test_a_pickled_payload_never_runs(ppo_run, tmp_path):
+    marker = tmp_path / "pwned"
+    unknown = with_payload(ppo_run / "model.zip", tmp_path / "unknown_key.zip", "surprise", marker)
+    proc = evaluate(f"run={ppo_run}", f"model={unknown}", "n_episodes=1")
+    assert proc.returncode == 1 and "refusing to unpickle them" in proc.stderr and "surprise" in proc.stderr
+    known = with_payload(ppo_run / "model.zip", tmp_path / "known_key.zip", "observation_space", marker)
+    proc = evaluate(f"run={ppo_run}", f"model={known}", "n_episodes=1", "name=known")
+    assert proc.returncode == 0, proc.stderr  # the space comes from the run's config; the pickle is never read
+    assert not marker.exists()
+    # the payload is real: plain SB3 loading would have run it
+    from stable_baselines3 import PPO
+
+    with pytest.raises(Exception):
+        PPO.load(known, device="cpu")
+    assert marker.exists()

@@ -1,0 +1,98 @@
+"""Interrupted and killed runs resume in their own directory from the newest checkpoint that loads."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from stable_baselines3 import PPO
+
+from conftest import REPO, lander_env, read_json
+
+BUDGET = 16384  # 64 rollouts of 2 envs x 128 steps
+SMALL_PPO = ["algo=ppo", "n_envs=2", "algo.model.n_steps=128", "algo.model.batch_size=64", f"total_timesteps={BUDGET}",
+             "eval.freq=1024", "eval.episodes=2", "eval.n_envs=2", "checkpoint_freq=1024", "progress_bar=false",
+             "video.max_steps=50"]
+
+
+def start(run_dir: Path, *extra: str) -> subprocess.Popen:
+    cmd = [sys.executable, "-m", "lander.run", *SMALL_PPO, *extra, f"hydra.run.dir={run_dir}"]
+    return subprocess.Popen(cmd, cwd=REPO, env=lander_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def wait_for(condition, timeout: float = 240) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.2)
+
+
+def resume(run_dir: Path) -> subprocess.CompletedProcess:
+    proc = subprocess.run([sys.executable, "-m", "lander.run", f"resume={run_dir}"], cwd=REPO, env=lander_env(),
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return proc
+
+
+def assert_continuous_record(run_dir: Path, keep: int | None = 3) -> None:
+    """The finished run: the budget reached exactly, metrics without duplicates or gaps."""
+    summary = read_json(run_dir / "summary.json")
+    assert summary["status"] == "completed" and summary["timesteps"] == BUDGET
+    assert PPO.load(run_dir / "model.zip", device="cpu").num_timesteps == BUDGET
+    episodes = pd.read_csv(run_dir / "metrics/train_episodes.csv")
+    assert list(episodes["episode"]) == list(range(1, len(episodes) + 1))
+    assert episodes["timesteps"].is_monotonic_increasing
+    evals = pd.read_csv(run_dir / "metrics/eval.csv")
+    assert list(evals["timesteps"]) == [*range(1024, BUDGET, 1024), BUDGET]  # every evaluation once
+    progress = pd.read_csv(run_dir / "metrics/sb3_progress.csv")
+    assert progress["time/total_timesteps"].is_unique and progress["time/total_timesteps"].is_monotonic_increasing
+    if keep:
+        assert len(list((run_dir / "checkpoints").glob("model_*_steps.zip"))) <= keep  # checkpoint_keep
+
+
+@pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_interrupted_run_resumes_to_the_budget(tmp_path, sig, code):
+    run_dir = tmp_path / "run"
+    proc = start(run_dir)
+    wait_for(lambda: (run_dir / "metrics/eval.csv").is_file()
+             and len((run_dir / "metrics/eval.csv").read_text().splitlines()) >= 4)
+    proc.send_signal(sig)
+    assert proc.wait(timeout=60) == code
+    stopped = read_json(run_dir / "summary.json")
+    assert stopped["status"] == "interrupted" and 0 < stopped["timesteps"] < BUDGET
+    assert stopped["timesteps"] % 256 == 0  # on-policy: saved at the rollout boundary
+    assert (run_dir / f"checkpoints/model_{stopped['timesteps']}_steps.zip").is_file()
+    resume(run_dir)
+    assert_continuous_record(run_dir)
+    summary = read_json(run_dir / "summary.json")
+    assert summary["resumed_at"] == [stopped["timesteps"]]
+    assert summary["wandb_run_id"] == stopped["wandb_run_id"]  # the same W&B run goes on
+    assert "resuming from model_" in (run_dir / "run.log").read_text()
+
+
+def test_killed_run_resumes_from_the_newest_checkpoint_that_loads(tmp_path):
+    run_dir = tmp_path / "run"
+    proc = start(run_dir, "logger=none", "checkpoint_keep=0")
+    checkpoints = run_dir / "checkpoints"
+    wait_for(lambda: len(list(checkpoints.glob("model_*_steps.zip"))) >= 3)
+    proc.kill()  # SIGKILL: nothing recorded on the way out
+    proc.wait(timeout=60)
+    assert read_json(run_dir / "summary.json")["status"] == "running"
+    newest = max(checkpoints.glob("model_*_steps.zip"), key=lambda p: int(p.name.split("_")[1]))
+    newest.write_bytes(newest.read_bytes()[:200])  # a truncated checkpoint is skipped for the one before
+    out = resume(run_dir)
+    log = (run_dir / "run.log").read_text()
+    assert f"checkpoint {newest.name} does not load" in log + out.stderr
+    assert_continuous_record(run_dir, keep=None)
+    assert read_json(run_dir / "summary.json")["resumed_at"][0] < int(newest.name.split("_")[1])
+
+
+def test_resume_refuses_a_completed_run_and_other_overrides(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "lander.run", f"resume={tmp_path}"], cwd=REPO, env=lander_env(),
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "is not a lander run directory" in proc.stderr

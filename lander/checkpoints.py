@@ -3,8 +3,8 @@
 A checkpoint is ``checkpoints/model_<steps>_steps.zip`` (SB3's own format, loadable by ``PPO.load``),
 with ``replay_buffer_<steps>_steps.pkl`` beside it for off-policy algorithms when configured. Each file
 is written to a temporary name and renamed, so a kill leaves either the whole file or none under its
-final name. On-policy algorithms are checkpointed between rollouts, where the model is exactly the one
-that starts the next rollout, so a resumed run counts no step twice.
+final name. Checkpoints are taken between rollouts, where the model is exactly the one that starts the
+next rollout, so a resumed run counts no step twice.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from typing import Any
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
-from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
 
 from lander.interrupt import raise_pending
 from lander.monitoring import check_finite
@@ -68,7 +67,11 @@ def find_checkpoints(directory: Path) -> list[tuple[int, Path]]:
 
 
 class Checkpointer(BaseCallback):
-    """Saves a checkpoint every ``freq`` env steps (between rollouts for on-policy algorithms).
+    """Saves a checkpoint at the first rollout start after every ``freq`` env steps.
+
+    At a rollout's start the last update is done and (off-policy) every transition is in the replay
+    buffer: the model is exactly the one that collects the next rollout. Off-policy "rollouts" are
+    ``train_freq`` steps long, so their checkpoints land within a few steps of every ``freq``.
 
     It is also where a deferred SIGINT/SIGTERM (:mod:`lander.interrupt`) is raised.
 
@@ -94,13 +97,11 @@ class Checkpointer(BaseCallback):
 
     def _on_rollout_start(self) -> None:
         self.rollout_start = self.model.num_timesteps
-        if isinstance(self.model, OnPolicyAlgorithm) and self.freq and self.model.num_timesteps >= self._next:
+        if self.freq and self.model.num_timesteps >= self._next:
             self._save(self.model.num_timesteps)
 
     def _on_step(self) -> bool:
         raise_pending()  # a SIGINT/SIGTERM received since the last step stops the run here
-        if not isinstance(self.model, OnPolicyAlgorithm) and self.freq and self.num_timesteps >= self._next:
-            self._save(self.num_timesteps)
         return True
 
     def _on_training_end(self) -> None:
@@ -113,11 +114,13 @@ class Checkpointer(BaseCallback):
         log.info("checkpoint %s", path.name)
 
     def save_now(self, model: BaseAlgorithm) -> tuple[int, Path]:
-        """Checkpoint ``model`` now; during an on-policy ``learn`` as of the start of the current rollout.
+        """Checkpoint ``model`` now; during ``learn`` as of the start of the current rollout.
+
+        The model's parameters have not changed since then (SB3 trains between rollouts), so the
+        rollout in progress is simply collected again after a resume.
 
         :return: the timesteps recorded and the checkpoint's path
         """
-        mid_rollout = self.learning and isinstance(model, OnPolicyAlgorithm) and self.rollout_start is not None
-        steps = self.rollout_start if mid_rollout else model.num_timesteps
+        steps = self.rollout_start if self.learning and self.rollout_start is not None else model.num_timesteps
         assert steps is not None
         return steps, save_checkpoint(model, self.directory, self.keep, self.replay_buffer, steps)

@@ -96,3 +96,21 @@ def test_resume_refuses_a_completed_run_and_other_overrides(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "lander.run", f"resume={tmp_path}"], cwd=REPO, env=lander_env(),
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and "is not a lander run directory" in proc.stderr
+
+
+def test_off_policy_checkpoints_carry_the_replay_buffer(tmp_path):
+    run_dir = tmp_path / "run"
+    proc = subprocess.run([sys.executable, "-m", "lander.run", "algo=dqn", "total_timesteps=1200",
+                           "algo.model.learning_starts=200", "eval.freq=600", "eval.episodes=2", "eval.n_envs=2",
+                           "checkpoint_freq=300", "checkpoint_keep=2", "checkpoint_replay_buffer=true",
+                           "progress_bar=false", "video.enabled=false", "logger=none", f"hydra.run.dir={run_dir}"],
+                          cwd=REPO, env=lander_env(), capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    names = sorted(p.name for p in (run_dir / "checkpoints").iterdir())
+    assert names == ["model_600_steps.zip", "model_900_steps.zip",  # the newest 2 (the final model is model.zip)
+                     "replay_buffer_600_steps.pkl", "replay_buffer_900_steps.pkl"]
+    from stable_baselines3 import DQN
+
+    model = DQN.load(run_dir / "checkpoints/model_900_steps.zip", device="cpu")
+    model.load_replay_buffer(run_dir / "checkpoints/replay_buffer_900_steps.pkl")
+    assert model.num_timesteps == 900 and model.replay_buffer.size() == 900  # every transition up to the checkpoint

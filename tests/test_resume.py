@@ -13,6 +13,7 @@ import pytest
 from stable_baselines3 import PPO
 
 from conftest import REPO, lander_env, read_json
+from wandb_reader import read_runs
 
 BUDGET = 16384  # 64 rollouts of 2 envs x 128 steps
 SMALL_PPO = ["algo=ppo", "n_envs=2", "algo.model.n_steps=128", "algo.model.batch_size=64", f"total_timesteps={BUDGET}",
@@ -72,6 +73,11 @@ def test_interrupted_run_resumes_to_the_budget(tmp_path, sig, code):
     summary = read_json(run_dir / "summary.json")
     assert summary["resumed_at"] == [stopped["timesteps"]]
     assert summary["wandb_run_id"] == stopped["wandb_run_id"]  # the same W&B run goes on
+    first, second = read_runs(run_dir)  # one offline record per part, both of the one run
+    assert first["id"] == second["id"] == summary["wandb_run_id"]
+    assert first["exit_code"] != 0 and second["exit_code"] == 0
+    resumed_steps = [row["global_step"] for row in second["history"] if "eval/mean" in row]
+    assert resumed_steps and min(resumed_steps) > stopped["timesteps"] and max(resumed_steps) == BUDGET
     assert "resuming from model_" in (run_dir / "run.log").read_text()
 
 

@@ -43,11 +43,21 @@ def records(path: Path) -> list[wandb_internal_pb2.Record]:
 def read_run(run_dir: Path) -> dict[str, Any]:
     """The run record, config, history rows and summary of the offline run under ``run_dir/wandb``."""
     (path,) = sorted(run_dir.glob("wandb/offline-run-*/run-*.wandb"))
+    return read_file(path)
+
+
+def read_runs(run_dir: Path) -> list[dict[str, Any]]:
+    """Every offline run under ``run_dir/wandb``, oldest first (a resumed run has one per part)."""
+    return [read_file(p) for p in sorted(run_dir.glob("wandb/offline-run-*/run-*.wandb"))]
+
+
+def read_file(path: Path) -> dict[str, Any]:
+    """The run record, config, history rows and summary of one ``.wandb`` file."""
     run: dict[str, Any] = {"history": [], "summary": {}, "config": {}, "artifacts": [], "exit_code": None}
     for record in records(path):
         kind = record.WhichOneof("record_type")
         if kind == "run":
-            run |= {"name": record.run.display_name, "group": record.run.run_group, "job_type": record.run.job_type,
+            run |= {"id": record.run.run_id, "name": record.run.display_name, "group": record.run.run_group, "job_type": record.run.job_type,
                     "tags": list(record.run.tags), "project": record.run.project}
             run["config"] |= {i.key: json.loads(i.value_json) for i in record.run.config.update}
         elif kind == "config":

@@ -81,9 +81,11 @@ def truncate_metrics(run_dir: Path, timesteps: int) -> dict[str, int]:
 
 
 def previous_summary(run_dir: Path) -> dict[str, Any]:
-    """The run's ``summary.json`` (empty if it has none)."""
+    """The run's ``summary.json`` (empty if it has none), less the error that stopped it."""
     path = run_dir / "summary.json"
-    return json.loads(path.read_text()) if path.is_file() else {}
+    summary = json.loads(path.read_text()) if path.is_file() else {}
+    summary.pop("error", None)
+    return summary
 
 
 def eval_history(run_dir: Path, threshold: float | None) -> tuple[float, int | None]:

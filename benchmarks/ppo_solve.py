@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+from functools import partial
 import subprocess
 import sys
 from pathlib import Path
@@ -77,14 +78,19 @@ def solve_time(seed: int, run_dir: Path) -> dict:
 def throughput(reps: int, steps: int) -> dict:
     """Training steps per wall second and per CPU second of the training process, alternating the two programs.
 
-    CPU time is the steadier measure on a VM whose CPU is stolen by neighbours (steal is not counted);
+    The order alternates between repetitions, so neither program always runs on a machine the other
+    has just warmed or cooled. CPU time is the steadier measure on a VM whose CPU is stolen by neighbours (steal is not counted);
     it leaves out W&B's service process, whose cost shows in the wall-clock figure.
     """
     runs: dict[str, list[float]] = {"lander": [], "plain": [], "lander_cpu": [], "plain_cpu": []}
     for rep in range(reps):
-        summary = lander(OUT / f"throughput_{rep}", f"total_timesteps={steps}", "eval.freq=0", "final_eval=false",
-                         "video.enabled=false", "checkpoint_freq=0")
-        result = plain("--timesteps", str(steps), "--eval-freq", "0", "--threads", "1")
+        run_lander = partial(lander, OUT / f"throughput_{rep}", f"total_timesteps={steps}", "eval.freq=0",
+                             "final_eval=false", "video.enabled=false", "checkpoint_freq=0")
+        run_plain = partial(plain, "--timesteps", str(steps), "--eval-freq", "0", "--threads", "1")
+        if rep % 2 == 0:  # alternate which program goes first: A B, B A, ...
+            summary, result = run_lander(), run_plain()
+        else:
+            result, summary = run_plain(), run_lander()
         runs["lander"].append(summary["train_steps_per_second"])
         runs["lander_cpu"].append(round(summary["timesteps"] / summary["train_cpu_seconds"], 1))
         runs["plain"].append(result["steps_per_second"])

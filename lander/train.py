@@ -27,11 +27,9 @@ from lander.config import ConfigError, check_logger, validate
 from lander.envs import action_space_kind, make_env, make_train_env
 from lander.interrupt import deferred, stop_on_signals
 from lander.monitoring import NonFiniteGuard, ResourceMonitor, check_finite, nonfinite_parameters
-from lander.plots import plot_learning_curve
 from lander.resume import eval_history, load_newest_checkpoint, previous_summary, truncate_metrics
 from lander.snapshot import write_snapshot
 from lander.tracking import WandbRun, WandbWriter, run_name
-from lander.video import write_video
 
 log = logging.getLogger(__name__)
 
@@ -222,6 +220,10 @@ def record_results(cfg: DictConfig, model: Any, evaluator: PeriodicEval, run_dir
             "first_timestep_reaching_threshold": evaluator.first_solved}
     out |= {"stopped_early": evaluator.stop_reason,  # None, or why training stopped before the budget
             "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}  # Linux: KiB
+    # matplotlib, pandas and imageio are imported only now, after training, so they do not weigh on it
+    from lander.plots import plot_learning_curve
+    from lander.video import write_video
+
     plot_learning_curve(run_dir, f"{run_name(cfg, effective_gamma(cfg))} ({cfg.env.id})", cfg.env.reward_threshold)
     if cfg.video.enabled:
         out["video"] = write_video(model, cfg.env, cfg.video, run_dir / "video.mp4")

@@ -39,6 +39,14 @@ class CsvLog:
         self._file.close()
 
 
+def csv_rows(path: Path) -> list[dict[str, str]]:
+    """The rows already in a CSV file (none if there is no file): what a resumed run recorded before."""
+    if not path.is_file():
+        return []
+    with path.open(newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
 class EpisodeLogger(BaseCallback):
     """Writes every finished training episode (from SB3's ``Monitor`` info) to ``train_episodes.csv``.
 
@@ -58,6 +66,7 @@ class EpisodeLogger(BaseCallback):
         self._start = 0.0
 
     def _on_training_start(self) -> None:
+        self.episodes = len(csv_rows(self.path))  # a resumed run numbers its episodes on
         self._csv = CsvLog(self.path, self.COLUMNS)
         self._start = time.perf_counter()
 
@@ -130,6 +139,12 @@ class PeriodicEval(BaseCallback):
         self._start = 0.0
 
     def _on_training_start(self) -> None:
+        if self._csv is None:  # a resumed run goes on from the evaluations it recorded
+            history = [(int(float(r["timesteps"])), float(r["mean"]))
+                       for r in csv_rows(self.run_dir / "metrics" / "eval.csv")]
+            self.best_mean = max((m for _, m in history), default=float("-inf"))
+            self.first_solved = next((t for t, m in history if self.threshold is not None and m >= self.threshold),
+                                     None)
         self._csv = self._csv or CsvLog(self.run_dir / "metrics" / "eval.csv", self.COLUMNS)
         self._episodes_csv = self._episodes_csv or CsvLog(self.run_dir / "metrics" / "eval_episodes.csv",
                                                           self.EPISODE_COLUMNS)

@@ -73,10 +73,8 @@ class Checkpointer(BaseCallback):
     buffer: the model is exactly the one that collects the next rollout. Off-policy "rollouts" are
     ``train_freq`` steps long, so their checkpoints land within a few steps of every ``freq``.
 
-    It is also where a deferred SIGINT/SIGTERM (:mod:`lander.interrupt`) is raised.
-
-    It also remembers where the current rollout began, so an interrupted on-policy run is saved as it
-    stood at that boundary (:meth:`save_now`).
+    It is also where a deferred SIGINT/SIGTERM (:mod:`lander.interrupt`) is raised, and it remembers
+    where the current rollout began, so an interrupted run is saved as it stood then (:meth:`save_now`).
 
     :param freq: env steps between checkpoints; 0: only :meth:`save_now`
     :param directory: the ``checkpoints/`` folder

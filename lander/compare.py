@@ -217,12 +217,12 @@ def compare(paths: list[Path], out_dir: Path, baseline: str | None = None, at_ti
     runs = find_runs(paths)
     if at_timesteps is None:
         done = [r for r in runs if r.status == "completed" and r.final_returns]
-        short = [r for r in runs if r.status == "running"]
+        unfinished = [r for r in runs if r.status == "running"]
     else:
         done = [b for b in (at_budget(r, at_timesteps) for r in runs) if b is not None]
-        short = [r for r in runs if r.path not in {b.path for b in done} and r.status in ("completed", "running")]
+        compared = {b.path for b in done}
+        unfinished = [r for r in runs if r.path not in compared and r.status in ("completed", "running")]
     failed = [r for r in runs if r.status not in ("completed", "running")]
-    unfinished = short
     out_dir.mkdir(parents=True, exist_ok=True)
     files: list[Path] = []
     frames = []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import psutil
@@ -25,15 +26,16 @@ class ResourceMonitor(BaseCallback):
 
     :param freq: env steps between samples
     :param path: the CSV file
+    :param episodes: the number of training episodes finished so far (:class:`EpisodeLogger` counts them)
     :param sinks: more receivers (W&B)
     """
 
     COLUMNS = ["timesteps", "steps_per_second", "episodes_per_minute", "rss_mb", "peak_rss_mb", "cpu_percent",
                "wall_time"]
 
-    def __init__(self, freq: int, path: Path, sinks: list[Sink] | None = None) -> None:
+    def __init__(self, freq: int, path: Path, episodes: Callable[[], int], sinks: list[Sink] | None = None) -> None:
         super().__init__()
-        self.freq, self.path, self.sinks = freq, path, sinks or []
+        self.freq, self.path, self.episodes, self.sinks = freq, path, episodes, sinks or []
         self.peak_rss_mb = 0.0
         self._process = psutil.Process()
         self._csv: CsvLog | None = None
@@ -48,12 +50,10 @@ class ResourceMonitor(BaseCallback):
     def _on_training_start(self) -> None:
         self._csv = CsvLog(self.path, self.COLUMNS)
         self._start = time.perf_counter()
-        self._last = (self._start, self.model.num_timesteps, 0, self._cpu_seconds())
+        self._last = (self._start, self.model.num_timesteps, self.episodes(), self._cpu_seconds())
         self._next = (self.model.num_timesteps // self.freq + 1) * self.freq
-        self.episodes = 0
 
     def _on_step(self) -> bool:
-        self.episodes += sum("episode" in info for info in self.locals.get("infos", []))
         if self.num_timesteps >= self._next:
             self._next = (self.num_timesteps // self.freq + 1) * self.freq
             self.sample()
@@ -61,16 +61,16 @@ class ResourceMonitor(BaseCallback):
 
     def sample(self) -> dict[str, float]:
         """Record one sample now; return it."""
-        now, cpu = time.perf_counter(), self._cpu_seconds()
+        now, cpu, episodes_now = time.perf_counter(), self._cpu_seconds(), self.episodes()
         then, steps, episodes, cpu_then = self._last
         elapsed = max(now - then, 1e-9)
         rss_mb = self._process.memory_info().rss / 2**20
         self.peak_rss_mb = max(self.peak_rss_mb, rss_mb)
         row = {"timesteps": self.num_timesteps, "steps_per_second": round((self.num_timesteps - steps) / elapsed, 1),
-               "episodes_per_minute": round((self.episodes - episodes) * 60 / elapsed, 2),
+               "episodes_per_minute": round((episodes_now - episodes) * 60 / elapsed, 2),
                "rss_mb": round(rss_mb, 1), "peak_rss_mb": round(self.peak_rss_mb, 1),
                "cpu_percent": round(100 * (cpu - cpu_then) / elapsed, 1), "wall_time": round(now - self._start, 3)}
-        self._last = (now, self.num_timesteps, self.episodes, cpu)
+        self._last = (now, self.num_timesteps, episodes_now, cpu)
         assert self._csv is not None
         self._csv.write(row)
         metrics = {"time/steps_per_second": row["steps_per_second"], "time/episodes_per_minute":
@@ -101,23 +101,12 @@ def check_finite(model: BaseAlgorithm, cause: str = "") -> None:
 class NonFiniteGuard(BaseCallback):
     """Stops the run with :class:`FloatingPointError` once a policy parameter is NaN or inf.
 
-    Checked at the start of every rollout (after each update of on-policy algorithms) and every
-    ``freq`` env steps, so the checkpoints written before it are the last good ones.
+    SB3 updates the parameters only between rollouts (off-policy "rollouts" are ``train_freq`` steps),
+    so they are checked at the start of every rollout, before any checkpoint of that rollout start.
     """
 
-    def __init__(self, freq: int = 1000) -> None:
-        super().__init__()
-        self.freq = freq
-        self._next = freq
-
-    def _check(self) -> None:
+    def _on_rollout_start(self) -> None:
         check_finite(self.model)
 
-    def _on_rollout_start(self) -> None:
-        self._check()
-
     def _on_step(self) -> bool:
-        if self.num_timesteps >= self._next:
-            self._next = (self.num_timesteps // self.freq + 1) * self.freq
-            self._check()
         return True

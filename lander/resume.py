@@ -59,9 +59,8 @@ def load_newest_checkpoint(cfg: DictConfig, run_dir: Path, env: VecEnv) -> BaseA
     raise ConfigError(f"resume={str(run_dir)!r}: no checkpoint in {run_dir / 'checkpoints'} loads")
 
 
-def truncate_metrics(run_dir: Path, timesteps: int) -> dict[str, int]:
-    """Drop metric rows recorded after ``timesteps``; return the rows kept per file."""
-    kept: dict[str, int] = {}
+def truncate_metrics(run_dir: Path, timesteps: int) -> None:
+    """Drop metric rows recorded after ``timesteps`` (the callbacks then go on from the rows kept)."""
     for name, column in METRICS.items():
         path = run_dir / "metrics" / name
         if not path.is_file() or not path.stat().st_size:
@@ -76,8 +75,6 @@ def truncate_metrics(run_dir: Path, timesteps: int) -> dict[str, int]:
             writer.writeheader()
             writer.writerows(rows)
         tmp.replace(path)
-        kept[name] = len(rows)
-    return kept
 
 
 def previous_summary(run_dir: Path) -> dict[str, Any]:
@@ -86,15 +83,3 @@ def previous_summary(run_dir: Path) -> dict[str, Any]:
     summary = json.loads(path.read_text()) if path.is_file() else {}
     summary.pop("error", None)
     return summary
-
-
-def eval_history(run_dir: Path, threshold: float | None) -> tuple[float, int | None]:
-    """Best evaluation mean so far and the first timestep whose mean reached ``threshold``."""
-    path = run_dir / "metrics" / "eval.csv"
-    if not path.is_file():
-        return float("-inf"), None
-    with path.open(newline="") as handle:
-        rows = [(int(float(r["timesteps"])), float(r["mean"])) for r in csv.DictReader(handle)]
-    best = max((m for _, m in rows), default=float("-inf"))
-    solved = [t for t, m in rows if threshold is not None and m >= threshold]
-    return best, (solved[0] if solved else None)

@@ -27,7 +27,7 @@ from lander.config import ConfigError, check_logger, validate
 from lander.envs import action_space_kind, make_env, make_train_env
 from lander.interrupt import deferred, stop_on_signals
 from lander.monitoring import NonFiniteGuard, ResourceMonitor, check_finite, nonfinite_parameters
-from lander.resume import eval_history, load_newest_checkpoint, previous_summary, truncate_metrics
+from lander.resume import load_newest_checkpoint, previous_summary, truncate_metrics
 from lander.snapshot import write_snapshot
 from lander.tracking import WandbRun, WandbWriter, run_name
 
@@ -39,14 +39,6 @@ def write_json(path: Path, data: dict[str, Any]) -> None:
     tmp = path.with_suffix(path.suffix + ".tmp")
     tmp.write_text(json.dumps(data, indent=2))
     tmp.replace(path)
-
-
-def count_rows(path: Path) -> int:
-    """Data rows of a CSV file (0 if it does not exist)."""
-    if not path.is_file():
-        return 0
-    with path.open() as handle:
-        return max(sum(1 for _ in handle) - 1, 0)
 
 
 def budget(cfg: DictConfig) -> tuple[int, int]:
@@ -184,18 +176,16 @@ def learn(cfg: DictConfig, model: Any, run_dir: Path, wandb_run: WandbRun | None
                              stop_at=cfg.early_stop.reward_threshold, patience=cfg.early_stop.patience)
     episodes = EpisodeLogger(run_dir / "metrics" / "train_episodes.csv", sinks, cfg.max_episodes)
     done = int(model.num_timesteps)
-    if done:  # resumed: the counters go on from the records kept
-        evaluator.best_mean, evaluator.first_solved = eval_history(run_dir, cfg.env.reward_threshold)
-        episodes.episodes = count_rows(run_dir / "metrics" / "train_episodes.csv")
     log.info("training %s from %d to %d timesteps on %d envs (gamma=%g, seed=%d) in %s",
              cfg.algo.name, done, total_timesteps, model.n_envs, effective_gamma(cfg), cfg.seed, run_dir)
-    extra: list[BaseCallback] = []
+    callbacks: list[BaseCallback] = [NonFiniteGuard(), episodes, evaluator, checkpointer]  # guard first: no NaN saved
     if cfg.monitor_freq > 0:
-        extra.append(ResourceMonitor(cfg.monitor_freq, run_dir / "metrics" / "resources.csv", sinks))
+        callbacks.append(ResourceMonitor(cfg.monitor_freq, run_dir / "metrics" / "resources.csv",
+                                         lambda: episodes.episodes, sinks))
     start, cpu_start = time.perf_counter(), time.process_time()
     with deferred():
-        model.learn(total_timesteps=total_timesteps - done, callback=[NonFiniteGuard(), episodes, evaluator, checkpointer, *extra],
-                    progress_bar=cfg.progress_bar, reset_num_timesteps=done == 0)
+        model.learn(total_timesteps=total_timesteps - done, callback=callbacks, progress_bar=cfg.progress_bar,
+                    reset_num_timesteps=done == 0)
     evaluator.stop_reason = evaluator.stop_reason or episodes.stop_reason
     if evaluator.stop_reason:
         log.info("stopped early at %d timesteps: %s", model.num_timesteps, evaluator.stop_reason)

@@ -186,7 +186,7 @@ class PeriodicEval(BaseCallback):
             self.stop_reason = f"no new best eval mean in {self.patience} evaluations (early_stop.patience)"
         if self.first_solved is None and self.threshold is not None and stats["mean"] >= self.threshold:
             self.first_solved = self.num_timesteps
-        log.info("eval at %d steps: mean %.1f +- %.1f (sem) over %d episodes, %.1fs",
+        log.info("eval at %d steps: mean %.4g +- %.2g (sem) over %d episodes, %.1fs",
                  self.num_timesteps, stats["mean"], stats["sem"], stats["n"], seconds)
         for sink in self.sinks:
             sink({f"eval/{k}": v for k, v in stats.items() if v is not None} | {"time/eval_seconds": seconds},

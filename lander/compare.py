@@ -24,7 +24,7 @@ from scipy import stats
 log = logging.getLogger(__name__)
 # Overrides that do not change what is trained (or name the whole sweep), left out of a configuration's label
 IGNORED_OVERRIDES = ("seed", "hydra", "logger", "progress_bar", "video.", "checkpoint_freq", "baseline",
-                     "experiment", "hparams_search")
+                     "experiment", "hparams_search", "comparison_band")
 
 
 @dataclass
@@ -129,6 +129,27 @@ def mean_curve(runs: list[Run]) -> pd.DataFrame:
     return pd.DataFrame({"timesteps": grid, "mean": mean, "sem": sem, "n_seeds": n})
 
 
+def pooled_curve(runs: list[Run]) -> pd.DataFrame:
+    """Eval mean and standard error over all evaluation episodes of all seeds (``metrics/eval_episodes.csv``).
+
+    The k-th evaluations of the runs are pooled (plotted at their mean timestep), so a configuration
+    evaluated at 80-step rollout boundaries in every seed lines up even where the exact steps differ.
+    """
+    evaluations: dict[int, list[tuple[int, np.ndarray]]] = {}
+    for run in runs:
+        episodes = pd.read_csv(run.path / "metrics" / "eval_episodes.csv")
+        kept = set(run.evals["timesteps"]) if run.evals is not None else set()
+        for k, (steps, group) in enumerate(episodes[episodes["timesteps"].isin(kept)].groupby("timesteps")):
+            evaluations.setdefault(k, []).append((int(steps), group["return"].to_numpy(dtype=float)))
+    rows = []
+    for k in sorted(evaluations):
+        returns = np.concatenate([r for _, r in evaluations[k]])
+        rows.append({"timesteps": float(np.mean([t for t, _ in evaluations[k]])), "mean": float(returns.mean()),
+                     "sem": float(returns.std(ddof=1) / np.sqrt(len(returns))) if len(returns) > 1 else 0.0,
+                     "n_seeds": len(evaluations[k]), "n_episodes": len(returns)})
+    return pd.DataFrame(rows)
+
+
 def iqm(values: np.ndarray) -> float:
     """Interquartile mean: the mean of the middle 50% of the values."""
     return float(stats.trim_mean(values, 0.25))
@@ -178,8 +199,12 @@ def prob_improvement(x: np.ndarray, y: np.ndarray) -> float:
     return float(greater + 0.5 * equal)
 
 
-def plot_curves(groups: dict[str, list[Run]], env: str, path: Path) -> None:
-    """Eval return vs timesteps, one line per configuration with a standard-error band."""
+def plot_curves(groups: dict[str, list[Run]], env: str, path: Path, band: str = "seeds") -> None:
+    """Eval return vs timesteps, one line per configuration with a standard-error band.
+
+    :param band: ``"seeds"`` (standard error of the seeds' means) or ``"episodes"`` (over all evaluation
+        episodes of all seeds, as course assignment 004 asks; runs without ``eval_episodes.csv`` fall back to seeds)
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -190,14 +215,16 @@ def plot_curves(groups: dict[str, list[Run]], env: str, path: Path) -> None:
         with_curves = [r for r in runs if r.evals is not None and len(r.evals)]
         if not with_curves:
             continue
-        curve = mean_curve(with_curves)
+        pooled = band == "episodes" and all((r.path / "metrics" / "eval_episodes.csv").is_file() for r in with_curves)
+        curve = pooled_curve(with_curves) if pooled else mean_curve(with_curves)
         line, = ax.plot(curve["timesteps"], curve["mean"], lw=2, label=f"{label} (n={len(with_curves)})")
         ax.fill_between(curve["timesteps"], curve["mean"] - curve["sem"], curve["mean"] + curve["sem"],
                         color=line.get_color(), alpha=0.2)
     threshold = next(iter(groups.values()))[0].threshold
     if threshold is not None:
         ax.axhline(threshold, color="gray", ls="--", lw=1, label=f"threshold {threshold:g}")
-    ax.set(xlabel="timesteps", ylabel="evaluation return (mean ± s.e. across seeds)", title=f"{env}: evaluation return")
+    spread = "all eval episodes of all seeds" if band == "episodes" else "across seeds"
+    ax.set(xlabel="timesteps", ylabel=f"evaluation return (mean ± s.e., {spread})", title=f"{env}: evaluation return")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, loc="lower right")
     fig.tight_layout()
@@ -205,13 +232,15 @@ def plot_curves(groups: dict[str, list[Run]], env: str, path: Path) -> None:
     plt.close(fig)
 
 
-def compare(paths: list[Path], out_dir: Path, baseline: str | None = None, at_timesteps: int | None = None) -> dict:
+def compare(paths: list[Path], out_dir: Path, baseline: str | None = None, at_timesteps: int | None = None,
+            band: str = "seeds") -> dict:
     """Write the comparison of the runs under ``paths`` to ``out_dir``; return what it found.
 
     :param paths: a sweep directory, run directories, or both
     :param out_dir: where ``table.csv``, ``table.md``, ``report.md`` and the plots go
     :param baseline: the configuration label the others are tested against (default: the first)
     :param at_timesteps: compare the runs as they stood at this many steps (see :func:`at_budget`)
+    :param band: the curves' standard-error band, ``"seeds"`` or ``"episodes"`` (see :func:`plot_curves`)
     :return: ``{"table": DataFrame, "failed": [...], "unfinished": [...], "files": [...]}``
     """
     runs = find_runs(paths)
@@ -238,7 +267,7 @@ def compare(paths: list[Path], out_dir: Path, baseline: str | None = None, at_ti
             raise ValueError(f"baseline={baseline!r} is not a configuration here; configurations: {', '.join(groups)}")
         frames.append(table(groups, baseline or next(iter(groups))).assign(baseline=baseline or next(iter(groups))))
         plot = out_dir / f"learning_curves_{env}.png"
-        plot_curves(groups, env, plot)
+        plot_curves(groups, env, plot, band)
         files.append(plot)
     result = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
     result.to_csv(out_dir / "table.csv", index=False)
@@ -246,7 +275,8 @@ def compare(paths: list[Path], out_dir: Path, baseline: str | None = None, at_ti
     (out_dir / "table.md").write_text(markdown + "\n")
     budget = "" if at_timesteps is None else f" at {at_timesteps} timesteps (each run's last evaluation up to then)"
     report = [f"# Comparison{budget}", "", f"Runs: {len(runs)}; compared: {len(done)}; failed: {len(failed)}; "
-              f"not finished{' or short of the budget' if budget else ''}: {len(unfinished)}.", "", markdown, ""]
+              f"not finished{' or short of the budget' if budget else ''}: {len(unfinished)}.", "", markdown, "",
+              *best_lines(result), ""]
     short_title = "Runs not finished" if at_timesteps is None else f"Runs short of {at_timesteps} timesteps"
     for title, items in (("Failed runs", failed), (short_title, unfinished)):
         if items:
@@ -259,6 +289,16 @@ def compare(paths: list[Path], out_dir: Path, baseline: str | None = None, at_ti
     return {"table": result, "failed": failed, "unfinished": unfinished, "files": files}
 
 
+def best_lines(result: pd.DataFrame) -> list[str]:
+    """One line per env naming the configuration with the highest final mean (e.g. the best alpha)."""
+    lines = []
+    for env, rows in (result.groupby("env", sort=False) if len(result) else []):
+        best = rows.loc[rows["final_mean"].idxmax()]
+        lines.append(f"Best on {env}: **{best['config']}** (final mean {best['final_mean']:.4g} "
+                     f"± {best['sem']:.2g} s.e. over {best['seeds']} seed(s)).")
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m lander.compare", description=__doc__.split("\n")[0])
     parser.add_argument("paths", nargs="+", type=Path, help="a sweep directory and/or run directories")
@@ -266,6 +306,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--baseline", help="configuration label to test the others against (default: the first)")
     parser.add_argument("--at-timesteps", type=int, metavar="N",
                         help="compare every run as it stood at N steps (its last evaluation up to N), finished or not")
+    parser.add_argument("--band", choices=("seeds", "episodes"), default="seeds",
+                        help="standard-error band of the curves: across seeds' means, or over all eval episodes")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     missing = [str(p) for p in args.paths if not p.is_dir()]
@@ -273,10 +315,11 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"not a directory: {', '.join(missing)}")
     out = args.out or args.paths[0] / "comparison"
     try:
-        result = compare(args.paths, out, args.baseline, args.at_timesteps)
+        result = compare(args.paths, out, args.baseline, args.at_timesteps, args.band)
     except ValueError as exc:
         parser.error(str(exc))
     print((out / "table.md").read_text())
+    print("\n".join(best_lines(result["table"])))
     for r in result["failed"]:
         print(f"failed: {r.path} ({' '.join(r.overrides)})", file=sys.stderr)
     return 0

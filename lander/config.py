@@ -19,6 +19,7 @@ from omegaconf import DictConfig, OmegaConf
 
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
 ACTION_SPACES = ("discrete", "continuous")
+OBSERVATION_SPACES = ("vector", "image", "discrete")
 
 
 class ConfigError(ValueError):
@@ -29,6 +30,7 @@ class ConfigError(ValueError):
 class AlgoConfig:
     name: str = "???"
     action_spaces: list[str] = field(default_factory=lambda: list(ACTION_SPACES))
+    observation_spaces: list[str] = field(default_factory=lambda: list(OBSERVATION_SPACES))
     n_envs: int = 1
     total_timesteps: int = 100_000
     model: dict[str, Any] = field(default_factory=dict)
@@ -39,8 +41,11 @@ class EnvConfig:
     name: str = "???"
     id: str = "???"
     action_space: str = "discrete"
+    observation_space: str = "vector"
+    policy: str = "MlpPolicy"
     reward_threshold: float | None = None
     kwargs: dict[str, Any] = field(default_factory=dict)
+    wrappers: list[Any] = field(default_factory=list)
 
 
 @dataclass
@@ -65,6 +70,7 @@ class LoggerConfig:
     backend: str = "none"
     mode: str = "offline"
     project: str = "lander"
+    name: str | None = None
     entity: str | None = None
     group: str | None = None
     job_type: str | None = None
@@ -102,6 +108,7 @@ class LanderConfig:
     progress_bar: bool = True
     final_eval: bool = True
     baseline: str | None = None
+    comparison_band: str = "seeds"
 
 
 def register_configs() -> None:
@@ -138,12 +145,12 @@ def group_options(group: str) -> list[str]:
     return sorted(p.stem for p in (CONF_DIR / group).glob("*.yaml"))
 
 
-def envs_with_action_space(kinds: list[str]) -> list[str]:
-    """Names of the ``env`` group options whose action space is one of ``kinds``."""
+def compatible_envs(algo_cfg: DictConfig) -> list[str]:
+    """Names of the ``env`` group options whose action and observation spaces the algorithm supports."""
     names = []
     for option in group_options("env"):
-        env_cfg = OmegaConf.load(CONF_DIR / "env" / f"{option}.yaml")
-        if env_cfg.get("action_space") in kinds:
+        env_cfg = OmegaConf.merge(OmegaConf.structured(EnvConfig), OmegaConf.load(CONF_DIR / "env" / f"{option}.yaml"))
+        if env_cfg.action_space in algo_cfg.action_spaces and env_cfg.observation_space in algo_cfg.observation_spaces:
             names.append(option)
     return names
 
@@ -178,20 +185,26 @@ def validate(cfg: DictConfig) -> None:
     _check(cfg.vec_env in ("dummy", "subproc"), "vec_env", cfg.vec_env, "one of: dummy, subproc")
     _check(cfg.device in ("auto", "cpu") or cfg.device.startswith(("cuda", "mps")), "device", cfg.device,
            "one of: auto, cpu, cuda, cuda:N, mps")
+    _check(cfg.comparison_band in ("seeds", "episodes"), "comparison_band", cfg.comparison_band,
+           "one of: seeds, episodes")
     _check(cfg.logger.backend in ("wandb", "none"), "logger.backend", cfg.logger.backend, "one of: wandb, none")
     _check(cfg.logger.mode in ("offline", "online", "disabled"), "logger.mode", cfg.logger.mode,
            "one of: offline, online, disabled")
     _check(cfg.env.action_space in ACTION_SPACES, "env.action_space", cfg.env.action_space,
            f"one of: {', '.join(ACTION_SPACES)}")
+    _check(cfg.env.observation_space in OBSERVATION_SPACES, "env.observation_space", cfg.env.observation_space,
+           f"one of: {', '.join(OBSERVATION_SPACES)}")
     _check("_target_" in cfg.algo.model, "algo.model._target_", None, "the import path of the model class")
-    if cfg.env.action_space not in cfg.algo.action_spaces:
-        fitting = envs_with_action_space(list(cfg.algo.action_spaces))
-        raise ConfigError(
-            f"algo={cfg.algo.name} cannot act in env={cfg.env.name}: {cfg.algo.name} supports "
-            f"{'/'.join(cfg.algo.action_spaces)} action spaces and {cfg.env.name} has a {cfg.env.action_space} one. "
-            f"Envs it supports: {', '.join(fitting) or 'none configured'} "
-            f"(for example: python -m lander.run algo={cfg.algo.name} env={fitting[0] if fitting else '...'})"
-        )
+    for kind, env_kind, algo_kinds in (("action", cfg.env.action_space, cfg.algo.action_spaces),
+                                       ("observation", cfg.env.observation_space, cfg.algo.observation_spaces)):
+        if env_kind not in algo_kinds:
+            fitting = compatible_envs(cfg.algo)
+            raise ConfigError(
+                f"algo={cfg.algo.name} cannot act in env={cfg.env.name}: {cfg.algo.name} supports "
+                f"{'/'.join(algo_kinds)} {kind} spaces and {cfg.env.name} has a {env_kind} one. "
+                f"Envs it supports: {', '.join(fitting) or 'none configured'} "
+                f"(for example: python -m lander.run algo={cfg.algo.name} env={fitting[0] if fitting else '...'})"
+            )
 
 
 def has_api_key() -> bool:

@@ -79,7 +79,7 @@ def evaluate_run(run_dir: Path, args: DictConfig) -> Path:
         record["video"] = write_video(model, cfg.env, video_cfg, out_dir / f"{name}.mp4")
     path = out_dir / f"{name}.json"
     path.write_text(json.dumps(record, indent=2))
-    log.info("%s: %s mean %.1f +- %.1f (sem) over %d episodes -> %s", run_dir, args.model, record["mean"],
+    log.info("%s: %s mean %.4g +- %.2g (sem) over %d episodes -> %s", run_dir, args.model, record["mean"],
              record["sem"], record["n"], path)
     return path
 

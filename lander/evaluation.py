@@ -121,7 +121,7 @@ def record_episode(
     obs, _ = env.reset(seed=seed)
     frames, total = [env.render()], 0.0
     for _ in range(max_steps):
-        batch = obs[None]
+        batch = np.asarray(obs)[None]
         action, _ = model.predict(obs_transform(batch) if obs_transform else batch, deterministic=deterministic)
         obs, reward, terminated, truncated, _ = env.step(action[0])
         total += float(reward)

@@ -46,7 +46,12 @@ class ComparisonCallback(Callback):
         from lander.compare import compare
 
         sweep_dir = Path(config.hydra.sweep.dir)
-        result = compare([sweep_dir], sweep_dir / "comparison", config.get("baseline"))
+        band = config.get("comparison_band", "seeds")
+        try:
+            result = compare([sweep_dir], sweep_dir / "comparison", config.get("baseline"), band=band)
+        except ValueError as exc:  # a baseline that names no configuration: still compare, against the first
+            log.error("%s; the comparison tests against the first configuration instead", exc)
+            result = compare([sweep_dir], sweep_dir / "comparison", None, band=band)
         if self.log_to_wandb and config.logger.backend == "wandb" and len(result["table"]):
             self._log_to_wandb(config, sweep_dir, result)
         FAILED_JOBS[:] = [f"job {r.path.name} ({' '.join(r.overrides)}): {r.status}"

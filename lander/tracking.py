@@ -17,7 +17,9 @@ log = logging.getLogger(__name__)
 
 
 def run_name(cfg: DictConfig, gamma: float) -> str:
-    """``{algo}_{env}_gamma-{gamma}_seed-{seed}``, the W&B name of a run."""
+    """The W&B name of a run: ``logger.name`` if set, else ``{algo}_{env}_gamma-{gamma}_seed-{seed}``."""
+    if cfg.logger.get("name"):
+        return str(cfg.logger.name)
     return f"{cfg.algo.name}_{cfg.env.name}_gamma-{gamma:g}_seed-{cfg.seed}"
 
 

@@ -24,7 +24,7 @@ from lander.algos import build_model, effective_gamma
 from lander.callbacks import ContinuedCSV, EpisodeLogger, PeriodicEval
 from lander.checkpoints import Checkpointer
 from lander.config import ConfigError, check_logger, validate
-from lander.envs import action_space_kind, make_env, make_train_env
+from lander.envs import action_space_kind, make_env, make_train_env, observation_space_kind
 from lander.interrupt import deferred, stop_on_signals
 from lander.monitoring import NonFiniteGuard, ResourceMonitor, check_finite, nonfinite_parameters
 from lander.resume import load_newest_checkpoint, previous_summary, truncate_metrics
@@ -41,6 +41,16 @@ def write_json(path: Path, data: dict[str, Any]) -> None:
     tmp.replace(path)
 
 
+def check_env_kinds(cfg: DictConfig, env: Any) -> None:
+    """The env's real action and observation spaces must be the kinds ``conf/env`` declares (checked against algo)."""
+    for key, kind in (("action_space", action_space_kind(env.action_space)),
+                      ("observation_space", observation_space_kind(env.observation_space))):
+        if cfg.env[key] != kind:
+            env.close()
+            raise ConfigError(f"env.{key}={cfg.env[key]!r} does not match {cfg.env.id}'s {key.replace('_', ' ')} "
+                              f"{getattr(env, key)}: set it to {kind!r} in conf/env/{cfg.env.name}.yaml")
+
+
 def budget(cfg: DictConfig) -> tuple[int, int]:
     """``(total_timesteps, n_envs)``: the top-level values, or the algorithm's tuned ones when null."""
     total = cfg.total_timesteps if cfg.total_timesteps is not None else cfg.algo.total_timesteps
@@ -55,7 +65,7 @@ def final_evaluation(cfg: DictConfig, model: Any, evaluator: PeriodicEval, run_d
     record = result.to_dict() | {"timesteps": int(model.num_timesteps), "deterministic": cfg.eval.deterministic,
                                  "model": "model.zip", "env_id": cfg.env.id}
     write_json(run_dir / "eval.json", record)
-    log.info("final evaluation: mean %.1f +- %.1f (sem), %d episodes, success rate %s",
+    log.info("final evaluation: mean %.4g +- %.2g (sem), %d episodes, success rate %s",
              record["mean"], record["sem"], record["n"], record["success_rate"])
     return record
 
@@ -85,10 +95,7 @@ def _train(cfg: DictConfig, run_dir: Path, group: str | None) -> dict[str, Any]:
     if cfg.torch_threads > 0:
         torch.set_num_threads(cfg.torch_threads)
     env = make_train_env(cfg.env, n_envs, cfg.seed, cfg.vec_env)
-    if action_space_kind(env.action_space) != cfg.env.action_space:
-        env.close()
-        raise ConfigError(f"env.action_space={cfg.env.action_space!r} does not match {cfg.env.id}'s action space "
-                          f"{env.action_space}: set it to {action_space_kind(env.action_space)!r} in conf/env")
+    check_env_kinds(cfg, env)
 
     (run_dir / "metrics").mkdir(parents=True, exist_ok=True)
     resuming = cfg.get("resume") is not None

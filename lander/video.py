@@ -22,6 +22,6 @@ def write_video(model: BaseAlgorithm, env_cfg: DictConfig, video_cfg: DictConfig
         frames, total = record_episode(model, env, seed=video_cfg.seed, max_steps=video_cfg.max_steps)
     finally:
         env.close()
-    # 600x400 LunarLander frames are multiples of 8: written as they are, no resizing
-    imageio.mimwrite(path, frames, fps=video_cfg.fps, codec="libx264", macro_block_size=8)
+    # frames are written as they are (H.264 needs even sizes: LunarLander 600x400, Atari 160x210, MuJoCo 480x480)
+    imageio.mimwrite(path, frames, fps=video_cfg.fps, codec="libx264", macro_block_size=2)
     return {"seed": int(video_cfg.seed), "return": total, "frames": len(frames)}

@@ -19,18 +19,33 @@ def composed(*overrides: str):
 
 
 def test_groups_have_the_documented_options():
-    assert set(group_options("algo")) >= {"ppo", "a2c", "dqn", "sac", "td3"}
-    assert set(group_options("env")) >= {"lunar_lander", "lunar_lander_continuous"}
+    assert set(group_options("algo")) >= {"ppo", "a2c", "dqn", "sac", "td3", "mac", "mac_adv", "reinforce", "q_learning"}
+    assert set(group_options("env")) >= {"lunar_lander", "lunar_lander_continuous", "cartpole", "frozen_lake",
+                                         "blackjack", "pong", "half_cheetah"}
     assert set(group_options("logger")) == {"wandb", "none"}
 
 
 @pytest.mark.parametrize("algo,env", [("ppo", "lunar_lander"), ("a2c", "lunar_lander"), ("dqn", "lunar_lander"),
                                       ("sac", "lunar_lander_continuous"), ("td3", "lunar_lander_continuous"),
-                                      ("ppo", "lunar_lander_continuous"), ("a2c", "lunar_lander_continuous")])
+                                      ("ppo", "lunar_lander_continuous"), ("a2c", "lunar_lander_continuous"),
+                                      ("mac", "pong"), ("mac_adv", "lunar_lander"), ("reinforce", "half_cheetah"),
+                                      ("q_learning", "blackjack"), ("ppo", "half_cheetah"), ("a2c", "pong")])
 def test_every_supported_pair_composes_and_validates(algo, env):
     cfg = composed(f"algo={algo}", f"env={env}")
     validate(cfg)
     assert cfg.algo.name == algo and cfg.env.name == env and cfg.logger.mode == "offline"
+
+
+def test_tuned_values_of_an_algo_env_pair_apply_and_command_line_values_win():
+    pong = composed("algo=a2c", "env=pong")
+    assert (pong.algo.model.learning_rate, pong.algo.model.vf_coef, pong.algo.n_envs) == (0.0007, 0.25, 16)
+    assert pong.algo.model.policy == "CnnPolicy"
+    lunar = composed("algo=a2c", "env=lunar_lander")
+    assert lunar.algo.model.learning_rate.start == 0.00083 and "vf_coef" not in lunar.algo.model
+    assert composed("algo=q_learning", "env=blackjack").algo.model.gamma == 1.0
+    assert composed("algo=q_learning", "env=frozen_lake").algo.model.gamma == 0.99
+    assert composed("algo=a2c", "env=pong", "algo.model.vf_coef=0.3").algo.model.vf_coef == 0.3
+    assert composed("algo=mac_adv").algo.model.advantage is True and composed("algo=mac").algo.model.advantage is False
 
 
 def test_gamma_null_keeps_the_algorithm_value_and_a_number_overrides_it():
@@ -38,15 +53,21 @@ def test_gamma_null_keeps_the_algorithm_value_and_a_number_overrides_it():
     assert effective_gamma(composed("algo=ppo", "gamma=0.98")) == 0.98
 
 
-@pytest.mark.parametrize("algo,env", [("dqn", "lunar_lander_continuous"), ("sac", "lunar_lander"),
-                                      ("td3", "lunar_lander")])
-def test_incompatible_pair_is_rejected_naming_supported_envs(algo, env):
+CONTINUOUS = "half_cheetah, lunar_lander_continuous"
+DISCRETE = "blackjack, cartpole, frozen_lake, lunar_lander, pong"
+
+
+@pytest.mark.parametrize("algo,env,supported", [
+    ("dqn", "lunar_lander_continuous", DISCRETE), ("sac", "lunar_lander", CONTINUOUS),
+    ("td3", "pong", CONTINUOUS), ("mac", "half_cheetah", DISCRETE), ("mac_adv", "lunar_lander_continuous", DISCRETE),
+    ("q_learning", "cartpole", "blackjack, frozen_lake"), ("q_learning", "pong", "blackjack, frozen_lake"),
+])
+def test_incompatible_pair_is_rejected_naming_supported_envs(algo, env, supported):
     with pytest.raises(ConfigError) as info:
         validate(composed(f"algo={algo}", f"env={env}"))
     message = str(info.value)
     assert f"algo={algo}" in message and f"env={env}" in message
-    supported = "lunar_lander_continuous" if algo in ("sac", "td3") else "lunar_lander"
-    assert f"Envs it supports: {supported}" in message
+    assert f"Envs it supports: {supported} " in message
 
 
 def test_wrong_type_is_rejected_by_the_schema():
@@ -63,8 +84,10 @@ BAD_INPUT = [
     (["total_timesteps=-5"], "total_timesteps=-5 is not allowed"),
     (["eval.episodes=0"], "eval.episodes=0 is not allowed: eval.episodes must be an integer >= 1"),
     (["n_envs=0"], "n_envs=0 is not allowed"),
-    (["algo=sac"], "Envs it supports: lunar_lander_continuous"),
-    (["algo=dqn", "env=lunar_lander_continuous"], "Envs it supports: lunar_lander"),
+    (["algo=sac"], "Envs it supports: half_cheetah, lunar_lander_continuous "),
+    (["algo=dqn", "env=lunar_lander_continuous"], "Envs it supports: blackjack, cartpole, frozen_lake, lunar_lander"),
+    (["algo=q_learning"], "q_learning supports discrete observation spaces and lunar_lander has a vector one"),
+    (["comparison_band=wide"], "comparison_band='wide' is not allowed: comparison_band must be one of: seeds, "),
     (["algo=nope"], "Available options in 'algo'"),
     (["env=mars"], "Available options in 'env'"),
     (["learning_rate=0.1"], "unknown key 'learning_rate' in override 'learning_rate=0.1': top-level keys are algo, "),

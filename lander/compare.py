@@ -172,7 +172,6 @@ def table(groups: dict[str, list[Run]], baseline: str) -> pd.DataFrame:
         means = np.array([r.final_mean for r in runs])
         with_episodes = all(r.final_returns for r in runs)
         episodes = np.concatenate([r.final_returns for r in runs]) if with_episodes else np.array([])
-        threshold = runs[0].threshold
         solved = [r.summary.get("first_timestep_reaching_threshold") for r in runs]
         solved = [s for s in solved if s is not None]
         low, high = bootstrap_ci(episodes)

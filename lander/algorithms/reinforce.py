@@ -94,11 +94,13 @@ class Reinforce(BaseAlgorithm):
               tb_log_name: str = "Reinforce", reset_num_timesteps: bool = True,
               progress_bar: bool = False) -> Reinforce:
         """Collect ``batch_episodes`` episodes (one rollout for the callbacks), update, until ``total_timesteps``."""
+        fresh_episodes = reset_num_timesteps or self._last_obs is None  # SB3 resets the envs in these cases
         total_timesteps, callback = self._setup_learn(total_timesteps, callback, reset_num_timesteps,
                                                       tb_log_name, progress_bar)
         callback.on_training_start(locals(), globals())
         assert self.env is not None
-        self._partial = [[] for _ in range(self.env.num_envs)]
+        if fresh_episodes or len(self._partial) != self.env.num_envs:  # else: episodes go on from the last call
+            self._partial = [[] for _ in range(self.env.num_envs)]
         iteration = 0
         while self.num_timesteps < total_timesteps:
             episodes = self.collect_episodes(callback)

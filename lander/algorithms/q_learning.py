@@ -107,7 +107,7 @@ class QLearning(BaseAlgorithm):
             if np.random.random() < self.exploration_rate:
                 actions.append(self.action_space.sample())
             else:
-                actions.append(np.random.choice(np.flatnonzero(row == row.max())))
+                actions.append(np.random.choice(np.flatnonzero(row == row.max())) + int(self.action_space.start))
         return np.asarray(actions, dtype=np.int64)
 
     def learn(self, total_timesteps: int, callback: Any = None, log_interval: int = 100,
@@ -154,10 +154,10 @@ class QLearning(BaseAlgorithm):
     def train_step(self, obs: np.ndarray, actions: np.ndarray, rewards: np.ndarray, new_obs: np.ndarray,
                    dones: np.ndarray, infos: list[dict[str, Any]]) -> None:
         """The Q-learning update for each env's transition (an ended episode's next state is in its info)."""
-        table, index = self.policy.table, self.policy.state_index
+        table, index, first_action = self.policy.table, self.policy.state_index, int(self.action_space.start)
         for i in range(len(actions)):
             terminated = bool(dones[i]) and not infos[i].get("TimeLimit.truncated", False)
             next_obs = infos[i]["terminal_observation"] if dones[i] else new_obs[i]
-            td_error = q_learning_update(table, int(index(obs[i])), int(actions[i]), float(rewards[i]),
+            td_error = q_learning_update(table, int(index(obs[i])), int(actions[i]) - first_action, float(rewards[i]),
                                          int(index(next_obs)), terminated, self.alpha, self.gamma)
             self.logger.record_mean("train/abs_td_error", abs(td_error))

@@ -64,6 +64,9 @@ class ComparisonCallback(Callback):
     def _log_to_wandb(config: DictConfig, sweep_dir: Path, result: dict) -> None:
         import wandb
 
+        from lander.tracking import keep_offline
+
+        keep_offline(wandb, config.logger.mode)
         run = wandb.init(project=config.logger.project, entity=config.logger.entity, group=sweep_group(sweep_dir),
                          job_type="comparison", name=f"comparison_{sweep_group(sweep_dir)}", dir=str(sweep_dir),
                          mode=config.logger.mode, settings=wandb.Settings(console="off"))

@@ -23,6 +23,16 @@ def run_name(cfg: DictConfig, gamma: float) -> str:
     return f"{cfg.algo.name}_{cfg.env.name}_gamma-{gamma:g}_seed-{cfg.seed}"
 
 
+def keep_offline(wandb: Any, mode: str) -> None:
+    """Make W&B's process-wide mode ``mode`` unless it is online.
+
+    ``wandb.init(mode="offline")`` alone leaves the process-wide settings online, and W&B 0.31 then
+    still starts OpenTelemetry exporters of its own usage metrics that post to api.wandb.ai.
+    """
+    if mode != "online":
+        wandb.setup(wandb.Settings(mode=mode))
+
+
 class WandbRun:
     """A started W&B run; ``log`` takes flat ``{"prefix/key": value}`` dicts with the env step."""
 
@@ -32,6 +42,7 @@ class WandbRun:
         import wandb
 
         self.wandb = wandb
+        keep_offline(wandb, cfg.logger.mode)
         config: dict[str, Any] = OmegaConf.to_container(cfg, resolve=True)  # type: ignore[assignment]
         self.run = wandb.init(
             project=cfg.logger.project,

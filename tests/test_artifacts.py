@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import csv
+import subprocess
+import sys
 
 import gymnasium as gym
 import imageio.v2 as imageio
@@ -11,7 +13,7 @@ import pytest
 import stable_baselines3
 import yaml
 
-from conftest import TINY, read_json
+from conftest import REPO, TINY, lander_env, read_json
 from wandb_reader import read_run
 
 ALGOS = {"ppo": stable_baselines3.PPO, "a2c": stable_baselines3.A2C, "dqn": stable_baselines3.DQN,
@@ -103,3 +105,29 @@ def test_wandb_offline_run_holds_the_logged_metrics(algo_run):
     assert any(k.startswith("plots/learning_curve") for k in run["summary"])
     assert any(k.startswith("media/video") for k in run["summary"])
     assert any(a["type"] == "model" and "model.zip" in a["files"] for a in run["artifacts"])
+
+
+OFFLINE_THREADS = """
+import sys, threading
+from pathlib import Path
+from hydra import compose, initialize_config_dir
+from lander.config import register_configs
+from lander.tracking import WandbRun
+register_configs()
+with initialize_config_dir(config_dir=sys.argv[1], version_base="1.3"):
+    cfg = compose(config_name="config", overrides=["logger.mode=offline"])
+run = WandbRun(cfg, Path(sys.argv[2]), "offline-check")
+run.log({"train/episode_return": 1.0}, 10)
+print(" ".join(t.name for t in threading.enumerate()))
+run.finish(0)
+"""
+
+
+def test_offline_wandb_starts_no_telemetry_export(tmp_path):
+    """Offline means offline: W&B 0.31 would otherwise start OpenTelemetry exporters that post to api.wandb.ai."""
+    proc = subprocess.run([sys.executable, "-c", OFFLINE_THREADS, str(REPO / "conf"), str(tmp_path)], cwd=REPO,
+                          env=lander_env(), capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    threads = proc.stdout.split()
+    assert "MainThread" in threads and any(t.startswith("wandb") for t in threads), threads
+    assert not [t for t in threads if t.startswith("Otel")], threads

@@ -124,9 +124,9 @@ run.finish(0)
 
 
 def test_offline_wandb_starts_no_telemetry_export(tmp_path):
-    """Offline means offline: W&B 0.31 would otherwise start OpenTelemetry exporters that post to api.wandb.ai."""
-    proc = subprocess.run([sys.executable, "-c", OFFLINE_THREADS, str(REPO / "conf"), str(tmp_path)], cwd=REPO,
-                          env=lander_env(), capture_output=True, text=True, timeout=120)
+    """Offline means offline: W&B 0.31 would otherwise start OpenTelemetry exporters posting to api.wandb.ai."""
+    cmd = [sys.executable, "-c", OFFLINE_THREADS, str(REPO / "conf"), str(tmp_path)]
+    proc = subprocess.run(cmd, cwd=REPO, env=lander_env(), capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-3000:]
     threads = proc.stdout.split()
     assert "MainThread" in threads and any(t.startswith("wandb") for t in threads), threads

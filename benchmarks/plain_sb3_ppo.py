@@ -42,6 +42,7 @@ def main() -> None:
     parser.add_argument("--eval-freq", type=int, default=50_000, help="0: no evaluation (throughput only)")
     parser.add_argument("--threads", type=int, default=0, help="torch threads; 0 = torch's default")
     parser.add_argument("--stop-when-solved", action="store_true")
+    parser.add_argument("--verbose", action="store_true", help="print SB3's 'Eval num_timesteps=...' lines")
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -52,7 +53,7 @@ def main() -> None:
     if args.eval_freq:
         clock = SolveClock(start, args.stop_when_solved)
         callback = EvalCallback(gym.make("LunarLander-v3"), n_eval_episodes=20, eval_freq=args.eval_freq // 16,
-                                deterministic=True, callback_after_eval=clock, verbose=0)
+                                deterministic=True, callback_after_eval=clock, verbose=int(args.verbose))
     model.learn(args.timesteps, callback=callback)
     wall, cpu = time.perf_counter() - start, time.process_time() - cpu_start
     solved = clock.solved_at if args.eval_freq else None

@@ -24,7 +24,8 @@ from scipy import stats
 log = logging.getLogger(__name__)
 # Overrides that do not change what is trained (or name the whole sweep), left out of a configuration's label
 IGNORED_OVERRIDES = ("seed", "hydra", "logger", "progress_bar", "video.", "checkpoint_freq", "baseline",
-                     "experiment", "hparams_search", "comparison_band")
+                     "experiment", "hparams_search", "comparison_band", "checkpoint_keep", "monitor_freq",
+                     "torch_fast_paths")
 
 
 @dataclass

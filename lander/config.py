@@ -98,6 +98,7 @@ class LanderConfig:
     n_envs: int | None = None
     device: str = "cpu"
     torch_threads: int = 1
+    torch_fast_paths: bool = True
     vec_env: str = "dummy"
     checkpoint_freq: int = 100_000
     checkpoint_keep: int = 3

@@ -57,9 +57,16 @@ def route_mujoco_warnings(env_id: str) -> None:
         mujoco.set_mju_user_warning(lambda text: logging.getLogger("mujoco").warning(text.strip()))
 
 
-def env_kwargs(env_cfg: DictConfig) -> dict[str, Any]:
-    """Keyword arguments for ``gymnasium.make`` from the ``env`` config group."""
-    return OmegaConf.to_container(env_cfg.kwargs, resolve=True) or {}  # type: ignore[return-value]
+def env_kwargs(env_cfg: DictConfig, render_mode: str | None = None) -> dict[str, Any]:
+    """Keyword arguments for ``gymnasium.make``: ``render_mode`` (unless ``env.kwargs`` sets one) and ``env.kwargs``.
+
+    Envs that are never rendered must be made with ``render_mode=None``: SB3's ``make_vec_env`` otherwise
+    asks for ``"rgb_array"``, and LunarLander then builds decorative Box2D particles on every engine
+    firing (no effect on the physics, 2-10x the cost of a step). ``env.kwargs.render_mode`` is honoured,
+    so a run with rendering training envs can still be asked for (the test that rendering changes nothing).
+    """
+    kwargs: dict[str, Any] = OmegaConf.to_container(env_cfg.kwargs, resolve=True) or {}  # type: ignore[assignment]
+    return {"render_mode": render_mode} | kwargs
 
 
 def apply_wrappers(env: gym.Env, wrappers: list[Any]) -> gym.Env:
@@ -73,15 +80,18 @@ def make_env(env_cfg: DictConfig, render_mode: str | None = None) -> gym.Env:
     """One un-seeded, wrapped environment (the caller seeds it on ``reset``).
 
     :param env_cfg: the ``env`` config group
-    :param render_mode: ``"rgb_array"`` for video, ``None`` otherwise
+    :param render_mode: ``"rgb_array"`` for video (it wins over ``env.kwargs.render_mode``), ``None`` otherwise
     """
     route_mujoco_warnings(env_cfg.id)
-    env = gym.make(env_cfg.id, render_mode=render_mode, **env_kwargs(env_cfg))
+    kwargs = env_kwargs(env_cfg) | ({"render_mode": render_mode} if render_mode else {})
+    env = gym.make(env_cfg.id, **kwargs)
     return apply_wrappers(env, env_cfg.get("wrappers") or [])
 
 
 def make_train_env(env_cfg: DictConfig, n_envs: int, seed: int, vec_env: str = "dummy") -> VecEnv:
     """Training envs wrapped in SB3's ``Monitor`` (true returns), then ``env.wrappers``; seeded ``seed, seed + 1, ...``.
+
+    Made with ``render_mode=None`` (see :func:`env_kwargs`); SB3's ``make_vec_env`` would render by default.
 
     :param env_cfg: the ``env`` config group
     :param n_envs: number of parallel envs

@@ -24,6 +24,8 @@ def main(cfg: DictConfig) -> float | None:
     hydra_cfg = HydraConfig.get()
     multirun = hydra_cfg.mode == RunMode.MULTIRUN
     run_dir = Path(hydra_cfg.runtime.output_dir)
+    if multirun and hydra_cfg.launcher.get("n_jobs", 1) != 1:
+        cfg.progress_bar = False  # parallel jobs' progress bars would overwrite each other on one console
     try:
         if cfg.resume is not None:  # the run's own saved config, in its own directory
             from lander.resume import resume_config

@@ -8,6 +8,7 @@ import sys
 import numpy as np
 import pandas as pd
 import pytest
+import yaml
 
 from conftest import REPO, lander_env, read_json
 from wandb_reader import read_run
@@ -25,7 +26,7 @@ def sweep(sweep_dir, *overrides):
 @pytest.fixture(scope="module")
 def serial_sweep(tmp_path_factory):
     sweep_dir = tmp_path_factory.mktemp("sweep") / "serial"
-    proc = sweep(sweep_dir, "algo=ppo,a2c", "seed=0,1")
+    proc = sweep(sweep_dir, "hydra/launcher=basic", "algo=ppo,a2c", "seed=0,1")
     assert proc.returncode == 0, proc.stderr[-4000:]
     return sweep_dir
 
@@ -60,9 +61,12 @@ def test_jobs_share_one_wandb_group_with_algorithm_job_types(serial_sweep):
     assert all(r["exit_code"] == 0 for r in runs)
 
 
-def test_joblib_sweep_matches_the_serial_one_job_by_job(serial_sweep, tmp_path):
-    proc = sweep(tmp_path / "joblib", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2", "algo=ppo,a2c", "seed=0,1")
+def test_default_launcher_runs_jobs_in_parallel_and_matches_the_serial_one(serial_sweep, tmp_path):
+    """The default launcher is joblib with one worker per core (torch 1 thread per job); results as serial."""
+    proc = sweep(tmp_path / "joblib", "algo=ppo,a2c", "seed=0,1")
     assert proc.returncode == 0, proc.stderr[-4000:]
+    launcher = yaml.safe_load((tmp_path / "joblib" / "0" / ".hydra" / "hydra.yaml").read_text())["hydra"]["launcher"]
+    assert launcher["_target_"].endswith("JoblibLauncher") and launcher["n_jobs"] == -1
     for i in range(4):
         serial = pd.read_csv(serial_sweep / str(i) / "metrics/eval.csv")[NOT_WALL_CLOCK]
         parallel = pd.read_csv(tmp_path / "joblib" / str(i) / "metrics/eval.csv")[NOT_WALL_CLOCK]

@@ -1,0 +1,53 @@
+"""``torch_fast_paths`` (foreach optimizer updates, no distribution argument checks) changes no result.
+
+One tiny run per optimizer family with the fast paths on (the default) and off: every metric and every
+policy weight must be the same. PPO and SAC use Adam (SAC three of them), A2C torch's RMSprop.
+"""
+
+from __future__ import annotations
+
+import io
+import zipfile
+
+import pandas as pd
+import pytest
+import torch
+
+from conftest import read_json, tiny_run
+from lander.speed import optimizers, use_foreach
+
+WALL_CLOCK = ["wall_time", "eval_seconds", "time/fps", "time/time_elapsed"]
+
+
+def policy_weights(zip_path):
+    with zipfile.ZipFile(zip_path) as archive:
+        return torch.load(io.BytesIO(archive.read("policy.pth")), weights_only=True)
+
+
+@pytest.mark.parametrize("algo", ["ppo", "a2c", "sac"])
+def test_fast_paths_change_no_result(tmp_path, algo):
+    on, off = tmp_path / "on", tmp_path / "off"
+    tiny_run(on, algo, "logger=none", "video.enabled=false")
+    tiny_run(off, algo, "logger=none", "video.enabled=false", "torch_fast_paths=false")
+    for name in ("train_episodes.csv", "eval.csv", "eval_episodes.csv", "sb3_progress.csv"):
+        a, b = pd.read_csv(on / "metrics" / name), pd.read_csv(off / "metrics" / name)
+        assert len(a) > 0, name
+        clock = [c for c in WALL_CLOCK if c in a.columns]
+        pd.testing.assert_frame_equal(a.drop(columns=clock), b.drop(columns=clock), obj=name)
+    assert read_json(on / "eval.json")["episodes"] == read_json(off / "eval.json")["episodes"]
+    wa, wb = policy_weights(on / "model.zip"), policy_weights(off / "model.zip")
+    assert wa.keys() == wb.keys() and all(torch.equal(wa[k], wb[k]) for k in wa)
+
+
+def test_foreach_is_set_on_every_optimizer():
+    """The switch reaches SAC's actor, critic and entropy-coefficient optimizers (not only ``policy.optimizer``)."""
+    import gymnasium as gym
+    from stable_baselines3 import SAC
+
+    model = SAC("MlpPolicy", gym.make("Pendulum-v1"), learning_starts=10, buffer_size=100, device="cpu")
+    found = optimizers(model)
+    assert len(found) == 3
+    use_foreach(model)
+    assert all(group["foreach"] is True for opt in found for group in opt.param_groups)
+    use_foreach(model, False)
+    assert all(group["foreach"] is None for opt in found for group in opt.param_groups)

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import logging
+import numbers
 from pathlib import Path
 from typing import Any
 
@@ -90,15 +91,19 @@ class WandbRun:
 
 
 class WandbWriter(KVWriter):
-    """Forwards SB3's logger records (``train/loss``, ``time/fps``, ``rollout/...``) to W&B."""
+    """Forwards SB3's logger records (``train/loss``, ``time/fps``, ``rollout/...``) to W&B.
+
+    Every real number goes, numpy scalars included (SB3 logs ``train/approx_kl`` and others as ``np.float32``).
+    """
 
     def __init__(self, run: WandbRun) -> None:
         self.run = run
 
     def write(self, key_values: dict[str, Any], key_excluded: dict[str, Any], step: int = 0) -> None:
-        numbers = {k: v for k, v in key_values.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
-        if numbers:
-            self.run.log(numbers, step)
+        values = {k: int(v) if isinstance(v, numbers.Integral) else float(v) for k, v in key_values.items()
+                  if isinstance(v, numbers.Real) and not isinstance(v, bool)}
+        if values:
+            self.run.log(values, step)
 
     def close(self) -> None:
         pass

@@ -9,6 +9,7 @@ import sys
 import gymnasium as gym
 import imageio.v2 as imageio
 import numpy as np
+import pandas as pd
 import pytest
 import stable_baselines3
 import yaml
@@ -105,6 +106,21 @@ def test_wandb_offline_run_holds_the_logged_metrics(algo_run):
     assert any(k.startswith("plots/learning_curve") for k in run["summary"])
     assert any(k.startswith("media/video") for k in run["summary"])
     assert any(a["type"] == "model" and "model.zip" in a["files"] for a in run["artifacts"])
+
+
+def test_every_numeric_sb3_column_reaches_wandb(algo_run):
+    """SB3 logs some values as numpy scalars (PPO's ``train/approx_kl``); each column of sb3_progress.csv is in W&B."""
+    _, run_dir = algo_run
+    progress = pd.read_csv(run_dir / "metrics" / "sb3_progress.csv")
+    numeric = [c for c in progress.columns if pd.api.types.is_numeric_dtype(progress[c])]
+    history = read_run(run_dir)["history"]
+    logged = {key for row in history for key in row}
+    assert numeric and not set(numeric) - logged, f"missing in W&B: {sorted(set(numeric) - logged)}"
+    steps = "time/total_timesteps"
+    for column in numeric:  # the same values, at the same steps
+        rows_ = {int(h["global_step"]): h[column] for h in history if column in h}
+        for step, value in progress[[steps, column]].dropna().itertuples(index=False):
+            assert rows_[int(step)] == pytest.approx(value, rel=1e-6), column
 
 
 OFFLINE_THREADS = """

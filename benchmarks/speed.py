@@ -39,15 +39,16 @@ REPO, OUT = HERE.parent, HERE / "results"
 EVAL_LINE = re.compile(r"(?:eval at (\d+) steps: mean|Eval num_timesteps=(\d+), episode_reward=)\s*([-\d.e+]+)")
 
 
-def commands(seed: int, old: Path, zoo_python: str) -> dict[str, tuple[list[str], Path, dict[str, str]]]:
-    """(command, working directory, extra environment) of each program for ``seed``."""
+def commands(seed: int, old: Path, zoo_python: str, tag: str = "") -> dict[str, tuple[list[str], Path, dict]]:
+    """(command, working directory, extra environment) of each program for ``seed``; ``tag`` marks fillers' dirs."""
     lander = ["-m", "lander.run", "algo=ppo", f"seed={seed}", "progress_bar=false"]
     return {
-        "lander": ([sys.executable, *lander, f"hydra.run.dir={OUT / f'lander_seed-{seed}'}"], REPO, {}),
-        "old": ([sys.executable, *lander, f"hydra.run.dir={OUT / f'old_seed-{seed}'}"], old, {"PYTHONPATH": str(old)}),
+        "lander": ([sys.executable, *lander, f"hydra.run.dir={OUT / f'lander{tag}_seed-{seed}'}"], REPO, {}),
+        "old": ([sys.executable, *lander, f"hydra.run.dir={OUT / f'old{tag}_seed-{seed}'}"], old,
+                {"PYTHONPATH": str(old)}),
         "plain": ([sys.executable, str(HERE / "plain_sb3_ppo.py"), "--seed", str(seed), "--verbose"], REPO, {}),
         "zoo": ([zoo_python, "-m", "rl_zoo3.train", "--algo", "ppo", "--env", "LunarLander-v3", "--seed", str(seed),
-                 "-f", str(OUT / f"zoo_seed-{seed}")], REPO, {}),
+                 "-f", str(OUT / f"zoo{tag}_seed-{seed}")], REPO, {}),
     }
 
 
@@ -110,14 +111,24 @@ class Program:
                 "tail": [line for _, line in self.lines[-5:]]}
 
 
-def side_by_side(seed: int, names: list[str], old: Path, zoo_python: str, core: int) -> dict:
+def side_by_side(seed: int, names: list[str], old: Path, zoo_python: str, core: int, filler: bool) -> dict:
+    """Run ``names`` together on ``core``; with ``filler``, a program that ends is started again (its output
+    thrown away) until all have ended, so each one shares the core with the same number of others throughout."""
     cmds = commands(seed, old, zoo_python)
     programs = {name: Program(*cmds[name], core=core) for name in names}
-    while not all(p.reap() for p in programs.values()):
-        for program in programs.values():
+    fillers: dict[str, Program] = {}
+    started = 0
+    while not all([p.reap() for p in programs.values()]):  # a list: reap every program, every time
+        for name, program in programs.items():
             if program.end is None:
                 program.sample()
+            elif filler and (name not in fillers or fillers[name].reap()):
+                started += 1
+                fillers[name] = Program(*commands(seed, old, zoo_python, tag=f"_filler{started}")[name], core=core)
         time.sleep(0.5)
+    for program in fillers.values():
+        program.proc.kill()
+        program.proc.wait()
     results = {name: p.result() for name, p in programs.items()}
     for name in ("lander", "old"):
         if name in results and results[name]["exit_code"] == 0:
@@ -154,9 +165,9 @@ def table(results: dict[int, dict]) -> str:
                         f"{r.get('train_cpu_seconds', '')} | {r['peak_rss_mb']} | {final} |")
     ratios = []
     for seed, res in sorted(results.items()):
-        mine = res["lander"]
+        mine = res.get("lander")
         for name in ("old", "plain", "zoo"):
-            if name in res:
+            if mine and name in res:
                 key = "train_cpu_seconds" if name != "zoo" else "cpu_seconds"
                 ratios.append(f"- seed {seed}: lander / {name} = {mine[key] / res[name][key]:.3f} ({key})")
     return "\n".join([head, *rows, "", *ratios])
@@ -169,17 +180,20 @@ def main() -> None:
     parser.add_argument("--old-commit", default="23e7f34")
     parser.add_argument("--zoo-python", default=str(REPO / ".zoo" / "bin" / "python"))
     parser.add_argument("--core", type=int, default=0)
+    parser.add_argument("--filler", action="store_true", help="restart programs that end until all have ended")
+    parser.add_argument("--tag", default="", help="suffix of the result files (speed_seed-S<tag>.json)")
     parser.add_argument("--collect", action="store_true", help="only print the tables of the results there")
     args = parser.parse_args()
     OUT.mkdir(exist_ok=True)
     if not args.collect:
         old = old_worktree(args.old_commit) if "old" in args.programs else REPO
         for seed in args.seeds:
-            res = side_by_side(seed, args.programs, old, args.zoo_python, args.core)
-            (OUT / f"speed_seed-{seed}.json").write_text(json.dumps(res, indent=2))
+            res = side_by_side(seed, args.programs, old, args.zoo_python, args.core, args.filler)
+            (OUT / f"speed_seed-{seed}{args.tag}.json").write_text(json.dumps(res, indent=2))
             print(json.dumps(res), flush=True)
-    results = {int(p.stem.split("-")[1]): json.loads(p.read_text()) for p in OUT.glob("speed_seed-*.json")}
-    print(table({s: r for s, r in results.items() if s in args.seeds}))
+    results = {seed: json.loads((OUT / f"speed_seed-{seed}{args.tag}.json").read_text()) for seed in args.seeds
+               if (OUT / f"speed_seed-{seed}{args.tag}.json").is_file()}
+    print(table(results))
 
 
 if __name__ == "__main__":

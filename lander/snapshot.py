@@ -40,6 +40,17 @@ def versions() -> dict[str, str | None]:
     return out
 
 
+def cpu_model() -> str | None:
+    """The CPU's model name (``/proc/cpuinfo`` on Linux, else what ``platform`` says)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or None
+
+
 def write_snapshot(run_dir: Path) -> Path:
     """Write ``environment/pip_freeze.txt`` and ``environment/versions.json`` under ``run_dir``."""
     out_dir = run_dir / "environment"
@@ -54,6 +65,10 @@ def write_snapshot(run_dir: Path) -> Path:
         "platform": platform.platform(),
         "machine": platform.machine(),
         "processor": platform.processor(),
+        # torch's CPU kernels pick their code path by instruction set, and the last bits of float results
+        # follow: the same seed gives identical runs on one machine, not across CPUs (BENCHMARKS.md)
+        "cpu_model": cpu_model(),
+        "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(),
         "torch_threads": torch.get_num_threads(),
         "cuda_available": torch.cuda.is_available(),
         "packages": versions(),

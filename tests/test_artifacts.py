@@ -36,6 +36,9 @@ def test_run_dir_holds_every_artifact(algo_run):
     assert list((run_dir / "checkpoints").glob("model_*_steps.zip")), "no checkpoint written"
     resolved = yaml.safe_load((run_dir / ".hydra/config.yaml").read_text())
     assert resolved["algo"]["name"] == algo
+    versions = read_json(run_dir / "environment/versions.json")  # what makes results differ across machines
+    assert versions["torch_cpu_capability"] in {"DEFAULT", "AVX2", "AVX512", "ZVECTOR", "NO AVX", "SVE256"}
+    assert versions["cpu_model"]
 
 
 def test_summary_and_metrics(algo_run):

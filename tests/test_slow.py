@@ -1,4 +1,4 @@
-"""Long runs, left out of the default suite: ``python -m pytest -m slow`` (about 45 minutes on 2 cores)."""
+"""Long runs, left out of the default suite: ``python -m pytest -m slow`` (about 5 minutes on 2 cores)."""
 
 from __future__ import annotations
 

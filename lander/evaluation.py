@@ -105,27 +105,34 @@ def record_episode(
     model: BaseAlgorithm,
     env: gym.Env,
     seed: int,
+    on_frame: Callable[[np.ndarray], None],
     max_steps: int = 1000,
     deterministic: bool = True,
     obs_transform: Callable[[np.ndarray], np.ndarray] | None = None,
-) -> tuple[list[np.ndarray], float]:
-    """Play one episode in an ``rgb_array`` env and return its frames and return.
+) -> tuple[int, float]:
+    """Play one episode in an ``rgb_array`` env, handing each frame to ``on_frame`` as it is rendered.
+
+    Frames are not kept: a 1,000-step LunarLander episode is 720 MB of frames.
 
     :param model: the SB3 model
     :param env: an env made with ``render_mode="rgb_array"``
     :param seed: the episode's reset seed
+    :param on_frame: receives every frame (e.g. a video writer's ``append_data``)
     :param max_steps: stop after this many steps
     :param deterministic: greedy/mean actions if True
     :param obs_transform: applied to the observation before ``predict``
+    :return: the number of frames and the episode's return
     """
     obs, _ = env.reset(seed=seed)
-    frames, total = [env.render()], 0.0
+    on_frame(env.render())
+    frames, total = 1, 0.0
     for _ in range(max_steps):
         batch = np.asarray(obs)[None]
         action, _ = model.predict(obs_transform(batch) if obs_transform else batch, deterministic=deterministic)
         obs, reward, terminated, truncated, _ = env.step(action[0])
         total += float(reward)
-        frames.append(env.render())
+        on_frame(env.render())
+        frames += 1
         if terminated or truncated:
             break
     return frames, total

@@ -62,7 +62,7 @@ def env_kwargs(env_cfg: DictConfig, render_mode: str | None = None) -> dict[str,
 
     Envs that are never rendered must be made with ``render_mode=None``: SB3's ``make_vec_env`` otherwise
     asks for ``"rgb_array"``, and LunarLander then builds decorative Box2D particles on every engine
-    firing (no effect on the physics, 2-10x the cost of a step). ``env.kwargs.render_mode`` is honoured,
+    firing (no effect on the physics, 2.5-5x the cost of a step: BENCHMARKS.md). ``env.kwargs.render_mode`` is honoured,
     so a run with rendering training envs can still be asked for (the test that rendering changes nothing).
     """
     kwargs: dict[str, Any] = OmegaConf.to_container(env_cfg.kwargs, resolve=True) or {}  # type: ignore[assignment]

@@ -14,7 +14,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import torch
+from omegaconf import DictConfig
 from stable_baselines3.common.base_class import BaseAlgorithm
+
+
+def fast_paths(cfg: DictConfig) -> bool:
+    """``torch_fast_paths``; true for a run saved before the key existed (``resume=`` of an older run)."""
+    return bool(cfg.get("torch_fast_paths", True))
 
 
 def optimizers(model: BaseAlgorithm) -> list[torch.optim.Optimizer]:

@@ -29,7 +29,7 @@ from lander.interrupt import deferred, stop_on_signals
 from lander.monitoring import NonFiniteGuard, ResourceMonitor, check_finite, nonfinite_parameters
 from lander.resume import load_newest_checkpoint, previous_summary, truncate_metrics
 from lander.snapshot import write_snapshot
-from lander.speed import distribution_checks, use_foreach
+from lander.speed import distribution_checks, fast_paths, use_foreach
 from lander.tracking import WandbRun, WandbWriter, run_name
 
 log = logging.getLogger(__name__)
@@ -81,7 +81,7 @@ def train(cfg: DictConfig, run_dir: Path, group: str | None = None) -> dict[str,
     :param group: W&B group (a sweep's id); ``logger.group`` when None
     :return: the run summary (also written to ``summary.json``)
     """
-    with stop_on_signals(), distribution_checks(not cfg.torch_fast_paths):
+    with stop_on_signals(), distribution_checks(not fast_paths(cfg)):
         return _train(cfg, run_dir, group)
 
 
@@ -141,10 +141,10 @@ def start_model(cfg: DictConfig, run_dir: Path, env: Any, summary: dict[str, Any
     """A new model, or for ``resume=`` the newest checkpoint that loads, with the metrics cut back to it."""
     if cfg.get("resume") is None:
         model = build_model(cfg, env, cfg.seed)
-        use_foreach(model, cfg.torch_fast_paths)
+        use_foreach(model, fast_paths(cfg))
         return model
     model = load_newest_checkpoint(cfg, run_dir, env)
-    use_foreach(model, cfg.torch_fast_paths)
+    use_foreach(model, fast_paths(cfg))
     done = int(model.num_timesteps)
     truncate_metrics(run_dir, done)
     set_random_seed(cfg.seed + done)  # the resumed part is seeded too, from the checkpoint's step

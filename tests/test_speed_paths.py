@@ -14,7 +14,9 @@ import pytest
 import torch
 
 from conftest import read_json, tiny_run
-from lander.speed import optimizers, use_foreach
+from omegaconf import OmegaConf
+
+from lander.speed import fast_paths, optimizers, use_foreach
 
 WALL_CLOCK = ["wall_time", "eval_seconds", "time/fps", "time/time_elapsed"]
 
@@ -51,3 +53,9 @@ def test_foreach_is_set_on_every_optimizer():
     assert all(group["foreach"] is True for opt in found for group in opt.param_groups)
     use_foreach(model, False)
     assert all(group["foreach"] is None for opt in found for group in opt.param_groups)
+
+
+def test_a_run_saved_before_the_key_existed_resumes_with_the_fast_paths():
+    """``resume=`` reads the run's own saved config, which an older lander wrote without ``torch_fast_paths``."""
+    assert fast_paths(OmegaConf.create({"seed": 0})) is True
+    assert fast_paths(OmegaConf.create({"torch_fast_paths": False})) is False

@@ -11,15 +11,14 @@ two give the same weights (they must: the same envs, seeds and actions).
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import subprocess
 import sys
 import tempfile
-import zipfile
 from pathlib import Path
 
 import torch
+from fast_paths import weights  # this folder is on sys.path when a benchmark runs as a script
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -30,10 +29,8 @@ def run(vec_env: str, steps: int, run_dir: Path) -> dict:
            "checkpoint_freq=0", f"hydra.run.dir={run_dir}"]
     subprocess.run(cmd, cwd=REPO, check=True, capture_output=True)
     summary = json.loads((run_dir / "summary.json").read_text())
-    with zipfile.ZipFile(run_dir / "model.zip") as archive:
-        weights = torch.load(io.BytesIO(archive.read("policy.pth")), weights_only=True)
     return {"train_seconds": summary["train_seconds"], "train_cpu_seconds": summary["train_cpu_seconds"],
-            "weights": weights}
+            "weights": weights(run_dir)}
 
 
 def main() -> None:
@@ -47,8 +44,8 @@ def main() -> None:
             res = {name: run(name, args.steps, Path(tmp) / f"{name}{rep}") for name in order}
             same = all(torch.equal(res["dummy"]["weights"][k], res["subproc"]["weights"][k])
                        for k in res["dummy"]["weights"])
-            print(f"rep {rep}: dummy {res['dummy']['train_seconds']:.1f} s, subproc {res['subproc']['train_seconds']:.1f}"
-                  f" s (wall of training; CPU of the training process {res['dummy']['train_cpu_seconds']:.1f} vs "
+            print(f"rep {rep}: dummy {res['dummy']['train_seconds']:.1f} s, "
+                  f"subproc {res['subproc']['train_seconds']:.1f} s (wall of training; CPU of the training process {res['dummy']['train_cpu_seconds']:.1f} vs "
                   f"{res['subproc']['train_cpu_seconds']:.1f}), subproc/dummy "
                   f"{res['subproc']['train_seconds'] / res['dummy']['train_seconds']:.2f}, same weights: {same}",
                   flush=True)

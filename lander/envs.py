@@ -57,8 +57,8 @@ def route_mujoco_warnings(env_id: str) -> None:
         mujoco.set_mju_user_warning(lambda text: logging.getLogger("mujoco").warning(text.strip()))
 
 
-def env_kwargs(env_cfg: DictConfig, render_mode: str | None = None) -> dict[str, Any]:
-    """Keyword arguments for ``gymnasium.make``: ``render_mode`` (unless ``env.kwargs`` sets one) and ``env.kwargs``.
+def env_kwargs(env_cfg: DictConfig) -> dict[str, Any]:
+    """Keyword arguments for ``gymnasium.make``: ``env.kwargs``, with ``render_mode=None`` unless they set one.
 
     Envs that are never rendered must be made with ``render_mode=None``: SB3's ``make_vec_env`` otherwise
     asks for ``"rgb_array"``, and LunarLander then builds decorative Box2D particles on every engine
@@ -66,7 +66,7 @@ def env_kwargs(env_cfg: DictConfig, render_mode: str | None = None) -> dict[str,
     so a run with rendering training envs can still be asked for (the test that rendering changes nothing).
     """
     kwargs: dict[str, Any] = OmegaConf.to_container(env_cfg.kwargs, resolve=True) or {}  # type: ignore[assignment]
-    return {"render_mode": render_mode} | kwargs
+    return {"render_mode": None} | kwargs
 
 
 def apply_wrappers(env: gym.Env, wrappers: list[Any]) -> gym.Env:

@@ -49,6 +49,48 @@ def read_json(path: Path) -> dict:
     return json.loads(path.read_text())
 
 
+def composed(*overrides: str):
+    """The config ``python -m lander.run <overrides>`` would run (real Hydra composition, lander's schema)."""
+    from hydra import compose, initialize_config_dir
+
+    from lander.config import register_configs
+
+    register_configs()
+    with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
+        return compose(config_name="config", overrides=list(overrides))
+
+
+# columns that measure the clock, not the run
+WALL_CLOCK = ["wall_time", "eval_seconds", "time/fps", "time/time_elapsed"]
+
+
+def policy_weights(run_dir: Path) -> dict:
+    """The final policy's tensors from ``model.zip`` (any algorithm), loaded without unpickling."""
+    import io
+    import zipfile
+
+    import torch
+
+    with zipfile.ZipFile(run_dir / "model.zip") as archive:
+        return torch.load(io.BytesIO(archive.read("policy.pth")), weights_only=True)
+
+
+def assert_same_results(run_a: Path, run_b: Path) -> None:
+    """Two runs recorded the same results: every metric file (clock columns aside), the final evaluation's
+    episodes and every policy weight."""
+    import pandas as pd
+    import torch
+
+    for name in ("train_episodes.csv", "eval.csv", "eval_episodes.csv", "sb3_progress.csv"):
+        a, b = pd.read_csv(run_a / "metrics" / name), pd.read_csv(run_b / "metrics" / name)
+        assert len(a) > 0, name
+        clock = [c for c in WALL_CLOCK if c in a.columns]
+        pd.testing.assert_frame_equal(a.drop(columns=clock), b.drop(columns=clock), obj=name)
+    assert read_json(run_a / "eval.json")["episodes"] == read_json(run_b / "eval.json")["episodes"]
+    wa, wb = policy_weights(run_a), policy_weights(run_b)
+    assert wa.keys() == wb.keys() and all(torch.equal(wa[k], wb[k]) for k in wa)
+
+
 @pytest.fixture(scope="session", params=list(TINY))
 def algo_run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
     """One tiny run per algorithm (W&B offline), shared by every test that takes this fixture."""

@@ -3,19 +3,13 @@
 from __future__ import annotations
 
 import pytest
-from hydra import compose, initialize_config_dir
 from hydra.errors import ConfigCompositionException
 
-from conftest import REPO, lander_env, run_lander
+from conftest import composed, lander_env, run_lander
 from lander.algos import effective_gamma
 from lander.config import ConfigError, group_options, register_configs, validate
 
 register_configs()
-
-
-def composed(*overrides: str):
-    with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
-        return compose(config_name="config", overrides=list(overrides))
 
 
 def test_groups_have_the_documented_options():

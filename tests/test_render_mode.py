@@ -8,28 +8,15 @@ rendering envs back, which is how this test runs the same default config both wa
 
 from __future__ import annotations
 
-import pandas as pd
 import pytest
-import torch
-from hydra import compose, initialize_config_dir
-from stable_baselines3 import PPO
 
-from conftest import REPO, read_json, run_lander
+from conftest import assert_same_results, composed, read_json, run_lander
 
 RENDERING = "+env.kwargs.render_mode=rgb_array"
 # the default config (16 envs x 1024-step rollouts, zoo PPO values); two rollouts, so the second one is
 # collected by an updated policy, and a periodic and a final evaluation
 SHORT = ["algo=ppo", "seed=0", "total_timesteps=32768", "eval.freq=16384", "eval.episodes=5", "eval.n_envs=5",
          "logger=none", "video.enabled=false", "progress_bar=false", "checkpoint_freq=0", "monitor_freq=0"]
-WALL_CLOCK = ["wall_time", "eval_seconds"]
-
-
-def compose_cfg(*overrides: str):
-    from lander.config import register_configs
-
-    register_configs()
-    with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
-        return compose(config_name="config", overrides=list(overrides))
 
 
 @pytest.mark.parametrize("env_name", ["lunar_lander", "lunar_lander_continuous", "cartpole", "frozen_lake",
@@ -37,7 +24,7 @@ def compose_cfg(*overrides: str):
 def test_training_and_eval_envs_do_not_render(env_name):
     from lander.envs import make_env, make_train_env
 
-    cfg = compose_cfg(f"env={env_name}")
+    cfg = composed(f"env={env_name}")
     train = make_train_env(cfg.env, 2, 0)
     try:
         assert train.get_attr("render_mode") == [None, None]
@@ -53,7 +40,7 @@ def test_the_override_makes_rendering_training_envs():
     """Without this, the comparison below could pass because both runs were the same non-rendering run."""
     from lander.envs import make_train_env
 
-    env = make_train_env(compose_cfg(RENDERING).env, 2, 0)
+    env = make_train_env(composed(RENDERING).env, 2, 0)
     try:
         assert env.get_attr("render_mode") == ["rgb_array", "rgb_array"]
     finally:
@@ -65,15 +52,5 @@ def test_not_rendering_changes_no_result(tmp_path):
     for name, extra in (("plain", []), ("rendering", [RENDERING])):
         proc = run_lander(runs[name], *SHORT, *extra)
         assert proc.returncode == 0, proc.stderr[-3000:]
-    plain, rendering = runs["plain"], runs["rendering"]
-    assert read_json(plain / "summary.json")["timesteps"] == 32768
-    for name in ("train_episodes.csv", "eval.csv", "eval_episodes.csv", "sb3_progress.csv"):
-        a = pd.read_csv(plain / "metrics" / name)
-        b = pd.read_csv(rendering / "metrics" / name)
-        clock = [c for c in a.columns if c in WALL_CLOCK or c.startswith("time/")]
-        assert len(a) > 0, name
-        pd.testing.assert_frame_equal(a.drop(columns=clock), b.drop(columns=clock), obj=name)
-    assert read_json(plain / "eval.json")["episodes"] == read_json(rendering / "eval.json")["episodes"]
-    wa = PPO.load(plain / "model.zip", device="cpu").policy.state_dict()
-    wb = PPO.load(rendering / "model.zip", device="cpu").policy.state_dict()
-    assert all(torch.equal(wa[k], wb[k]) for k in wa)
+    assert read_json(runs["plain"] / "summary.json")["timesteps"] == 32768
+    assert_same_results(runs["plain"], runs["rendering"])

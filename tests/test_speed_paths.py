@@ -6,24 +6,11 @@ policy weight must be the same. PPO and SAC use Adam (SAC three of them), A2C to
 
 from __future__ import annotations
 
-import io
-import zipfile
-
-import pandas as pd
 import pytest
-import torch
-
-from conftest import read_json, tiny_run
 from omegaconf import OmegaConf
 
+from conftest import assert_same_results, tiny_run
 from lander.speed import fast_paths, optimizers, use_foreach
-
-WALL_CLOCK = ["wall_time", "eval_seconds", "time/fps", "time/time_elapsed"]
-
-
-def policy_weights(zip_path):
-    with zipfile.ZipFile(zip_path) as archive:
-        return torch.load(io.BytesIO(archive.read("policy.pth")), weights_only=True)
 
 
 @pytest.mark.parametrize("algo", ["ppo", "a2c", "sac"])
@@ -31,14 +18,7 @@ def test_fast_paths_change_no_result(tmp_path, algo):
     on, off = tmp_path / "on", tmp_path / "off"
     tiny_run(on, algo, "logger=none", "video.enabled=false")
     tiny_run(off, algo, "logger=none", "video.enabled=false", "torch_fast_paths=false")
-    for name in ("train_episodes.csv", "eval.csv", "eval_episodes.csv", "sb3_progress.csv"):
-        a, b = pd.read_csv(on / "metrics" / name), pd.read_csv(off / "metrics" / name)
-        assert len(a) > 0, name
-        clock = [c for c in WALL_CLOCK if c in a.columns]
-        pd.testing.assert_frame_equal(a.drop(columns=clock), b.drop(columns=clock), obj=name)
-    assert read_json(on / "eval.json")["episodes"] == read_json(off / "eval.json")["episodes"]
-    wa, wb = policy_weights(on / "model.zip"), policy_weights(off / "model.zip")
-    assert wa.keys() == wb.keys() and all(torch.equal(wa[k], wb[k]) for k in wa)
+    assert_same_results(on, off)
 
 
 def test_foreach_is_set_on_every_optimizer():

@@ -10,9 +10,6 @@ next rollout, so a resumed run counts no step twice.
 from __future__ import annotations
 
 import logging
-import os
-import re
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,21 +17,11 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 
-from lander.interrupt import raise_pending
+from lander.callbacks import Every
 from lander.monitoring import check_finite
+from lander.rundir import atomic_write, find_checkpoints
 
 log = logging.getLogger(__name__)
-PATTERN = re.compile(r"model_(\d+)_steps\.zip")
-
-
-def atomic_write(write: Callable[[Path], Any], path: Path) -> Path:
-    """Call ``write(tmp)`` and rename ``tmp`` to ``path`` once the data is on disk."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    write(tmp)
-    with tmp.open("rb") as handle:
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
-    return path
 
 
 def save_checkpoint(model: BaseAlgorithm, directory: Path, keep: int = 0, replay_buffer: bool = False,
@@ -48,22 +35,16 @@ def save_checkpoint(model: BaseAlgorithm, directory: Path, keep: int = 0, replay
     steps = model.num_timesteps if timesteps is None else timesteps
     current, model.num_timesteps = model.num_timesteps, steps
     try:
-        path = atomic_write(lambda tmp: model.save(tmp), directory / f"model_{steps}_steps.zip")
+        path = atomic_write(directory / f"model_{steps}_steps.zip", model.save)
     finally:
         model.num_timesteps = current
     if replay_buffer and isinstance(model, OffPolicyAlgorithm):
-        atomic_write(model.save_replay_buffer, directory / f"replay_buffer_{steps}_steps.pkl")
+        atomic_write(directory / f"replay_buffer_{steps}_steps.pkl", model.save_replay_buffer)
     if keep > 0:
         for old_steps, old in find_checkpoints(directory)[keep:]:
             old.unlink()
             (directory / f"replay_buffer_{old_steps}_steps.pkl").unlink(missing_ok=True)
     return path
-
-
-def find_checkpoints(directory: Path) -> list[tuple[int, Path]]:
-    """``(timesteps, path)`` of the checkpoints in ``directory``, newest first."""
-    found = [(int(m.group(1)), p) for p in directory.glob("model_*_steps.zip") if (m := PATTERN.fullmatch(p.name))]
-    return sorted(found, reverse=True)
 
 
 class Checkpointer(BaseCallback):
@@ -73,8 +54,8 @@ class Checkpointer(BaseCallback):
     buffer: the model is exactly the one that collects the next rollout. Off-policy "rollouts" are
     ``train_freq`` steps long, so their checkpoints land within a few steps of every ``freq``.
 
-    It is also where a deferred SIGINT/SIGTERM (:mod:`lander.interrupt`) is raised, and it remembers
-    where the current rollout began, so an interrupted run is saved as it stood then (:meth:`save_now`).
+    It remembers where the current rollout began, so an interrupted run is saved as it stood then
+    (:meth:`save_now`).
 
     :param freq: env steps between checkpoints; 0: only :meth:`save_now`
     :param directory: the ``checkpoints/`` folder
@@ -84,32 +65,26 @@ class Checkpointer(BaseCallback):
 
     def __init__(self, freq: int, directory: Path, keep: int, replay_buffer: bool) -> None:
         super().__init__()
-        self.freq, self.directory, self.keep, self.replay_buffer = freq, directory, keep, replay_buffer
+        self.every, self.directory, self.keep, self.replay_buffer = Every(freq), directory, keep, replay_buffer
         self.rollout_start: int | None = None
         self.learning = False
-        self._next = freq
 
     def _on_training_start(self) -> None:
         self.learning = True
-        self._next = (self.model.num_timesteps // self.freq + 1) * self.freq if self.freq else 0
+        self.every.start(self.model.num_timesteps)
 
     def _on_rollout_start(self) -> None:
         self.rollout_start = self.model.num_timesteps
-        if self.freq and self.model.num_timesteps >= self._next:
-            self._save(self.model.num_timesteps)
+        if self.every(self.model.num_timesteps):
+            check_finite(self.model)  # never checkpoint a diverged model
+            path = save_checkpoint(self.model, self.directory, self.keep, self.replay_buffer, self.rollout_start)
+            log.info("checkpoint %s", path.name)
 
     def _on_step(self) -> bool:
-        raise_pending()  # a SIGINT/SIGTERM received since the last step stops the run here
         return True
 
     def _on_training_end(self) -> None:
         self.learning = False
-
-    def _save(self, steps: int) -> None:
-        self._next = (steps // self.freq + 1) * self.freq
-        check_finite(self.model)  # never checkpoint a diverged model
-        path = save_checkpoint(self.model, self.directory, self.keep, self.replay_buffer, steps)
-        log.info("checkpoint %s", path.name)
 
     def save_now(self, model: BaseAlgorithm) -> tuple[int, Path]:
         """Checkpoint ``model`` now; during ``learn`` as of the start of the current rollout.

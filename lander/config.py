@@ -1,120 +1,28 @@
-"""Structured-config schema (registered in Hydra's ConfigStore) and value checks.
+"""Value checks of a composed config, before anything is trained.
 
-The dataclasses give every key a type, so Hydra rejects ``seed=abc`` or an unknown key
-before the task function runs. :func:`validate` then checks the values that a type
-cannot express (ranges, algorithm/env compatibility) before anything is trained.
+The schema (:mod:`lander.schema`) gives every key a type, so Hydra rejects ``seed=abc`` or an unknown key;
+:func:`validate` checks what a type cannot express (ranges, algorithm/env compatibility), naming the key
+and the allowed values.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, is_dataclass
 import netrc
 import os
+from dataclasses import is_dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
 
-CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
-ACTION_SPACES = ("discrete", "continuous")
-OBSERVATION_SPACES = ("vector", "image", "discrete")
+from lander.schema import ACTION_SPACES, OBSERVATION_SPACES, EnvConfig, LanderConfig
+
+CONF_DIR = Path(__file__).resolve().parent / "conf"
 
 
 class ConfigError(ValueError):
     """A configuration value that cannot be run; the message names the key and the allowed values."""
-
-
-@dataclass
-class AlgoConfig:
-    name: str = "???"
-    action_spaces: list[str] = field(default_factory=lambda: list(ACTION_SPACES))
-    observation_spaces: list[str] = field(default_factory=lambda: list(OBSERVATION_SPACES))
-    n_envs: int = 1
-    total_timesteps: int = 100_000
-    model: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass
-class EnvConfig:
-    name: str = "???"
-    id: str = "???"
-    action_space: str = "discrete"
-    observation_space: str = "vector"
-    policy: str = "MlpPolicy"
-    reward_threshold: float | None = None
-    kwargs: dict[str, Any] = field(default_factory=dict)
-    wrappers: list[Any] = field(default_factory=list)
-
-
-@dataclass
-class EvalConfig:
-    freq: int = 25_000
-    episodes: int = 20
-    n_envs: int = 10
-    seed: int = 1_000_000
-    deterministic: bool = True
-
-
-@dataclass
-class VideoConfig:
-    enabled: bool = True
-    seed: int = 1_000_000
-    fps: int = 30
-    max_steps: int = 1000
-
-
-@dataclass
-class LoggerConfig:
-    backend: str = "none"
-    mode: str = "offline"
-    project: str = "lander"
-    name: str | None = None
-    entity: str | None = None
-    group: str | None = None
-    job_type: str | None = None
-    tags: list[str] = field(default_factory=list)
-    log_model: bool = True
-
-
-@dataclass
-class EarlyStopConfig:
-    reward_threshold: float | None = None
-    patience: int | None = None
-
-
-@dataclass
-class LanderConfig:
-    algo: AlgoConfig = field(default_factory=AlgoConfig)
-    env: EnvConfig = field(default_factory=EnvConfig)
-    logger: LoggerConfig = field(default_factory=LoggerConfig)
-    eval: EvalConfig = field(default_factory=EvalConfig)
-    video: VideoConfig = field(default_factory=VideoConfig)
-    early_stop: EarlyStopConfig = field(default_factory=EarlyStopConfig)
-    seed: int = 0
-    gamma: float | None = None
-    total_timesteps: int | None = None
-    n_envs: int | None = None
-    device: str = "cpu"
-    torch_threads: int = 1
-    torch_fast_paths: bool = True
-    vec_env: str = "dummy"
-    checkpoint_freq: int = 100_000
-    checkpoint_keep: int = 3
-    checkpoint_replay_buffer: bool = False
-    resume: str | None = None
-    max_episodes: int | None = None
-    monitor_freq: int = 10_000
-    progress_bar: bool = True
-    final_eval: bool = True
-    baseline: str | None = None
-    comparison_band: str = "seeds"
-
-
-def register_configs() -> None:
-    """Register the schema so ``conf/config.yaml`` can name it in its defaults list."""
-    ConfigStore.instance().store(name="lander_schema", node=LanderConfig)
 
 
 def check_override_keys(overrides: list[str]) -> None:
@@ -129,7 +37,8 @@ def check_override_keys(overrides: list[str]) -> None:
             continue
         key, value = override.split("=", 1)
         parts = key.split(".")
-        if parts[0] in ("hydra", "algo") or "/" in key:  # Hydra's own keys, free-form algo.model, group paths
+        groups = {p.name for p in CONF_DIR.iterdir() if p.is_dir()}  # experiment=, hparams_search=, ...
+        if parts[0] in ("hydra", "algo") or "/" in key or key in groups:  # Hydra's, free-form algo.model, groups
             continue
         if not hasattr(schema, parts[0]):
             raise ConfigError(f"unknown key {key!r} in override {override!r}: top-level keys are "
@@ -142,7 +51,7 @@ def check_override_keys(overrides: list[str]) -> None:
 
 
 def group_options(group: str) -> list[str]:
-    """The options of a config group, read from ``conf/<group>/*.yaml``."""
+    """The options of a config group, read from ``lander/conf/<group>/*.yaml``."""
     return sorted(p.stem for p in (CONF_DIR / group).glob("*.yaml"))
 
 

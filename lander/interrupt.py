@@ -63,3 +63,4 @@ def stop_on_signals() -> Iterator[None]:
         _state["deferring"], _state["pending"] = False, None
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+

@@ -12,7 +12,7 @@ import torch
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
 
-from lander.callbacks import CsvLog, Sink
+from lander.callbacks import CsvLog, Every, Sink
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +41,7 @@ class ResourceMonitor(BaseCallback):
         self._csv: CsvLog | None = None
         self._last = (0.0, 0, 0, 0.0)  # wall time, timesteps, episodes, CPU seconds
         self._start = 0.0
-        self._next = freq
+        self.every = Every(freq)
 
     def _cpu_seconds(self) -> float:
         times = self._process.cpu_times()
@@ -51,11 +51,10 @@ class ResourceMonitor(BaseCallback):
         self._csv = CsvLog(self.path, self.COLUMNS)
         self._start = time.perf_counter()
         self._last = (self._start, self.model.num_timesteps, self.episodes(), self._cpu_seconds())
-        self._next = (self.model.num_timesteps // self.freq + 1) * self.freq
+        self.every.start(self.model.num_timesteps)
 
     def _on_step(self) -> bool:
-        if self.num_timesteps >= self._next:
-            self._next = (self.num_timesteps // self.freq + 1) * self.freq
+        if self.every(self.num_timesteps):
             self.sample()
         return True
 

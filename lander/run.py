@@ -11,14 +11,17 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig
 
-from lander.config import ConfigError, check_logger, check_override_keys, register_configs, validate
+from lander.config import ConfigError, check_logger, check_override_keys, validate
+from lander.schema import register_configs
 from lander.interrupt import Interrupted
+from lander.rerun import continue_job
+from lander.rundir import RunPaths
 
 log = logging.getLogger("lander")
 register_configs()
 
 
-@hydra.main(version_base="1.3", config_path="../conf", config_name="config")
+@hydra.main(version_base="1.3", config_path="conf", config_name="config")
 def main(cfg: DictConfig) -> float | None:
     """Train one run in Hydra's output directory; return the final eval mean (for Hydra sweepers)."""
     hydra_cfg = HydraConfig.get()
@@ -34,11 +37,14 @@ def main(cfg: DictConfig) -> float | None:
             cfg = resume_config(run_dir)
         validate(cfg)  # before importing torch and SB3, so bad input fails in a second
         check_logger(cfg)
+        done = continue_job(cfg, RunPaths(run_dir))
+        if done is not None:
+            return done.final_eval_mean
         from lander.sweep import sweep_group
         from lander.train import train
 
         group = sweep_group(hydra_cfg.sweep.dir) if multirun else None
-        summary = train(cfg, run_dir, group=group)
+        summary = train(cfg, run_dir, group=group, overrides=list(hydra_cfg.overrides.task))
     except ConfigError as exc:
         log.error("invalid configuration: %s", exc)
         if multirun:  # the other jobs go on; the sweep's end lists this one as failed
@@ -52,7 +58,7 @@ def main(cfg: DictConfig) -> float | None:
             log.exception("job failed")  # in this job's run.log, also when it failed before training
             return None
         raise
-    return summary.get("final_eval_mean")
+    return summary.final_eval_mean
 
 
 def resume_arguments(argv: list[str]) -> list[str]:

@@ -1,6 +1,7 @@
 """Hydra callback that turns a ``--multirun`` sweep into a controlled experiment.
 
-At the start it creates the sweep directory (the Optuna sweeper keeps its SQLite study there); at the
+At the start it checks that a re-run into an existing sweep directory is the same sweep (:mod:`lander.rerun`)
+and creates the directory (the Optuna sweeper keeps its SQLite study there); at the
 end it writes ``<sweep dir>/comparison/`` with :func:`lander.compare.compare`, logs it once to W&B in
 the sweep's group, and names the jobs that failed (``python -m lander.run`` then exits 1). It reads the job
 directories, so it works the same whichever launcher (basic, joblib, submitit) ran the jobs.
@@ -9,6 +10,7 @@ directories, so it works the same whichever launcher (basic, joblib, submitit) r
 from __future__ import annotations
 
 import logging
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +42,14 @@ class ComparisonCallback(Callback):
         self.log_to_wandb = log_to_wandb
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        from lander.config import ConfigError
+        from lander.rerun import check_same_sweep
+
+        try:
+            check_same_sweep(config)  # a re-run must be the same sweep: job N is then the same configuration
+        except ConfigError as exc:
+            log.error("invalid configuration: %s", exc)
+            sys.exit(2)  # Hydra turns a callback's exception into a warning; SystemExit stops the sweep
         Path(config.hydra.sweep.dir).mkdir(parents=True, exist_ok=True)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:

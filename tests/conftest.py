@@ -53,10 +53,10 @@ def composed(*overrides: str):
     """The config ``python -m lander.run <overrides>`` would run (real Hydra composition, lander's schema)."""
     from hydra import compose, initialize_config_dir
 
-    from lander.config import register_configs
+    from lander.schema import register_configs
 
     register_configs()
-    with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
+    with initialize_config_dir(config_dir=str(REPO / "lander" / "conf"), version_base="1.3"):
         return compose(config_name="config", overrides=list(overrides))
 
 

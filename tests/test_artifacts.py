@@ -130,7 +130,7 @@ OFFLINE_THREADS = """
 import sys, threading
 from pathlib import Path
 from hydra import compose, initialize_config_dir
-from lander.config import register_configs
+from lander.schema import register_configs
 from lander.tracking import WandbRun
 register_configs()
 with initialize_config_dir(config_dir=sys.argv[1], version_base="1.3"):
@@ -144,7 +144,7 @@ run.finish(0)
 
 def test_offline_wandb_starts_no_telemetry_export(tmp_path):
     """Offline means offline: W&B 0.31 would otherwise start OpenTelemetry exporters posting to api.wandb.ai."""
-    cmd = [sys.executable, "-c", OFFLINE_THREADS, str(REPO / "conf"), str(tmp_path)]
+    cmd = [sys.executable, "-c", OFFLINE_THREADS, str(REPO / "lander" / "conf"), str(tmp_path)]
     proc = subprocess.run(cmd, cwd=REPO, env=lander_env(), capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-3000:]
     threads = proc.stdout.split()

@@ -7,7 +7,8 @@ from hydra.errors import ConfigCompositionException
 
 from conftest import composed, lander_env, run_lander
 from lander.algos import effective_gamma
-from lander.config import ConfigError, group_options, register_configs, validate
+from lander.config import ConfigError, group_options, validate
+from lander.schema import register_configs
 
 register_configs()
 

@@ -23,7 +23,7 @@ def sweep(sweep_dir, *overrides):
 
 def test_qcritic_preset_names_runs_like_the_assignment_and_pools_eval_episodes(tmp_path):
     sweep_dir = tmp_path / "qcritic"
-    proc = sweep(sweep_dir, "+experiment=qcritic_lunar", "seed=0", "n_envs=2", "total_timesteps=1000",
+    proc = sweep(sweep_dir, "experiment=qcritic_lunar", "seed=0", "n_envs=2", "total_timesteps=1000",
                  "+env.kwargs.max_episode_steps=200")
     assert proc.returncode == 0, proc.stderr[-4000:]
     jobs = sorted((p for p in sweep_dir.iterdir() if p.name.isdigit()), key=lambda p: int(p.name))
@@ -33,7 +33,8 @@ def test_qcritic_preset_names_runs_like_the_assignment_and_pools_eval_episodes(t
     table = pd.read_csv(sweep_dir / "comparison/table.csv")
     assert list(table["config"]) == ["algo=a2c", "algo=mac", "algo=mac_adv"]
     assert (sweep_dir / "comparison/learning_curves_lunar_lander.png").is_file()
-    from lander.compare import find_runs, pooled_curve
+    from lander.compare import find_runs
+    from lander.statistics import pooled_curve
     mac = [r for r in find_runs([sweep_dir]) if r.summary["algo"] == "mac"]
     curve = pooled_curve(mac)
     episodes = pd.read_csv(mac[0].path / "metrics/eval_episodes.csv")
@@ -43,7 +44,7 @@ def test_qcritic_preset_names_runs_like_the_assignment_and_pools_eval_episodes(t
 
 def test_q_learning_alpha_preset_states_the_best_alpha_per_env(tmp_path):
     sweep_dir = tmp_path / "alpha"
-    proc = sweep(sweep_dir, "+experiment=q_learning_alpha", "algo.model.alpha=0.1,0.9", "seed=0",
+    proc = sweep(sweep_dir, "experiment=q_learning_alpha", "algo.model.alpha=0.1,0.9", "seed=0",
                  "total_timesteps=2000", "eval.freq=1000", "eval.episodes=50", "logger=none",
                  "baseline='algo.model.alpha=7'")  # names no configuration: the first is the baseline instead
     assert proc.returncode == 0, proc.stderr[-4000:]
@@ -57,7 +58,7 @@ def test_q_learning_alpha_preset_states_the_best_alpha_per_env(tmp_path):
         assert best.startswith("algo.model.alpha=") and f"Best on {env}: **{best}**" in report
     gammas = {read_json(j / "summary.json")["env"]: read_json(j / "summary.json")["gamma"]
               for j in sweep_dir.iterdir() if j.name.isdigit()}
-    assert gammas == {"frozen_lake": 0.99, "blackjack": 1.0}  # conf/tuned/q_learning_blackjack.yaml
+    assert gammas == {"frozen_lake": 0.99, "blackjack": 1.0}  # lander/conf/tuned/q_learning_blackjack.yaml
 
 
 @pytest.mark.parametrize("preset,algo,env", [("reinforce_cartpole", "reinforce", "cartpole"),
@@ -66,11 +67,12 @@ def test_q_learning_alpha_preset_states_the_best_alpha_per_env(tmp_path):
 def test_every_preset_composes(preset, algo, env):
     from hydra import compose, initialize_config_dir
 
-    from lander.config import register_configs, validate
+    from lander.config import validate
+    from lander.schema import register_configs
 
     register_configs()
-    with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
-        overrides = [f"+experiment={preset}"] + (["algo=mac"] if preset == "qcritic_pong" else [])
+    with initialize_config_dir(config_dir=str(REPO / "lander" / "conf"), version_base="1.3"):
+        overrides = [f"experiment={preset}"] + (["algo=mac"] if preset == "qcritic_pong" else [])
         cfg = compose(config_name="config", overrides=[*overrides, *(["env=frozen_lake"] if env is None else [])])
     validate(cfg)
     assert cfg.algo.name == algo and cfg.env.name == (env or "frozen_lake")

@@ -72,7 +72,7 @@ def test_interrupted_run_resumes_to_the_budget(tmp_path, sig, code):
     assert_continuous_record(run_dir)
     summary = read_json(run_dir / "summary.json")
     assert summary["resumed_at"] == [stopped["timesteps"]]
-    assert "error" not in summary  # the interruption is history: resumed_at records it
+    assert summary["error"] is None  # the interruption is history: resumed_at records it
     assert summary["wandb_run_id"] == stopped["wandb_run_id"]  # the same W&B run goes on
     first, second = read_runs(run_dir)  # one offline record per part, both of the one run
     assert first["id"] == second["id"] == summary["wandb_run_id"]

@@ -127,7 +127,7 @@ def test_optuna_search_stores_a_resumable_study(tmp_path):
     import optuna
 
     sweep_dir = tmp_path / "optuna"
-    search = ["+hparams_search=ppo_optuna", "logger=none", "video.enabled=false", "eval.freq=0",
+    search = ["hparams_search=ppo_optuna", "logger=none", "video.enabled=false", "eval.freq=0",
               "total_timesteps=512"]
     for trials in (2, 1):
         cmd = [sys.executable, "-m", "lander.run", *search, f"hydra.sweeper.n_trials={trials}", *TINY_SWEEP[:1],

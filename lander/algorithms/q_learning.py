@@ -42,7 +42,7 @@ class QTablePolicy(BasePolicy):
         if not isinstance(observation_space, spaces.Discrete) or not isinstance(action_space, spaces.Discrete):
             raise ValueError("tabular Q-learning needs Discrete observations and actions, got "
                              f"{observation_space} and {action_space} (a Tuple of Discrete observations: wrap the "
-                             "env in lander.envs.TupleToDiscrete, as conf/env/blackjack.yaml does)")
+                             "env in lander.envs.TupleToDiscrete, as lander/conf/env/blackjack.yaml does)")
         self.register_buffer("q_table", th.zeros(int(observation_space.n), int(action_space.n), dtype=th.float64))
 
     @property

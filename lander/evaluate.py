@@ -8,7 +8,6 @@ directory evaluates every job in it.
 
 from __future__ import annotations
 
-import json
 import logging
 import sys
 from dataclasses import dataclass
@@ -17,6 +16,8 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
+
+from lander.rundir import RunPaths, find_run_dirs, write_json
 
 log = logging.getLogger("lander.evaluate")
 
@@ -43,10 +44,8 @@ def parse(argv: list[str]) -> DictConfig:
 
 
 def run_dirs(path: Path) -> list[Path]:
-    """``path`` itself if it is a run directory, else every run directory below it (a sweep)."""
-    if (path / ".hydra" / "config.yaml").is_file():
-        return [path]
-    found = sorted(p.parent.parent for p in path.glob("**/.hydra/config.yaml") if "comparison" not in p.parts)
+    """``path`` itself if it is a run directory, else every run directory below it (a sweep), job 2 before 10."""
+    found = find_run_dirs([path])
     if not found:
         raise ValueError(f"run={str(path)!r} holds no lander run (no .hydra/config.yaml)")
     return found
@@ -59,7 +58,8 @@ def evaluate_run(run_dir: Path, args: DictConfig) -> Path:
     from lander.loading import safe_load
     from lander.video import write_video
 
-    cfg = OmegaConf.load(run_dir / ".hydra" / "config.yaml")
+    paths = RunPaths(run_dir)
+    cfg = OmegaConf.load(paths.config)
     seed = cfg.eval.seed if args.seed is None else args.seed
     env = make_train_env(cfg.env, 1, seed)
     try:
@@ -70,15 +70,14 @@ def evaluate_run(run_dir: Path, args: DictConfig) -> Path:
                       cfg.env.get("reward_threshold"))
     mode = "deterministic" if args.deterministic else "stochastic"
     name = args.name or f"{Path(args.model).stem}_{args.n_episodes}ep_{mode}_seed-{seed}"
-    out_dir = run_dir / "evaluations"
+    out_dir = paths.evaluations
     out_dir.mkdir(exist_ok=True)
     record = result.to_dict() | {"model": str(args.model), "timesteps": int(model.num_timesteps),
                                  "deterministic": args.deterministic, "env_id": cfg.env.id}
     if args.video:
         video_cfg = OmegaConf.create({"seed": seed, "fps": cfg.video.fps, "max_steps": cfg.video.max_steps})
         record["video"] = write_video(model, cfg.env, video_cfg, out_dir / f"{name}.mp4")
-    path = out_dir / f"{name}.json"
-    path.write_text(json.dumps(record, indent=2))
+    path = write_json(out_dir / f"{name}.json", record)
     log.info("%s: %s mean %.4g +- %.2g (sem) over %d episodes -> %s", run_dir, args.model, record["mean"],
              record["sem"], record["n"], path)
     return path

@@ -67,7 +67,7 @@ def resume_arguments(argv: list[str]) -> list[str]:
     if not resume:
         return argv
     run_dir = Path(resume[-1].split("=", 1)[1])
-    if not (run_dir / ".hydra" / "config.yaml").is_file():
+    if not RunPaths(run_dir).is_run():
         raise ConfigError(f"resume={str(run_dir)!r} is not a lander run directory (no .hydra/config.yaml)")
     others = [a for a in argv if not a.startswith(("resume=", "hydra."))]
     if others:

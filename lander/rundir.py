@@ -21,10 +21,14 @@ def atomic_write(path: Path, write: Callable[[Path], Any]) -> Path:
     """Call ``write(tmp)``, flush ``tmp`` to disk and rename it to ``path``: a reader (or a kill) sees the
     whole old file or the whole new one, never half of either."""
     tmp = path.with_name(f".{path.name}.tmp")
-    write(tmp)
-    with tmp.open("rb") as handle:
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
+    try:
+        write(tmp)
+        with tmp.open("rb") as handle:
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)  # a failed write (a full disk, an error) leaves nothing behind
+        raise
     return path
 
 

@@ -15,18 +15,19 @@ PACKAGES = ("lander", "stable-baselines3", "gymnasium", "torch", "numpy", "hydra
             "box2d", "matplotlib", "imageio", "imageio-ffmpeg")
 
 
-def _git(*args: str) -> str | None:
+def _git(directory: Path, *args: str) -> str | None:
     try:
-        out = subprocess.run(["git", "-C", str(SOURCE_DIR), *args], capture_output=True, text=True, timeout=20)
+        out = subprocess.run(["git", "-C", str(directory), *args], capture_output=True, text=True, timeout=20)
     except (OSError, subprocess.TimeoutExpired):
         return None
     return out.stdout.strip() if out.returncode == 0 else None
 
 
-def git_state() -> dict[str, Any]:
-    """Commit and dirty flag of the lander source checkout (None outside a git checkout)."""
-    commit = _git("rev-parse", "HEAD")
-    status = _git("status", "--porcelain", "--untracked-files=no") if commit else None
+def git_state(directory: Path = SOURCE_DIR) -> dict[str, Any]:
+    """Commit and dirty flag of the git checkout holding ``directory`` (None outside one; lander's own
+    source by default, None when lander is installed from a wheel)."""
+    commit = _git(directory, "rev-parse", "HEAD")
+    status = _git(directory, "status", "--porcelain", "--untracked-files=no") if commit else None
     return {"commit": commit, "dirty": bool(status) if status is not None else None}
 
 
@@ -73,6 +74,8 @@ def write_snapshot(run_dir: Path) -> Path:
         "cuda_available": torch.cuda.is_available(),
         "packages": versions(),
         "git": git_state(),
+        "cwd": str(Path.cwd()),  # where the run was started: the user's project, with its own configs and code
+        "cwd_git": git_state(Path.cwd()),
         "command": [sys.executable, *sys.argv],
     }
     (out_dir / "versions.json").write_text(json.dumps(info, indent=2))

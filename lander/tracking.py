@@ -13,6 +13,8 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 from stable_baselines3.common.logger import KVWriter
 
+from lander.rundir import RunPaths
+
 
 log = logging.getLogger(__name__)
 
@@ -66,24 +68,24 @@ class WandbRun:
     def log(self, metrics: dict[str, Any], step: int) -> None:
         self.run.log({**metrics, "global_step": step})
 
-    def log_files(self, run_dir: Path, summary: dict[str, Any], log_model: bool) -> None:
+    def log_files(self, paths: RunPaths, summary: dict[str, Any], log_model: bool) -> None:
         """The final evaluation summary, the plot, the video and (optionally) the model artifact."""
         wandb = self.wandb
         for key, value in summary.items():
             if isinstance(value, (int, float, str, bool)) or value is None:
                 self.run.summary[key] = value
         media: dict[str, Any] = {}
-        if (run_dir / "learning_curve.png").is_file():
-            media["plots/learning_curve"] = wandb.Image(str(run_dir / "learning_curve.png"))
-        if (run_dir / "video.mp4").is_file():
-            media["media/video"] = wandb.Video(str(run_dir / "video.mp4"), format="mp4")
+        if paths.learning_curve.is_file():
+            media["plots/learning_curve"] = wandb.Image(str(paths.learning_curve))
+        if paths.video.is_file():
+            media["media/video"] = wandb.Video(str(paths.video), format="mp4")
         if media:
             self.run.log(media)
-        if log_model and (run_dir / "model.zip").is_file():
+        if log_model and paths.model.is_file():
             artifact = wandb.Artifact(f"model-{self.run.id}", type="model", metadata=summary)
-            artifact.add_file(str(run_dir / "model.zip"))
-            if (run_dir / "eval.json").is_file():
-                artifact.add_file(str(run_dir / "eval.json"))
+            artifact.add_file(str(paths.model))
+            if paths.eval_json.is_file():
+                artifact.add_file(str(paths.eval_json))
             self.run.log_artifact(artifact)
 
     def finish(self, exit_code: int) -> None:

@@ -127,7 +127,7 @@ def _train(cfg: DictConfig, paths: RunPaths, group: str | None, overrides: list[
                        status=Status.COMPLETED, wall_seconds=round(time.perf_counter() - start, 2))
         summary.save(paths)
         if wandb_run:
-            wandb_run.log_files(paths.root, summary.to_dict(), cfg.logger.log_model)
+            wandb_run.log_files(paths, summary.to_dict(), cfg.logger.log_model)
         exit_code = 0
         return summary
     except BaseException as exc:

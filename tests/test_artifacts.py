@@ -14,8 +14,8 @@ import pytest
 import stable_baselines3
 import yaml
 
-from conftest import REPO, TINY, lander_env, read_json
-from wandb_reader import read_run
+from helpers import REPO, TINY, lander_env, read_json
+from helpers.wandb_reader import read_run
 
 ALGOS = {"ppo": stable_baselines3.PPO, "a2c": stable_baselines3.A2C, "dqn": stable_baselines3.DQN,
          "sac": stable_baselines3.SAC, "td3": stable_baselines3.TD3}

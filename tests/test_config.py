@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from hydra.errors import ConfigCompositionException
 
-from conftest import composed, lander_env, run_lander
+from helpers import composed, lander_env, run_lander
 from lander.algos import effective_gamma
 from lander.config import ConfigError, group_options, validate
 from lander.schema import register_configs

@@ -9,10 +9,10 @@ import pandas as pd
 import pytest
 from omegaconf import OmegaConf
 
-from conftest import QUICK, REPO, lander_env, read_json, run_lander
+from helpers import QUICK, REPO, lander_env, read_json, run_lander
 from lander.envs import make_train_env
 from lander.loading import safe_load
-from wandb_reader import read_run
+from helpers.wandb_reader import read_run
 
 
 def sweep(sweep_dir, *overrides):

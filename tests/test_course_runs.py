@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from omegaconf import OmegaConf
 
-from conftest import QUICK, read_json, run_lander
+from helpers import QUICK, read_json, run_lander
 from lander.algos import model_class
 from lander.envs import make_train_env
 from lander.loading import safe_load

@@ -16,7 +16,7 @@ import imageio.v3 as iio
 import pytest
 import yaml
 
-from conftest import REPO, lander_env, read_json, tiny_run
+from helpers import REPO, lander_env, read_json, tiny_run
 
 
 def evaluate(*args: str) -> subprocess.CompletedProcess:

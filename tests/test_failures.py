@@ -7,8 +7,8 @@ import subprocess
 import sys
 import time
 
-from conftest import REPO, lander_env, read_json, run_lander
-from wandb_reader import read_run
+from helpers import REPO, lander_env, read_json, run_lander
+from helpers.wandb_reader import read_run
 
 
 def test_exception_marks_the_run_failed_and_finishes_wandb(tmp_path):

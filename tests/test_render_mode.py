@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import assert_same_results, composed, read_json, run_lander
+from helpers import assert_same_results, composed, read_json, run_lander
 
 RENDERING = "+env.kwargs.render_mode=rgb_array"
 # the default config (16 envs x 1024-step rollouts, zoo PPO values); two rollouts, so the second one is

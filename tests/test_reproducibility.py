@@ -6,7 +6,7 @@ import pandas as pd
 import torch
 from stable_baselines3 import PPO
 
-from conftest import tiny_run
+from helpers import tiny_run
 
 WALL_CLOCK = ["wall_time", "eval_seconds"]
 

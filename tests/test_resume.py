@@ -12,8 +12,8 @@ import pandas as pd
 import pytest
 from stable_baselines3 import PPO
 
-from conftest import REPO, lander_env, read_json
-from wandb_reader import read_runs
+from helpers import REPO, lander_env, read_json
+from helpers.wandb_reader import read_runs
 
 BUDGET = 16384  # 64 rollouts of 2 envs x 128 steps
 SMALL_PPO = ["algo=ppo", "n_envs=2", "algo.model.n_steps=128", "algo.model.batch_size=64", f"total_timesteps={BUDGET}",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import read_json, run_lander
+from helpers import read_json, run_lander
 
 
 @pytest.mark.slow

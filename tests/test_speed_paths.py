@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 from omegaconf import OmegaConf
 
-from conftest import assert_same_results, tiny_run
+from helpers import assert_same_results, tiny_run
 from lander.speed import fast_paths, optimizers, use_foreach
 
 

@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 import yaml
 
-from conftest import REPO, lander_env, read_json
-from wandb_reader import read_run
+from helpers import REPO, lander_env, read_json
+from helpers.wandb_reader import read_run
 
 TINY_SWEEP = ["n_envs=2", "total_timesteps=1024", "algo.model.n_steps=256", "eval.freq=256", "eval.episodes=3",
               "eval.n_envs=3", "video.max_steps=50", "progress_bar=false", "checkpoint_freq=0"]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from conftest import read_json, run_lander
-from wandb_reader import read_run
+from helpers import read_json, run_lander
+from helpers.wandb_reader import read_run
 
 SMALL = ["algo=ppo", "n_envs=2", "algo.model.n_steps=128", "eval.freq=512", "eval.episodes=2", "eval.n_envs=2",
          "progress_bar=false", "video.enabled=false", "checkpoint_freq=0", "logger=none"]

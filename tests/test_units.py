@@ -1,0 +1,126 @@
+"""In-process tests of the parts that need no subprocess: the run record, run discovery, the periodic
+trigger, the schema's neutral keys, re-run planning and the comparison's statistics."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from lander.callbacks import Every
+from lander.compare import Run, changes_nothing, labels
+from lander.rerun import plan_job, set_aside
+from lander.rundir import RunPaths, RunSummary, Status, atomic_write, find_run_dirs, write_json
+from lander.schema import neutral_keys
+from lander.statistics import iqm, mean_curve, prob_improvement
+
+
+def test_every_fires_at_multiples_and_from_a_resumed_step() -> None:
+    every = Every(100)
+    every.start(0)
+    fired = [steps for steps in range(0, 420, 16) if every(steps)]
+    assert fired == [112, 208, 304, 400]  # the first step at or past each multiple
+    every.start(250)  # a run resumed at 250 goes on to 300, not 350
+    assert not every(299) and every(300) and not every(301)
+    never = Every(0)
+    never.start(0)
+    assert not any(never(steps) for steps in range(0, 10_000, 7))
+
+
+def test_run_summary_round_trip_keeps_unknown_keys_out(tmp_path: Path) -> None:
+    paths = RunPaths(tmp_path)
+    summary = RunSummary(run_name="r", seed=3, total_timesteps=100, overrides=["seed=3"])
+    summary.update(status=Status.FAILED, error="ValueError: x")
+    summary.save(paths)
+    data = json.loads(paths.summary.read_text())
+    assert data["status"] == "failed" and data["seed"] == 3 and data["overrides"] == ["seed=3"]
+    write_json(paths.summary, data | {"from_a_newer_version": 1})
+    loaded = RunSummary.load(paths)
+    assert loaded == summary and loaded.status is Status.FAILED
+    with pytest.raises(AttributeError, match="no field 'final_mean'"):
+        summary.update(final_mean=1.0)
+    assert RunSummary.load(RunPaths(tmp_path / "nothing")) is None
+
+
+def test_atomic_write_replaces_whole_files_and_leaves_no_temporary(tmp_path: Path) -> None:
+    target = tmp_path / "a.json"
+    write_json(target, {"v": 1})
+    with pytest.raises(RuntimeError):
+        atomic_write(target, lambda tmp: (tmp.write_text('{"v": 2, "half'), (_ for _ in ()).throw(RuntimeError())))
+    assert json.loads(target.read_text()) == {"v": 1}  # a write that fails midway leaves the old file whole
+    write_json(target, {"v": 3})
+    assert json.loads(target.read_text()) == {"v": 3}
+    assert [p.name for p in tmp_path.iterdir()] == ["a.json"]
+
+
+def test_run_discovery_orders_jobs_by_number_and_skips_the_comparison(tmp_path: Path) -> None:
+    for job in ("10", "2", "1", "comparison/0"):
+        (tmp_path / job / ".hydra").mkdir(parents=True)
+        (tmp_path / job / ".hydra" / "config.yaml").write_text("seed: 0\n")
+    assert [p.name for p in find_run_dirs([tmp_path])] == ["1", "2", "10"]
+    assert find_run_dirs([tmp_path / "2", tmp_path]) == [tmp_path / "2", tmp_path / "1", tmp_path / "10"]
+
+
+def test_neutral_keys_are_declared_on_the_schema() -> None:
+    keys = neutral_keys()
+    assert {"checkpoint_freq", "checkpoint_keep", "monitor_freq", "torch_fast_paths", "progress_bar", "logger",
+            "video"} <= set(keys)
+    assert not {"torch_threads", "seed", "gamma", "eval", "callbacks", "device"} & set(keys)
+    assert changes_nothing("video.fps=10") and changes_nothing("logger=none") and changes_nothing("seed=1,2")
+    assert changes_nothing("experiment=gamma_sweep") and changes_nothing("checkpoint_keep=0")
+    assert not changes_nothing("gamma=0.98") and not changes_nothing("torch_threads=2")
+    assert not changes_nothing("video_budget=1")  # a prefix of a key is not that key
+
+
+def test_configuration_labels_name_what_differs() -> None:
+    run = Run(path=Path("x"), overrides=["gamma=0.98", "seed=1", "checkpoint_keep=1", "algo=ppo"], seed=1,
+              env="lunar_lander", status="completed")
+    assert run.key == ("algo=ppo", "gamma=0.98")
+    names = labels([run.key, ("algo=ppo", "gamma=0.99")])
+    assert list(names.values()) == ["gamma=0.98", "gamma=0.99"]
+
+
+def test_statistics_of_known_values() -> None:
+    assert iqm(np.array([0.0, 1, 2, 3, 4, 5, 6, 100])) == pytest.approx(3.5)  # the outer quarters are cut
+    assert prob_improvement(np.array([2.0, 3]), np.array([1.0, 2])) == pytest.approx(0.875)
+    runs = [Run(path=Path(str(i)), overrides=[], seed=i, env="e", status="completed",
+                evals=pd.DataFrame({"timesteps": [10, 20], "mean": [m, m + 2], "sem": [0.0, 0.0]}))
+            for i, m in enumerate([1.0, 3.0])]
+    curve = mean_curve(runs)
+    assert list(curve["mean"]) == [2.0, 4.0]
+    assert list(curve["sem"]) == pytest.approx([1.0, 1.0])  # std 1.414 over sqrt(2) seeds
+
+
+def _job(tmp_path: Path, status: str | None, checkpoint: bool = False) -> RunPaths:
+    paths = RunPaths(tmp_path / (status or "new"))
+    paths.hydra.mkdir(parents=True)
+    paths.config.write_text("seed: 0\n")
+    if status is not None:
+        RunSummary(status=Status(status)).save(paths)
+    if checkpoint:
+        paths.checkpoints.mkdir()
+        (paths.checkpoints / "model_512_steps.zip").write_bytes(b"zip")
+    return paths
+
+
+@pytest.mark.parametrize(("status", "checkpoint", "plan"), [
+    (None, False, "fresh"), ("completed", True, "skip"), ("running", True, "resume"),
+    ("interrupted", True, "resume"), ("running", False, "retry"), ("failed", True, "retry")])
+def test_plan_of_a_job_found_in_a_rerun_sweep(tmp_path: Path, status: str | None, checkpoint: bool,
+                                               plan: str) -> None:
+    assert plan_job(_job(tmp_path, status, checkpoint)) == plan
+
+
+def test_a_retried_job_keeps_its_earlier_attempts(tmp_path: Path) -> None:
+    paths = _job(tmp_path, "failed", checkpoint=True)
+    (paths.root / "run.log").write_text("first attempt\n")
+    first = set_aside(paths)
+    assert first == paths.root / "attempts" / "1"
+    assert (first / "summary.json").is_file() and (first / "checkpoints" / "model_512_steps.zip").is_file()
+    assert sorted(os.listdir(paths.root)) == [".hydra", "attempts", "run.log"]
+    RunSummary(status=Status.FAILED).save(paths)
+    assert set_aside(paths).name == "2" and (paths.root / "attempts" / "1" / "summary.json").is_file()

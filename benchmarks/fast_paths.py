@@ -26,11 +26,28 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def start(fast: bool, steps: int, run_dir: Path, core: int) -> subprocess.Popen:
-    cmd = [sys.executable, "-m", "lander.run", "algo=ppo", f"torch_fast_paths={str(fast).lower()}",
-           f"total_timesteps={steps}", "eval.freq=0", "final_eval=false", "video.enabled=false", "logger=none",
-           "progress_bar=false", "checkpoint_freq=0", f"hydra.run.dir={run_dir}"]
-    return subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            preexec_fn=lambda: os.sched_setaffinity(0, {core}))
+    cmd = [
+        sys.executable,
+        "-m",
+        "lander.run",
+        "algo=ppo",
+        f"torch_fast_paths={str(fast).lower()}",
+        f"total_timesteps={steps}",
+        "eval.freq=0",
+        "final_eval=false",
+        "video.enabled=false",
+        "logger=none",
+        "progress_bar=false",
+        "checkpoint_freq=0",
+        f"hydra.run.dir={run_dir}",
+    ]
+    return subprocess.Popen(
+        cmd,
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        preexec_fn=lambda: os.sched_setaffinity(0, {core}),
+    )
 
 
 def weights(run_dir: Path) -> dict[str, torch.Tensor]:
@@ -51,13 +68,18 @@ def main() -> None:
             procs = [start(fast, args.steps, path, args.core) for fast, path in dirs.items()]
             if any(proc.wait() != 0 for proc in procs):
                 raise RuntimeError(f"a run failed; see {tmp}")
-            cpu = {fast: json.loads((path / "summary.json").read_text())["train_cpu_seconds"]
-                   for fast, path in dirs.items()}
+            cpu = {
+                fast: json.loads((path / "summary.json").read_text())["train_cpu_seconds"]
+                for fast, path in dirs.items()
+            }
             a, b = weights(dirs[True]), weights(dirs[False])
             same = all(torch.equal(a[k], b[k]) for k in a)
             ratios.append(cpu[True] / cpu[False])
-            print(f"pair {rep}: training CPU s fast {cpu[True]:.1f}, torch defaults {cpu[False]:.1f}, "
-                  f"ratio {ratios[-1]:.3f}, same weights: {same}", flush=True)
+            print(
+                f"pair {rep}: training CPU s fast {cpu[True]:.1f}, torch defaults {cpu[False]:.1f}, "
+                f"ratio {ratios[-1]:.3f}, same weights: {same}",
+                flush=True,
+            )
     print(f"median ratio {statistics.median(ratios):.3f}")
 
 

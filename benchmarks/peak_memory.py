@@ -32,10 +32,17 @@ def main() -> None:
             continue
         peak_total, peak_main = max(peak_total, sum(rss)), max(peak_main, rss[0])
         time.sleep(0.5)
-    print(json.dumps({"overrides": overrides, "returncode": proc.returncode,
-                      "wall_seconds": round(time.perf_counter() - start, 1),
-                      "peak_rss_mb_all_processes": round(peak_total / 2**20, 1),
-                      "peak_rss_mb_training_process": round(peak_main / 2**20, 1)}))
+    print(
+        json.dumps(
+            {
+                "overrides": overrides,
+                "returncode": proc.returncode,
+                "wall_seconds": round(time.perf_counter() - start, 1),
+                "peak_rss_mb_all_processes": round(peak_total / 2**20, 1),
+                "peak_rss_mb_training_process": round(peak_main / 2**20, 1),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

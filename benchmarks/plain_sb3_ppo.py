@@ -18,7 +18,7 @@ from stable_baselines3 import PPO
 from stable_baselines3.common.callbacks import BaseCallback, EvalCallback
 from stable_baselines3.common.env_util import make_vec_env
 
-ZOO = dict(n_steps=1024, batch_size=64, gae_lambda=0.98, gamma=0.999, n_epochs=4, ent_coef=0.01)
+ZOO = {"n_steps": 1024, "batch_size": 64, "gae_lambda": 0.98, "gamma": 0.999, "n_epochs": 4, "ent_coef": 0.01}
 
 
 class SolveClock(BaseCallback):
@@ -52,17 +52,32 @@ def main() -> None:
     callback = None
     if args.eval_freq:
         clock = SolveClock(start, args.stop_when_solved)
-        callback = EvalCallback(gym.make("LunarLander-v3"), n_eval_episodes=20, eval_freq=args.eval_freq // 16,
-                                deterministic=True, callback_after_eval=clock, verbose=int(args.verbose))
+        callback = EvalCallback(
+            gym.make("LunarLander-v3"),
+            n_eval_episodes=20,
+            eval_freq=args.eval_freq // 16,
+            deterministic=True,
+            callback_after_eval=clock,
+            verbose=int(args.verbose),
+        )
     model.learn(args.timesteps, callback=callback)
     wall, cpu = time.perf_counter() - start, time.process_time() - cpu_start
     solved = clock.solved_at if args.eval_freq else None
-    print(json.dumps({"seed": args.seed, "timesteps": model.num_timesteps, "wall_seconds": round(wall, 2),
-                      "steps_per_second": round(model.num_timesteps / wall, 1),
-                      "cpu_seconds": round(cpu, 2), "torch_threads": torch.get_num_threads(),
-                      "solved_timesteps": solved[0] if solved else None,
-                      "solved_wall_seconds": round(solved[1], 2) if solved else None,
-                      "last_eval_mean": float(callback.last_mean_reward) if callback else None}))
+    print(
+        json.dumps(
+            {
+                "seed": args.seed,
+                "timesteps": model.num_timesteps,
+                "wall_seconds": round(wall, 2),
+                "steps_per_second": round(model.num_timesteps / wall, 1),
+                "cpu_seconds": round(cpu, 2),
+                "torch_threads": torch.get_num_threads(),
+                "solved_timesteps": solved[0] if solved else None,
+                "solved_wall_seconds": round(solved[1], 2) if solved else None,
+                "last_eval_mean": float(callback.last_mean_reward) if callback else None,
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

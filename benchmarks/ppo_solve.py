@@ -34,7 +34,15 @@ REPO, OUT = HERE.parent, HERE / "results"
 
 
 def lander_cmd(run_dir: Path, *overrides: str) -> list[str]:
-    return [sys.executable, "-m", "lander.run", "algo=ppo", "progress_bar=false", *overrides, f"hydra.run.dir={run_dir}"]
+    return [
+        sys.executable,
+        "-m",
+        "lander.run",
+        "algo=ppo",
+        "progress_bar=false",
+        *overrides,
+        f"hydra.run.dir={run_dir}",
+    ]
 
 
 def plain_cmd(*args: str) -> list[str]:
@@ -44,11 +52,21 @@ def plain_cmd(*args: str) -> list[str]:
 def solve_side_by_side(seed: int, with_plain: bool) -> tuple[dict, dict | None]:
     """The default lander run and (optionally) the plain script on the same seed, started together."""
     run_dir = OUT / f"lander_ppo_seed-{seed}"
-    procs = [subprocess.Popen(lander_cmd(run_dir, f"seed={seed}"), cwd=REPO, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL)]
+    procs = [
+        subprocess.Popen(
+            lander_cmd(run_dir, f"seed={seed}"), cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+    ]
     if with_plain:
-        procs.append(subprocess.Popen(plain_cmd("--seed", str(seed), "--stop-when-solved"), cwd=REPO,
-                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True))
+        procs.append(
+            subprocess.Popen(
+                plain_cmd("--seed", str(seed), "--stop-when-solved"),
+                cwd=REPO,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                text=True,
+            )
+        )
     plain_out = procs[1].communicate()[0] if with_plain else None
     if procs[0].wait() != 0:
         raise RuntimeError(f"lander seed {seed} failed; see {run_dir}/run.log")
@@ -62,17 +80,28 @@ def solve_time(seed: int, run_dir: Path) -> dict:
     summary = json.loads((run_dir / "summary.json").read_text())
     evals = pd.read_csv(run_dir / "metrics" / "eval.csv")
     solved = evals[evals["mean"] >= 200].head(1)
-    return {"seed": seed, "solved_timesteps": int(solved["timesteps"].iloc[0]) if len(solved) else None,
-            "solved_wall_seconds": float(solved["wall_time"].iloc[0]) if len(solved) else None,
-            "final_eval_mean": summary["final_eval_mean"], "final_eval_sem": summary["final_eval_sem"],
-            "wall_seconds": summary["wall_seconds"], "eval_seconds": summary["eval_seconds"],
-            "timesteps": summary["timesteps"]}
+    return {
+        "seed": seed,
+        "solved_timesteps": int(solved["timesteps"].iloc[0]) if len(solved) else None,
+        "solved_wall_seconds": float(solved["wall_time"].iloc[0]) if len(solved) else None,
+        "final_eval_mean": summary["final_eval_mean"],
+        "final_eval_sem": summary["final_eval_sem"],
+        "wall_seconds": summary["wall_seconds"],
+        "eval_seconds": summary["eval_seconds"],
+        "timesteps": summary["timesteps"],
+    }
 
 
 def on_core(cmd: list[str], core: int, stdout: int) -> subprocess.Popen:
     """Start ``cmd`` pinned to one CPU core; its child processes (W&B's service) inherit the pin."""
-    return subprocess.Popen(cmd, cwd=REPO, stdout=stdout, stderr=subprocess.DEVNULL, text=True,
-                            preexec_fn=lambda: os.sched_setaffinity(0, {core}))
+    return subprocess.Popen(
+        cmd,
+        cwd=REPO,
+        stdout=stdout,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        preexec_fn=lambda: os.sched_setaffinity(0, {core}),
+    )
 
 
 def service_cpu_seconds(proc: subprocess.Popen) -> float:
@@ -89,13 +118,14 @@ def service_cpu_seconds(proc: subprocess.Popen) -> float:
     return sum(last.values())
 
 
-def pair_on_one_core(first: list[str], second: list[str],
-                     first_stdout: int = subprocess.PIPE) -> tuple[str, str, float]:
+def pair_on_one_core(
+    first: list[str], second: list[str], first_stdout: int = subprocess.PIPE
+) -> tuple[str, str, float]:
     """Run two commands at the same time on core 0; their stdout, and the first one's service CPU seconds."""
     procs = on_core(first, 0, first_stdout), on_core(second, 0, subprocess.PIPE)
     service = service_cpu_seconds(procs[0])
     outs = [proc.communicate()[0] or "" for proc in procs]
-    for cmd, proc in zip((first, second), procs):
+    for cmd, proc in zip((first, second), procs, strict=False):
         if proc.returncode != 0:
             raise RuntimeError(f"{' '.join(cmd[:3])} ... failed with exit code {proc.returncode}")
     return outs[0], outs[1], service
@@ -127,16 +157,20 @@ def throughput(reps: int, controls: int, steps: int) -> dict:
     for rep in range(reps):
         run_dir = OUT / f"throughput_{rep}"
         overrides = [f"total_timesteps={steps}", "eval.freq=0", "final_eval=false", "video.enabled=false"]
-        _, plain_out, service = pair_on_one_core(lander_cmd(run_dir, *overrides), plain_cmd(*plain_args),
-                                                  first_stdout=subprocess.DEVNULL)
+        _, plain_out, service = pair_on_one_core(
+            lander_cmd(run_dir, *overrides), plain_cmd(*plain_args), first_stdout=subprocess.DEVNULL
+        )
         summary = json.loads((run_dir / "summary.json").read_text())
-        row = {"lander_cpu": round(summary["timesteps"] / summary["train_cpu_seconds"], 1),
-               "plain_cpu": round(steps_per_cpu_second(plain_out), 1),
-               "service_cpu_seconds": round(service, 2),
-               "lander_with_service": round(summary["timesteps"] / (summary["train_cpu_seconds"] + service), 1),
-               }
-        row |= {"ratio": round(row["lander_cpu"] / row["plain_cpu"], 4),
-                "ratio_with_service": round(row["lander_with_service"] / row["plain_cpu"], 4)}
+        row = {
+            "lander_cpu": round(summary["timesteps"] / summary["train_cpu_seconds"], 1),
+            "plain_cpu": round(steps_per_cpu_second(plain_out), 1),
+            "service_cpu_seconds": round(service, 2),
+            "lander_with_service": round(summary["timesteps"] / (summary["train_cpu_seconds"] + service), 1),
+        }
+        row |= {
+            "ratio": round(row["lander_cpu"] / row["plain_cpu"], 4),
+            "ratio_with_service": round(row["lander_with_service"] / row["plain_cpu"], 4),
+        }
         out["runs"].append(row)
         print(rep, row, flush=True)
     for key in ("ratio", "ratio_with_service"):
@@ -149,11 +183,11 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="*", default=[0, 1, 2])
     parser.add_argument("--plain-seeds", type=int, nargs="*", default=[0, 1, 2])
     parser.add_argument("--reps", type=int, default=5, help="throughput pairs lander / plain")
-    parser.add_argument("--controls", type=int, default=2,
-                        help="throughput pairs plain / plain (the method's noise)")
+    parser.add_argument("--controls", type=int, default=2, help="throughput pairs plain / plain (the method's noise)")
     parser.add_argument("--throughput-steps", type=int, default=16384 * 4)
-    parser.add_argument("--collect", action="store_true",
-                        help="run no solve-time runs; collect those already in benchmarks/results")
+    parser.add_argument(
+        "--collect", action="store_true", help="run no solve-time runs; collect those already in benchmarks/results"
+    )
     args = parser.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
     results: dict = {"lander": [], "plain": []}
@@ -180,18 +214,23 @@ def main() -> None:
     print("\n| run | seed | steps to eval mean 200 | wall s to 200 | final eval (mean ± s.e.) |")
     print("|---|---|---|---|---|")
     for r in results["lander"]:
-        print(f"| lander | {r['seed']} | {r['solved_timesteps']} | {r['solved_wall_seconds']} | "
-              f"{r['final_eval_mean']:.1f} ± {r['final_eval_sem']:.1f} |")
+        print(
+            f"| lander | {r['seed']} | {r['solved_timesteps']} | {r['solved_wall_seconds']} | "
+            f"{r['final_eval_mean']:.1f} ± {r['final_eval_sem']:.1f} |"
+        )
     for r in results["plain"]:
-        print(f"| plain SB3 | {r['seed']} | {r['solved_timesteps']} | {r['solved_wall_seconds']} | "
-              f"(stopped when solved; last eval {r['last_eval_mean']:.1f}) |")
+        print(
+            f"| plain SB3 | {r['seed']} | {r['solved_timesteps']} | {r['solved_wall_seconds']} | "
+            f"(stopped when solved; last eval {r['last_eval_mean']:.1f}) |"
+        )
     if results.get("throughput"):
-        print("\n| pair | lander steps/CPU-s | plain steps/CPU-s | ratio | W&B service CPU s "
-              "| ratio with service |")
+        print("\n| pair | lander steps/CPU-s | plain steps/CPU-s | ratio | W&B service CPU s | ratio with service |")
         print("|---|---|---|---|---|---|")
         for i, r in enumerate(results["throughput"]["runs"], 1):
-            print(f"| {i} | {r['lander_cpu']:,.0f} | {r['plain_cpu']:,.0f} | {r['ratio']:.3f} | "
-                  f"{r['service_cpu_seconds']:.1f} | {r['ratio_with_service']:.3f} |")
+            print(
+                f"| {i} | {r['lander_cpu']:,.0f} | {r['plain_cpu']:,.0f} | {r['ratio']:.3f} | "
+                f"{r['service_cpu_seconds']:.1f} | {r['ratio_with_service']:.3f} |"
+            )
         t = results["throughput"]
         print(f"| **median** | | | **{t['median_ratio']:.3f}** | | **{t['median_ratio_with_service']:.3f}** |")
         print(f"controls (plain / plain): {t['controls']}")

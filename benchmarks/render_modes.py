@@ -21,10 +21,16 @@ import numpy as np
 from gymnasium.envs.box2d.lunar_lander import heuristic
 
 gym.register_envs(ale_py)
-CASES = [("LunarLander-v3", {}, "heuristic", 10_000), ("LunarLander-v3", {}, "random", 10_000),
-         ("LunarLander-v3", {"continuous": True}, "random", 10_000), ("CartPole-v1", {}, "random", 10_000),
-         ("FrozenLake-v1", {}, "random", 10_000), ("Blackjack-v1", {"sab": True}, "random", 10_000),
-         ("HalfCheetah-v5", {}, "random", 3_000), ("PongNoFrameskip-v4", {}, "random", 3_000)]
+CASES = [
+    ("LunarLander-v3", {}, "heuristic", 10_000),
+    ("LunarLander-v3", {}, "random", 10_000),
+    ("LunarLander-v3", {"continuous": True}, "random", 10_000),
+    ("CartPole-v1", {}, "random", 10_000),
+    ("FrozenLake-v1", {}, "random", 10_000),
+    ("Blackjack-v1", {"sab": True}, "random", 10_000),
+    ("HalfCheetah-v5", {}, "random", 3_000),
+    ("PongNoFrameskip-v4", {}, "random", 3_000),
+]
 
 
 def steps_per_cpu_second(env_id: str, kwargs: dict, policy: str, mode: str | None, steps: int) -> tuple[float, int]:
@@ -54,13 +60,16 @@ def main() -> None:
         speed: dict[str | None, list[float]] = {None: [], "rgb_array": []}
         traces = set()
         for rep in range(args.reps):
-            for mode in ((None, "rgb_array") if rep % 2 == 0 else ("rgb_array", None)):
+            for mode in (None, "rgb_array") if rep % 2 == 0 else ("rgb_array", None):
                 sps, trace = steps_per_cpu_second(env_id, kwargs, policy, mode, steps)
                 speed[mode].append(sps)
                 traces.add(trace)
         none, rgb = statistics.median(speed[None]), statistics.median(speed["rgb_array"])
-        print(f"| {env_id} {kwargs or ''} ({policy}) | {rgb:,.0f} | {none:,.0f} | {none / rgb:.2f}x | {len(traces) == 1} |",
-              flush=True)
+        print(
+            f"| {env_id} {kwargs or ''} ({policy}) | {rgb:,.0f} | {none:,.0f} | {none / rgb:.2f}x "
+            f"| {len(traces) == 1} |",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

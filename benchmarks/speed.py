@@ -44,11 +44,29 @@ def commands(seed: int, old: Path, zoo_python: str, tag: str = "") -> dict[str, 
     lander = ["-m", "lander.run", "algo=ppo", f"seed={seed}", "progress_bar=false"]
     return {
         "lander": ([sys.executable, *lander, f"hydra.run.dir={OUT / f'lander{tag}_seed-{seed}'}"], REPO, {}),
-        "old": ([sys.executable, *lander, f"hydra.run.dir={OUT / f'old{tag}_seed-{seed}'}"], old,
-                {"PYTHONPATH": str(old)}),
+        "old": (
+            [sys.executable, *lander, f"hydra.run.dir={OUT / f'old{tag}_seed-{seed}'}"],
+            old,
+            {"PYTHONPATH": str(old)},
+        ),
         "plain": ([sys.executable, str(HERE / "plain_sb3_ppo.py"), "--seed", str(seed), "--verbose"], REPO, {}),
-        "zoo": ([zoo_python, "-m", "rl_zoo3.train", "--algo", "ppo", "--env", "LunarLander-v3", "--seed", str(seed),
-                 "-f", str(OUT / f"zoo{tag}_seed-{seed}")], REPO, {}),
+        "zoo": (
+            [
+                zoo_python,
+                "-m",
+                "rl_zoo3.train",
+                "--algo",
+                "ppo",
+                "--env",
+                "LunarLander-v3",
+                "--seed",
+                str(seed),
+                "-f",
+                str(OUT / f"zoo{tag}_seed-{seed}"),
+            ],
+            REPO,
+            {},
+        ),
     }
 
 
@@ -57,9 +75,15 @@ class Program:
 
     def __init__(self, cmd: list[str], cwd: Path, env: dict[str, str], core: int) -> None:
         self.start = time.perf_counter()
-        self.proc = subprocess.Popen(cmd, cwd=cwd, env=os.environ | {"WANDB_SILENT": "true"} | env, text=True,
-                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                     preexec_fn=lambda: os.sched_setaffinity(0, {core}))
+        self.proc = subprocess.Popen(
+            cmd,
+            cwd=cwd,
+            env=os.environ | {"WANDB_SILENT": "true"} | env,
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            preexec_fn=lambda: os.sched_setaffinity(0, {core}),
+        )
         self.lines: list[tuple[float, str]] = []
         self.cpu: list[tuple[float, float]] = [(0.0, 0.0)]  # (wall, CPU seconds of the process tree)
         self.end: tuple[float, int, object] | None = None  # (wall, exit status, rusage)
@@ -97,18 +121,25 @@ class Program:
     def result(self) -> dict:
         assert self.end is not None
         wall, _, usage = self.end
-        evals = [(t, int(m.group(1) or m.group(2)), float(m.group(3)))
-                 for t, line in self.lines if (m := EVAL_LINE.search(line))]
+        evals = [
+            (t, int(m.group(1) or m.group(2)), float(m.group(3)))
+            for t, line in self.lines
+            if (m := EVAL_LINE.search(line))
+        ]
         solved = next(((t, steps) for t, steps, mean in evals if mean >= 200), None)
-        return {"exit_code": self.proc.returncode, "wall_seconds": round(wall, 1),
-                "cpu_seconds": round(usage.ru_utime + usage.ru_stime, 1),  # type: ignore[attr-defined]
-                "tree_cpu_seconds": round(self.cpu[-1][1], 1),
-                "peak_rss_mb": round(usage.ru_maxrss / 1024, 1),  # type: ignore[attr-defined]
-                "solved_timesteps": solved[1] if solved else None,
-                "solved_wall_seconds": round(solved[0], 1) if solved else None,
-                "solved_cpu_seconds": round(self.cpu_at(solved[0]), 1) if solved else None,
-                "evaluations": len(evals), "last_eval": evals[-1][2] if evals else None,
-                "tail": [line for _, line in self.lines[-5:]]}
+        return {
+            "exit_code": self.proc.returncode,
+            "wall_seconds": round(wall, 1),
+            "cpu_seconds": round(usage.ru_utime + usage.ru_stime, 1),  # type: ignore[attr-defined]
+            "tree_cpu_seconds": round(self.cpu[-1][1], 1),
+            "peak_rss_mb": round(usage.ru_maxrss / 1024, 1),  # type: ignore[attr-defined]
+            "solved_timesteps": solved[1] if solved else None,
+            "solved_wall_seconds": round(solved[0], 1) if solved else None,
+            "solved_cpu_seconds": round(self.cpu_at(solved[0]), 1) if solved else None,
+            "evaluations": len(evals),
+            "last_eval": evals[-1][2] if evals else None,
+            "tail": [line for _, line in self.lines[-5:]],
+        }
 
 
 def side_by_side(seed: int, names: list[str], old: Path, zoo_python: str, core: int, filler: bool) -> dict:
@@ -118,7 +149,7 @@ def side_by_side(seed: int, names: list[str], old: Path, zoo_python: str, core: 
     programs = {name: Program(*cmds[name], core=core) for name in names}
     fillers: dict[str, Program] = {}
     started = 0
-    while not all([p.reap() for p in programs.values()]):  # a list: reap every program, every time
+    while not all(p.reap() for p in programs.values()):  # a list: reap every program, every time
         for name, program in programs.items():
             if program.end is None:
                 program.sample()
@@ -141,9 +172,13 @@ def side_by_side(seed: int, names: list[str], old: Path, zoo_python: str, core: 
 
 def own_record(run_dir: Path) -> dict:
     summary = json.loads((run_dir / "summary.json").read_text())
-    return {"train_cpu_seconds": summary["train_cpu_seconds"], "final_eval": summary["final_eval_mean"],
-            "final_eval_sem": summary["final_eval_sem"], "first_timestep_reaching_200":
-            summary["first_timestep_reaching_threshold"], "own_peak_rss_mb": summary["peak_rss_mb"]}
+    return {
+        "train_cpu_seconds": summary["train_cpu_seconds"],
+        "final_eval": summary["final_eval_mean"],
+        "final_eval_sem": summary["final_eval_sem"],
+        "first_timestep_reaching_200": summary["first_timestep_reaching_threshold"],
+        "own_peak_rss_mb": summary["peak_rss_mb"],
+    }
 
 
 def old_worktree(commit: str) -> Path:
@@ -154,15 +189,19 @@ def old_worktree(commit: str) -> Path:
 
 
 def table(results: dict[int, dict]) -> str:
-    head = ("| seed | program | wall s to 200 | CPU s to 200 | steps to 200 | wall s to end | CPU s (process) | "
-            "training CPU s | peak RSS MB | final eval |\n|---|---|---|---|---|---|---|---|---|---|")
+    head = (
+        "| seed | program | wall s to 200 | CPU s to 200 | steps to 200 | wall s to end | CPU s (process) | "
+        "training CPU s | peak RSS MB | final eval |\n|---|---|---|---|---|---|---|---|---|---|"
+    )
     rows = []
     for seed, res in sorted(results.items()):
         for name, r in res.items():
             final = f"{r['final_eval']:.1f}" if r.get("final_eval") is not None else f"({r['last_eval']})"
-            rows.append(f"| {seed} | {name} | {r['solved_wall_seconds']} | {r['solved_cpu_seconds']} | "
-                        f"{r['solved_timesteps']} | {r['wall_seconds']} | {r['cpu_seconds']} | "
-                        f"{r.get('train_cpu_seconds', '')} | {r['peak_rss_mb']} | {final} |")
+            rows.append(
+                f"| {seed} | {name} | {r['solved_wall_seconds']} | {r['solved_cpu_seconds']} | "
+                f"{r['solved_timesteps']} | {r['wall_seconds']} | {r['cpu_seconds']} | "
+                f"{r.get('train_cpu_seconds', '')} | {r['peak_rss_mb']} | {final} |"
+            )
     ratios = []
     for seed, res in sorted(results.items()):
         mine = res.get("lander")
@@ -191,8 +230,11 @@ def main() -> None:
             res = side_by_side(seed, args.programs, old, args.zoo_python, args.core, args.filler)
             (OUT / f"speed_seed-{seed}{args.tag}.json").write_text(json.dumps(res, indent=2))
             print(json.dumps(res), flush=True)
-    results = {seed: json.loads((OUT / f"speed_seed-{seed}{args.tag}.json").read_text()) for seed in args.seeds
-               if (OUT / f"speed_seed-{seed}{args.tag}.json").is_file()}
+    results = {
+        seed: json.loads((OUT / f"speed_seed-{seed}{args.tag}.json").read_text())
+        for seed in args.seeds
+        if (OUT / f"speed_seed-{seed}{args.tag}.json").is_file()
+    }
     print(table(results))
 
 

@@ -17,9 +17,22 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def sweep(launcher: list[str], steps: int, sweep_dir: Path) -> float:
-    cmd = [sys.executable, "-m", "lander.run", "--multirun", *launcher, "algo=ppo,a2c", "seed=0,1", "n_envs=4",
-           "algo.model.n_steps=256", f"total_timesteps={steps}", "eval.freq=4096", "logger=none",
-           "progress_bar=false", f"hydra.sweep.dir={sweep_dir}"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "lander.run",
+        "--multirun",
+        *launcher,
+        "algo=ppo,a2c",
+        "seed=0,1",
+        "n_envs=4",
+        "algo.model.n_steps=256",
+        f"total_timesteps={steps}",
+        "eval.freq=4096",
+        "logger=none",
+        "progress_bar=false",
+        f"hydra.sweep.dir={sweep_dir}",
+    ]
     start = time.perf_counter()
     subprocess.run(cmd, cwd=REPO, check=True, capture_output=True)
     return time.perf_counter() - start

@@ -24,13 +24,28 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def run(vec_env: str, steps: int, run_dir: Path) -> dict:
-    cmd = [sys.executable, "-m", "lander.run", "algo=ppo", f"vec_env={vec_env}", f"total_timesteps={steps}",
-           "eval.freq=0", "final_eval=false", "video.enabled=false", "logger=none", "progress_bar=false",
-           "checkpoint_freq=0", f"hydra.run.dir={run_dir}"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "lander.run",
+        "algo=ppo",
+        f"vec_env={vec_env}",
+        f"total_timesteps={steps}",
+        "eval.freq=0",
+        "final_eval=false",
+        "video.enabled=false",
+        "logger=none",
+        "progress_bar=false",
+        "checkpoint_freq=0",
+        f"hydra.run.dir={run_dir}",
+    ]
     subprocess.run(cmd, cwd=REPO, check=True, capture_output=True)
     summary = json.loads((run_dir / "summary.json").read_text())
-    return {"train_seconds": summary["train_seconds"], "train_cpu_seconds": summary["train_cpu_seconds"],
-            "weights": weights(run_dir)}
+    return {
+        "train_seconds": summary["train_seconds"],
+        "train_cpu_seconds": summary["train_cpu_seconds"],
+        "weights": weights(run_dir),
+    }
 
 
 def main() -> None:
@@ -42,13 +57,17 @@ def main() -> None:
         for rep in range(args.reps):
             order = ("dummy", "subproc") if rep % 2 == 0 else ("subproc", "dummy")
             res = {name: run(name, args.steps, Path(tmp) / f"{name}{rep}") for name in order}
-            same = all(torch.equal(res["dummy"]["weights"][k], res["subproc"]["weights"][k])
-                       for k in res["dummy"]["weights"])
-            print(f"rep {rep}: dummy {res['dummy']['train_seconds']:.1f} s, "
-                  f"subproc {res['subproc']['train_seconds']:.1f} s (wall of training; CPU of the training process {res['dummy']['train_cpu_seconds']:.1f} vs "
-                  f"{res['subproc']['train_cpu_seconds']:.1f}), subproc/dummy "
-                  f"{res['subproc']['train_seconds'] / res['dummy']['train_seconds']:.2f}, same weights: {same}",
-                  flush=True)
+            same = all(
+                torch.equal(res["dummy"]["weights"][k], res["subproc"]["weights"][k]) for k in res["dummy"]["weights"]
+            )
+            print(
+                f"rep {rep}: dummy {res['dummy']['train_seconds']:.1f} s, "
+                f"subproc {res['subproc']['train_seconds']:.1f} s (wall of training; "
+                f"CPU of the training process {res['dummy']['train_cpu_seconds']:.1f} vs "
+                f"{res['subproc']['train_cpu_seconds']:.1f}), subproc/dummy "
+                f"{res['subproc']['train_seconds'] / res['dummy']['train_seconds']:.2f}, same weights: {same}",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

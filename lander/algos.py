@@ -36,6 +36,16 @@ def build_model(cfg: DictConfig, env: VecEnv, seed: int) -> BaseAlgorithm:
     """
     extra = {}
     if cfg.algo.model.get("action_noise") is not None:  # a partial, sized now that the action space is known
-        extra["action_noise"] = instantiate(cfg.algo.model.action_noise)(n_actions=int(np.prod(env.action_space.shape)))
-    return instantiate(cfg.algo.model, env=env, seed=seed, device=cfg.device, gamma=effective_gamma(cfg),
-                       verbose=0, _convert_="all", **extra)
+        extra["action_noise"] = instantiate(cfg.algo.model.action_noise)(
+            n_actions=int(np.prod(env.action_space.shape or ()))
+        )
+    return instantiate(
+        cfg.algo.model,
+        env=env,
+        seed=seed,
+        device=cfg.device,
+        gamma=effective_gamma(cfg),
+        verbose=0,
+        _convert_="all",
+        **extra,
+    )

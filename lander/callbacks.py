@@ -6,7 +6,7 @@ from __future__ import annotations
 import csv
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +21,7 @@ Sink = Callable[[dict[str, Any], int], None]  # (metrics, env step); W&B's Wandb
 class CsvLog:
     """Appends rows to a CSV file, flushing each one, so a crash loses nothing already recorded."""
 
-    def __init__(self, path: Path, columns: list[str]) -> None:
+    def __init__(self, path: Path, columns: Sequence[str]) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         new = not path.exists()
         self._file = path.open("a", newline="")
@@ -75,7 +75,7 @@ class EpisodeLogger(BaseCallback):
     :param sinks: more receivers of ``train/episode_return``, ``train/episode_length`` and ``train/episodes``
     """
 
-    COLUMNS = ["timesteps", "episode", "return", "length", "wall_time"]
+    COLUMNS = ("timesteps", "episode", "return", "length", "wall_time")
 
     def __init__(self, path: Path, sinks: list[Sink] | None = None) -> None:
         super().__init__()
@@ -95,13 +95,24 @@ class EpisodeLogger(BaseCallback):
             if episode is None:
                 continue
             self.episodes += 1
-            row = {"timesteps": self.num_timesteps, "episode": self.episodes, "return": float(episode["r"]),
-                   "length": int(episode["l"]), "wall_time": round(time.perf_counter() - self._start, 3)}
+            row = {
+                "timesteps": self.num_timesteps,
+                "episode": self.episodes,
+                "return": float(episode["r"]),
+                "length": int(episode["l"]),
+                "wall_time": round(time.perf_counter() - self._start, 3),
+            }
             assert self._csv is not None
             self._csv.write(row)
             for sink in self.sinks:
-                sink({"train/episode_return": row["return"], "train/episode_length": row["length"],
-                      "train/episodes": self.episodes}, self.num_timesteps)
+                sink(
+                    {
+                        "train/episode_return": row["return"],
+                        "train/episode_length": row["length"],
+                        "train/episodes": self.episodes,
+                    },
+                    self.num_timesteps,
+                )
         return True
 
     def _on_training_end(self) -> None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any
 
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
@@ -24,8 +23,9 @@ from lander.rundir import atomic_write, find_checkpoints
 log = logging.getLogger(__name__)
 
 
-def save_checkpoint(model: BaseAlgorithm, directory: Path, keep: int = 0, replay_buffer: bool = False,
-                    timesteps: int | None = None) -> Path:
+def save_checkpoint(
+    model: BaseAlgorithm, directory: Path, keep: int = 0, replay_buffer: bool = False, timesteps: int | None = None
+) -> Path:
     """Save ``model`` as ``model_<timesteps>_steps.zip`` in ``directory`` and keep the newest ``keep`` (0: all).
 
     :param timesteps: the step count to record (default: ``model.num_timesteps``)

@@ -10,7 +10,6 @@ at or before N (finished or not): an equal budget for runs of different lengths 
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import sys
 from dataclasses import dataclass, field, replace
@@ -71,11 +70,19 @@ def load_run(path: Path) -> Run:
     status = summary.status.value if summary else "failed before training"
     evals = pd.read_csv(paths.eval_csv) if paths.eval_csv.is_file() and paths.eval_csv.stat().st_size else None
     final = read_json(paths.eval_json) or {"episodes": []}
-    return Run(path=path, overrides=[str(o) for o in overrides or []], seed=int(cfg["seed"]), env=cfg["env"]["name"],
-               status=status, summary=summary.to_dict() if summary else {}, evals=evals,
-               final_returns=[e["return"] for e in final["episodes"]], threshold=cfg["env"].get("reward_threshold"),
-               final_mean=final.get("mean", float("nan")),
-               final_success=final.get("success_rate") if final.get("success_rate") is not None else float("nan"))
+    return Run(
+        path=path,
+        overrides=[str(o) for o in overrides or []],
+        seed=int(cfg["seed"]),
+        env=cfg["env"]["name"],
+        status=status,
+        summary=summary.to_dict() if summary else {},
+        evals=evals,
+        final_returns=[e["return"] for e in final["episodes"]],
+        threshold=cfg["env"].get("reward_threshold"),
+        final_mean=final.get("mean", float("nan")),
+        final_success=float(final["success_rate"]) if final.get("success_rate") is not None else float("nan"),
+    )
 
 
 def at_budget(run: Run, timesteps: int) -> Run | None:
@@ -94,11 +101,18 @@ def at_budget(run: Run, timesteps: int) -> Run | None:
     returns: list[float] = []
     if episodes_csv.is_file():
         episodes = pd.read_csv(episodes_csv)
-        returns = episodes.loc[episodes["timesteps"] == last["timesteps"], "return"].tolist()[-int(last["n"]):]
-    reached = evals.loc[evals["mean"] >= run.threshold, "timesteps"] if run.threshold is not None else []
-    summary = {"first_timestep_reaching_threshold": int(reached.iloc[0]) if len(reached) else None}
-    return replace(run, status=Status.COMPLETED.value, evals=evals, final_returns=returns, summary=summary,
-                   final_mean=float(last["mean"]), final_success=float(last["success_rate"]))
+        returns = episodes.loc[episodes["timesteps"] == last["timesteps"], "return"].tolist()[-int(last["n"]) :]
+    reached = [] if run.threshold is None else evals.loc[evals["mean"] >= run.threshold, "timesteps"].tolist()
+    summary = {"first_timestep_reaching_threshold": int(reached[0]) if reached else None}
+    return replace(
+        run,
+        status=Status.COMPLETED.value,
+        evals=evals,
+        final_returns=returns,
+        summary=summary,
+        final_mean=float(last["mean"]),
+        final_success=float(last["success_rate"]),
+    )
 
 
 def find_runs(paths: list[Path]) -> list[Run]:
@@ -137,8 +151,9 @@ def configurations(runs: list[Run], done: list[Run], env: str) -> dict[str, list
     return groups
 
 
-def compare(paths: list[Path], out_dir: Path, baseline: str | None = None, at_timesteps: int | None = None,
-            band: str = "seeds") -> dict:
+def compare(
+    paths: list[Path], out_dir: Path, baseline: str | None = None, at_timesteps: int | None = None, band: str = "seeds"
+) -> dict:
     """Write the comparison of the runs under ``paths`` to ``out_dir``; return what it found.
 
     :param paths: a sweep directory, run directories, or both
@@ -162,27 +177,52 @@ def compare(paths: list[Path], out_dir: Path, baseline: str | None = None, at_ti
         plot_curves(groups, env, files[-1], band)
     result = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
     files += write_tables(result, out_dir, runs, done, failed, unfinished, at_timesteps)
-    log.info("comparison of %d runs%s written to %s", len(done), "" if at_timesteps is None else f" at {at_timesteps}",
-             out_dir)
+    log.info(
+        "comparison of %d runs%s written to %s",
+        len(done),
+        "" if at_timesteps is None else f" at {at_timesteps}",
+        out_dir,
+    )
     return {"table": result, "failed": failed, "unfinished": unfinished, "files": files}
 
 
-def write_tables(result: pd.DataFrame, out_dir: Path, runs: list[Run], done: list[Run], failed: list[Run],
-                 unfinished: list[Run], at_timesteps: int | None) -> list[Path]:
+def write_tables(
+    result: pd.DataFrame,
+    out_dir: Path,
+    runs: list[Run],
+    done: list[Run],
+    failed: list[Run],
+    unfinished: list[Run],
+    at_timesteps: int | None,
+) -> list[Path]:
     """Write ``table.csv``, ``table.md`` and ``report.md`` (which also lists failed and unfinished runs)."""
     result.to_csv(out_dir / "table.csv", index=False)
     markdown = result.to_markdown(index=False, floatfmt=".4g") if len(result) else "(no finished runs)"
     write_text(out_dir / "table.md", markdown + "\n")
     budget = "" if at_timesteps is None else f" at {at_timesteps} timesteps (each run's last evaluation up to then)"
-    report = [f"# Comparison{budget}", "", f"Runs: {len(runs)}; compared: {len(done)}; failed: {len(failed)}; "
-              f"not finished{' or short of the budget' if budget else ''}: {len(unfinished)}.", "", markdown, "",
-              *best_lines(result), ""]
+    report = [
+        f"# Comparison{budget}",
+        "",
+        f"Runs: {len(runs)}; compared: {len(done)}; failed: {len(failed)}; "
+        f"not finished{' or short of the budget' if budget else ''}: {len(unfinished)}.",
+        "",
+        markdown,
+        "",
+        *best_lines(result),
+        "",
+    ]
     short_title = "Runs not finished" if at_timesteps is None else f"Runs short of {at_timesteps} timesteps"
     for title, items in (("Failed runs", failed), (short_title, unfinished)):
         if items:
-            report += [f"## {title}", ""] + [f"- `{r.path}` ({r.status}): {' '.join(r.overrides)}"
-                                               + (f": {r.summary['error']}" if r.summary.get("error") else "")
-                                               for r in items] + [""]
+            report += (
+                [f"## {title}", ""]
+                + [
+                    f"- `{r.path}` ({r.status}): {' '.join(r.overrides)}"
+                    + (f": {r.summary['error']}" if r.summary.get("error") else "")
+                    for r in items
+                ]
+                + [""]
+            )
     write_text(out_dir / "report.md", "\n".join(report))
     return [out_dir / "table.csv", out_dir / "table.md", out_dir / "report.md"]
 
@@ -190,10 +230,12 @@ def write_tables(result: pd.DataFrame, out_dir: Path, runs: list[Run], done: lis
 def best_lines(result: pd.DataFrame) -> list[str]:
     """One line per env naming the configuration with the highest final mean (e.g. the best alpha)."""
     lines = []
-    for env, rows in (result.groupby("env", sort=False) if len(result) else []):
+    for env, rows in result.groupby("env", sort=False) if len(result) else []:
         best = rows.loc[rows["final_mean"].idxmax()]
-        lines.append(f"Best on {env}: **{best['config']}** (final mean {best['final_mean']:.4g} "
-                     f"± {best['sem']:.2g} s.e. over {best['seeds']} seed(s)).")
+        lines.append(
+            f"Best on {env}: **{best['config']}** (final mean {best['final_mean']:.4g} "
+            f"± {best['sem']:.2g} s.e. over {best['seeds']} seed(s))."
+        )
     return lines
 
 
@@ -202,10 +244,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("paths", nargs="+", type=Path, help="a sweep directory and/or run directories")
     parser.add_argument("--out", type=Path, help="output directory (default: <first path>/comparison)")
     parser.add_argument("--baseline", help="configuration label to test the others against (default: the first)")
-    parser.add_argument("--at-timesteps", type=int, metavar="N",
-                        help="compare every run as it stood at N steps (its last evaluation up to N), finished or not")
-    parser.add_argument("--band", choices=("seeds", "episodes"), default="seeds",
-                        help="standard-error band of the curves: across seeds' means, or over all eval episodes")
+    parser.add_argument(
+        "--at-timesteps",
+        type=int,
+        metavar="N",
+        help="compare every run as it stood at N steps (its last evaluation up to N), finished or not",
+    )
+    parser.add_argument(
+        "--band",
+        choices=("seeds", "episodes"),
+        default="seeds",
+        help="standard-error band of the curves: across seeds' means, or over all eval episodes",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     missing = [str(p) for p in args.paths if not p.is_dir()]

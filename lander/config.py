@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import netrc
 import os
-from dataclasses import is_dataclass
+from dataclasses import fields, is_dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
@@ -41,13 +41,17 @@ def check_override_keys(overrides: list[str]) -> None:
         if parts[0] in ("hydra", "algo") or "/" in key or key in groups:  # Hydra's, free-form algo.model, groups
             continue
         if not hasattr(schema, parts[0]):
-            raise ConfigError(f"unknown key {key!r} in override {override!r}: top-level keys are "
-                              f"{', '.join(sorted(LanderConfig.__dataclass_fields__))}; algorithm hyperparameters "
-                              f"go under algo.model (e.g. algo.model.{key}={value})")
+            raise ConfigError(
+                f"unknown key {key!r} in override {override!r}: top-level keys are "
+                f"{', '.join(sorted(LanderConfig.__dataclass_fields__))}; algorithm hyperparameters "
+                f"go under algo.model (e.g. algo.model.{key}={value})"
+            )
         node = getattr(schema, parts[0])
         if len(parts) == 2 and is_dataclass(node) and not hasattr(node, parts[1]):
-            raise ConfigError(f"unknown key {key!r} in override {override!r}: keys of {parts[0]} are "
-                              f"{', '.join(sorted(type(node).__dataclass_fields__))}")
+            raise ConfigError(
+                f"unknown key {key!r} in override {override!r}: keys of {parts[0]} are "
+                f"{', '.join(sorted(f.name for f in fields(node)))}"
+            )
 
 
 def group_options(group: str) -> list[str]:
@@ -65,48 +69,62 @@ def compatible_envs(algo_cfg: DictConfig) -> list[str]:
     return names
 
 
+MINIMA: dict[str, tuple[int, bool, str]] = {  # key -> (smallest value, null allowed, what is allowed)
+    "total_timesteps": (1, True, "null (the algorithm's budget) or a positive integer"),
+    "n_envs": (1, True, "null or an integer >= 1"),
+    "algo.total_timesteps": (1, False, "a positive integer"),
+    "algo.n_envs": (1, False, "an integer >= 1"),
+    "eval.episodes": (1, False, "an integer >= 1"),
+    "eval.n_envs": (1, False, "an integer >= 1"),
+    "eval.freq": (0, False, "0 (off) or a positive number of timesteps"),
+    "checkpoint_freq": (0, False, "0 (off) or a positive integer"),
+    "checkpoint_keep": (0, False, "0 (keep all) or a positive integer"),
+    "max_episodes": (1, True, "null (no episode budget) or an integer >= 1"),
+    "monitor_freq": (0, False, "0 (off) or a positive number of timesteps"),
+    "early_stop.patience": (1, True, "null (off) or an integer >= 1"),
+    "torch_threads": (0, False, "0 (torch's default) or an integer >= 1"),
+}
+CHOICES: dict[str, tuple[str, ...]] = {
+    "vec_env": ("dummy", "subproc"),
+    "comparison_band": ("seeds", "episodes"),
+    "logger.backend": ("wandb", "none"),
+    "logger.mode": ("offline", "online", "disabled"),
+    "env.action_space": ACTION_SPACES,
+    "env.observation_space": OBSERVATION_SPACES,
+}
+
+
 def _check(ok: bool, key: str, value: Any, allowed: str) -> None:
     if not ok:
         raise ConfigError(f"{key}={value!r} is not allowed: {key} must be {allowed}")
 
 
 def validate(cfg: DictConfig) -> None:
-    """Check values a type cannot express; raise :class:`ConfigError` naming the key.
+    """Check values a type cannot express; raise :class:`ConfigError` naming the key and what is allowed.
 
     :param cfg: the composed run config
     """
-    _check(cfg.gamma is None or 0.0 < cfg.gamma <= 1.0, "gamma", cfg.gamma, "null or in (0, 1]")
-    _check(cfg.total_timesteps is None or cfg.total_timesteps > 0, "total_timesteps", cfg.total_timesteps,
-           "null (the algorithm's budget) or a positive integer")
-    _check(cfg.n_envs is None or cfg.n_envs >= 1, "n_envs", cfg.n_envs, "null or an integer >= 1")
-    _check(cfg.algo.total_timesteps > 0, "algo.total_timesteps", cfg.algo.total_timesteps, "a positive integer")
-    _check(cfg.algo.n_envs >= 1, "algo.n_envs", cfg.algo.n_envs, "an integer >= 1")
-    _check(cfg.eval.episodes >= 1, "eval.episodes", cfg.eval.episodes, "an integer >= 1")
-    _check(cfg.eval.n_envs >= 1, "eval.n_envs", cfg.eval.n_envs, "an integer >= 1")
-    _check(cfg.eval.freq >= 0, "eval.freq", cfg.eval.freq, "0 (off) or a positive number of timesteps")
-    _check(cfg.checkpoint_freq >= 0, "checkpoint_freq", cfg.checkpoint_freq, "0 (off) or a positive integer")
-    _check(cfg.max_episodes is None or cfg.max_episodes >= 1, "max_episodes", cfg.max_episodes,
-           "null (no episode budget) or an integer >= 1")
-    _check(cfg.monitor_freq >= 0, "monitor_freq", cfg.monitor_freq, "0 (off) or a positive number of timesteps")
-    _check(cfg.early_stop.patience is None or cfg.early_stop.patience >= 1, "early_stop.patience",
-           cfg.early_stop.patience, "null (off) or an integer >= 1")
-    _check(cfg.checkpoint_keep >= 0, "checkpoint_keep", cfg.checkpoint_keep, "0 (keep all) or a positive integer")
-    _check(cfg.torch_threads >= 0, "torch_threads", cfg.torch_threads, "0 (torch's default) or an integer >= 1")
-    _check(cfg.vec_env in ("dummy", "subproc"), "vec_env", cfg.vec_env, "one of: dummy, subproc")
-    _check(cfg.device in ("auto", "cpu") or cfg.device.startswith(("cuda", "mps")), "device", cfg.device,
-           "one of: auto, cpu, cuda, cuda:N, mps")
-    _check(cfg.comparison_band in ("seeds", "episodes"), "comparison_band", cfg.comparison_band,
-           "one of: seeds, episodes")
-    _check(cfg.logger.backend in ("wandb", "none"), "logger.backend", cfg.logger.backend, "one of: wandb, none")
-    _check(cfg.logger.mode in ("offline", "online", "disabled"), "logger.mode", cfg.logger.mode,
-           "one of: offline, online, disabled")
-    _check(cfg.env.action_space in ACTION_SPACES, "env.action_space", cfg.env.action_space,
-           f"one of: {', '.join(ACTION_SPACES)}")
-    _check(cfg.env.observation_space in OBSERVATION_SPACES, "env.observation_space", cfg.env.observation_space,
-           f"one of: {', '.join(OBSERVATION_SPACES)}")
+    gamma = cfg.gamma
+    _check(gamma is None or 0.0 < gamma <= 1.0, "gamma", gamma, "null or in (0, 1]")
+    for key, (smallest, nullable, allowed) in MINIMA.items():
+        value = OmegaConf.select(cfg, key)
+        _check((value is None and nullable) or (value is not None and value >= smallest), key, value, allowed)
+    for key, choices in CHOICES.items():
+        value = OmegaConf.select(cfg, key)
+        _check(value in choices, key, value, f"one of: {', '.join(choices)}")
+    device = cfg.device
+    _check(device in ("auto", "cpu") or device.startswith(("cuda", "mps")), "device", device,
+           "one of: auto, cpu, cuda, cuda:N, mps")  # fmt: skip
     _check("_target_" in cfg.algo.model, "algo.model._target_", None, "the import path of the model class")
-    for kind, env_kind, algo_kinds in (("action", cfg.env.action_space, cfg.algo.action_spaces),
-                                       ("observation", cfg.env.observation_space, cfg.algo.observation_spaces)):
+    check_compatible(cfg)
+
+
+def check_compatible(cfg: DictConfig) -> None:
+    """The algorithm must support the env's action and observation spaces; name the envs it does fit."""
+    for kind, env_kind, algo_kinds in (
+        ("action", cfg.env.action_space, cfg.algo.action_spaces),
+        ("observation", cfg.env.observation_space, cfg.algo.observation_spaces),
+    ):
         if env_kind not in algo_kinds:
             fitting = compatible_envs(cfg.algo)
             raise ConfigError(

@@ -41,7 +41,7 @@ class TupleToDiscrete(gym.ObservationWrapper):
         self.observation_space = gym.spaces.Discrete(int(np.prod(self.sizes)))
 
     def observation(self, observation: tuple[int, ...]) -> int:
-        index = tuple(int(o) - start for o, start in zip(observation, self.starts))
+        index = tuple(int(o) - start for o, start in zip(observation, self.starts, strict=True))
         return int(np.ravel_multi_index(index, self.sizes))
 
 
@@ -102,9 +102,16 @@ def make_train_env(env_cfg: DictConfig, n_envs: int, seed: int, vec_env: str = "
     cls = SubprocVecEnv if vec_env == "subproc" else DummyVecEnv
     kwargs = {"start_method": "forkserver"} if vec_env == "subproc" else None
     wrappers = OmegaConf.to_container(env_cfg.get("wrappers") or OmegaConf.create([]), resolve=True)
-    return make_vec_env(env_cfg.id, n_envs=n_envs, seed=seed, env_kwargs=env_kwargs(env_cfg),
-                        vec_env_cls=cls, vec_env_kwargs=kwargs,
-                        wrapper_class=partial(apply_wrappers, wrappers=wrappers) if wrappers else None)
+    assert isinstance(wrappers, list)
+    return make_vec_env(
+        env_cfg.id,
+        n_envs=n_envs,
+        seed=seed,
+        env_kwargs=env_kwargs(env_cfg),
+        vec_env_cls=cls,
+        vec_env_kwargs=kwargs,
+        wrapper_class=partial(apply_wrappers, wrappers=wrappers) if wrappers else None,
+    )
 
 
 def action_space_kind(space: gym.Space) -> str:

@@ -38,14 +38,36 @@ class PeriodicEval(BaseCallback):
     The CSV files and eval envs stay open after training for that final evaluation; :meth:`close` them.
     """
 
-    COLUMNS = ["timesteps", "mean", "std", "sem", "n", "median", "min", "max", "success_rate",
-               "mean_length", "wall_time", "eval_seconds"]
-    EPISODE_COLUMNS = ["timesteps", "seed", "return", "length"]
+    COLUMNS = (
+        "timesteps",
+        "mean",
+        "std",
+        "sem",
+        "n",
+        "median",
+        "min",
+        "max",
+        "success_rate",
+        "mean_length",
+        "wall_time",
+        "eval_seconds",
+    )
+    EPISODE_COLUMNS = ("timesteps", "seed", "return", "length")
 
-    def __init__(self, freq: int, env_fn: Callable[[], gym.Env], n_episodes: int, base_seed: int, n_envs: int,
-                 paths: RunPaths, threshold: float | None, deterministic: bool = True,
-                 sinks: list[Sink] | None = None, final_at: int | None = None,
-                 after_eval: list[BaseCallback] | None = None) -> None:
+    def __init__(
+        self,
+        freq: int,
+        env_fn: Callable[[], gym.Env],
+        n_episodes: int,
+        base_seed: int,
+        n_envs: int,
+        paths: RunPaths,
+        threshold: float | None,
+        deterministic: bool = True,
+        sinks: list[Sink] | None = None,
+        final_at: int | None = None,
+        after_eval: list[BaseCallback] | None = None,
+    ) -> None:
         super().__init__()
         self.every, self.env_fn, self.n_episodes, self.base_seed = Every(freq), env_fn, n_episodes, base_seed
         self.n_envs, self.paths, self.threshold, self.deterministic = n_envs, paths, threshold, deterministic
@@ -90,8 +112,16 @@ class PeriodicEval(BaseCallback):
         """Evaluate the model now: a row in ``eval.csv``, the sinks, ``best_model.zip`` if it is the best."""
         self.num_timesteps = self.model.num_timesteps
         t0 = time.perf_counter()
-        result = evaluate(self.model, self.env_fn, self.n_episodes, self.base_seed, self.n_envs,
-                          self.deterministic, self.threshold, envs=self._envs)
+        result = evaluate(
+            self.model,
+            self.env_fn,
+            self.n_episodes,
+            self.base_seed,
+            self.n_envs,
+            self.deterministic,
+            self.threshold,
+            envs=self._envs,
+        )
         seconds = time.perf_counter() - t0
         self.eval_seconds += seconds
         stats = result.stats()
@@ -102,20 +132,34 @@ class PeriodicEval(BaseCallback):
             self.model.save(self.paths.best_model)
         if self.first_solved is None and self.threshold is not None and self.last_mean >= self.threshold:
             self.first_solved = self.num_timesteps
-        log.info("eval at %d steps: mean %.4g +- %.2g (sem) over %d episodes, %.1fs",
-                 self.num_timesteps, stats["mean"], stats["sem"], stats["n"], seconds)
+        log.info(
+            "eval at %d steps: mean %.4g +- %.2g (sem) over %d episodes, %.1fs",
+            self.num_timesteps,
+            stats["mean"],
+            stats["sem"],
+            stats["n"],
+            seconds,
+        )
         return result
 
     def _record(self, stats: dict[str, Any], result: EvalResult, seconds: float) -> None:
         """Write the evaluation to the CSV files and the sinks."""
         assert self._csv is not None and self._episodes_csv is not None
-        self._csv.write({"timesteps": self.num_timesteps, **stats,
-                         "wall_time": round(time.perf_counter() - self._start, 3), "eval_seconds": round(seconds, 3)})
+        self._csv.write(
+            {
+                "timesteps": self.num_timesteps,
+                **stats,
+                "wall_time": round(time.perf_counter() - self._start, 3),
+                "eval_seconds": round(seconds, 3),
+            }
+        )
         for seed, ret, length in zip(result.seeds, result.returns, result.lengths, strict=True):
             self._episodes_csv.write({"timesteps": self.num_timesteps, "seed": seed, "return": ret, "length": length})
         for sink in self.sinks:
-            sink({f"eval/{k}": v for k, v in stats.items() if v is not None} | {"time/eval_seconds": seconds},
-                 self.num_timesteps)
+            sink(
+                {f"eval/{k}": v for k, v in stats.items() if v is not None} | {"time/eval_seconds": seconds},
+                self.num_timesteps,
+            )
 
     def close(self) -> None:
         for env in self._envs:

@@ -24,14 +24,14 @@ log = logging.getLogger("lander.evaluate")
 
 @dataclass
 class EvaluateConfig:
-    run: str = "???"              # a run directory or a sweep directory (every job in it)
-    model: str = "model.zip"      # the file in the run directory: model.zip, best_model.zip, checkpoints/...
-    n_episodes: int = 20          # episodes, on seeds seed, seed + 1, ...
-    seed: int | None = None       # first episode's seed; null: the run's eval.seed (the episodes it was scored on)
-    deterministic: bool = True    # greedy/mean actions; false samples from the policy
-    n_envs: int = 10              # episodes run side by side
-    video: bool = False           # also write one episode (seed) as mp4
-    name: str | None = None       # output file name without suffix; default from model, episodes, mode, seed
+    run: str = "???"  # a run directory or a sweep directory (every job in it)
+    model: str = "model.zip"  # the file in the run directory: model.zip, best_model.zip, checkpoints/...
+    n_episodes: int = 20  # episodes, on seeds seed, seed + 1, ...
+    seed: int | None = None  # first episode's seed; null: the run's eval.seed (the episodes it was scored on)
+    deterministic: bool = True  # greedy/mean actions; false samples from the policy
+    n_envs: int = 10  # episodes run side by side
+    video: bool = False  # also write one episode (seed) as mp4
+    name: str | None = None  # output file name without suffix; default from model, episodes, mode, seed
 
 
 def parse(argv: list[str]) -> DictConfig:
@@ -66,20 +66,26 @@ def evaluate_run(run_dir: Path, args: DictConfig) -> Path:
         model = safe_load(cfg, run_dir / args.model, env)  # type: ignore[arg-type]
     finally:
         env.close()
-    result = evaluate(model, partial(make_env, cfg.env), args.n_episodes, seed, args.n_envs, args.deterministic,
-                      cfg.env.get("reward_threshold"))
+    result = evaluate(
+        model,
+        partial(make_env, cfg.env),
+        args.n_episodes,
+        seed,
+        args.n_envs,
+        args.deterministic,
+        cfg.env.get("reward_threshold"),
+    )
     mode = "deterministic" if args.deterministic else "stochastic"
     name = args.name or f"{Path(args.model).stem}_{args.n_episodes}ep_{mode}_seed-{seed}"
-    out_dir = paths.evaluations
-    out_dir.mkdir(exist_ok=True)
+    paths.evaluations.mkdir(exist_ok=True)
     record = result.to_dict() | {"model": str(args.model), "timesteps": int(model.num_timesteps),
-                                 "deterministic": args.deterministic, "env_id": cfg.env.id}
+                                 "deterministic": args.deterministic, "env_id": cfg.env.id}  # fmt: skip
     if args.video:
         video_cfg = OmegaConf.create({"seed": seed, "fps": cfg.video.fps, "max_steps": cfg.video.max_steps})
-        record["video"] = write_video(model, cfg.env, video_cfg, out_dir / f"{name}.mp4")
-    path = write_json(out_dir / f"{name}.json", record)
+        record["video"] = write_video(model, cfg.env, video_cfg, paths.evaluations / f"{name}.mp4")
+    path = write_json(paths.evaluations / f"{name}.json", record)
     log.info("%s: %s mean %.4g +- %.2g (sem) over %d episodes -> %s", run_dir, args.model, record["mean"],
-             record["sem"], record["n"], path)
+             record["sem"], record["n"], path)  # fmt: skip
     return path
 
 
@@ -91,8 +97,11 @@ def main(argv: list[str] | None = None) -> int:
             raise ValueError("run=<run dir or sweep dir> is required")
         runs = run_dirs(Path(args.run))
     except (ValueError, OmegaConfBaseException) as exc:
-        print(f"lander.evaluate: {exc}\nusage: python -m lander.evaluate run=DIR [model=model.zip] [n_episodes=20] "
-              "[seed=N] [deterministic=true] [video=false]", file=sys.stderr)
+        print(
+            f"lander.evaluate: {exc}\nusage: python -m lander.evaluate run=DIR [model=model.zip] [n_episodes=20] "
+            "[seed=N] [deterministic=true] [video=false]",
+            file=sys.stderr,
+        )
         return 2
     from lander.loading import ModelLoadError
 

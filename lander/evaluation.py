@@ -46,8 +46,10 @@ class EvalResult:
 
     def to_dict(self) -> dict:
         """A JSON-ready record: the statistics and every episode."""
-        episodes = [{"seed": s, "return": float(r), "length": int(n)}
-                    for s, r, n in zip(self.seeds, self.returns, self.lengths)]
+        episodes = [
+            {"seed": s, "return": float(r), "length": int(n)}
+            for s, r, n in zip(self.seeds, self.returns, self.lengths, strict=True)
+        ]
         return {**self.stats(), "threshold": self.threshold, "episodes": episodes, **self.extra}
 
 
@@ -87,7 +89,7 @@ def evaluate(
         obs = np.stack([o for _, _, o in slots])
         actions, _ = model.predict(obs_transform(obs) if obs_transform else obs, deterministic=deterministic)
         running = []
-        for (episode, env, _), action in zip(slots, actions):
+        for (episode, env, _), action in zip(slots, actions, strict=True):
             obs_i, reward, terminated, truncated, _ = env.step(action)
             returns[episode] += float(reward)
             lengths[episode] += 1
@@ -124,14 +126,14 @@ def record_episode(
     :return: the number of frames and the episode's return
     """
     obs, _ = env.reset(seed=seed)
-    on_frame(env.render())
+    on_frame(np.asarray(env.render()))  # render_mode="rgb_array": one frame
     frames, total = 1, 0.0
     for _ in range(max_steps):
         batch = np.asarray(obs)[None]
         action, _ = model.predict(obs_transform(batch) if obs_transform else batch, deterministic=deterministic)
         obs, reward, terminated, truncated, _ = env.step(action[0])
         total += float(reward)
-        on_frame(env.render())
+        on_frame(np.asarray(env.render()))
         frames += 1
         if terminated or truncated:
             break

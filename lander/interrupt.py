@@ -63,4 +63,3 @@ def stop_on_signals() -> Iterator[None]:
         _state["deferring"], _state["pending"] = False, None
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-

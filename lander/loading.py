@@ -47,13 +47,16 @@ def safe_load(cfg: DictConfig, path: Path, env: VecEnv, device: str | None = Non
     reference = build_model(cfg, env, cfg.seed)  # the same classes, spaces and schedules, from config
     unknown = [k for k in keys if not hasattr(reference, k)]
     if unknown:
-        raise ModelLoadError(f"{path} holds pickled objects lander does not load: {', '.join(unknown)}; "
-                             "refusing to unpickle them")
+        raise ModelLoadError(
+            f"{path} holds pickled objects lander does not load: {', '.join(unknown)}; refusing to unpickle them"
+        )
     custom_objects: dict[str, Any] = {k: getattr(reference, k) for k in keys}
     try:
         return model_class(cfg).load(path, env=env, device=device or cfg.device, custom_objects=custom_objects)
     except (RuntimeError, ValueError, KeyError, AssertionError) as exc:
-        raise ModelLoadError(f"{path} does not fit {cfg.env.id} with {cfg.algo.name}'s networks "
-                             f"({type(exc).__name__}: {str(exc).splitlines()[0]})") from exc
+        raise ModelLoadError(
+            f"{path} does not fit {cfg.env.id} with {cfg.algo.name}'s networks "
+            f"({type(exc).__name__}: {str(exc).splitlines()[0]})"
+        ) from exc
     except (zipfile.BadZipFile, EOFError, OSError) as exc:
         raise ModelLoadError(f"{path} is not a readable SB3 model file ({type(exc).__name__}: {exc})") from exc

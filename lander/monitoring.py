@@ -30,8 +30,15 @@ class ResourceMonitor(BaseCallback):
     :param sinks: more receivers (W&B)
     """
 
-    COLUMNS = ["timesteps", "steps_per_second", "episodes_per_minute", "rss_mb", "peak_rss_mb", "cpu_percent",
-               "wall_time"]
+    COLUMNS = (
+        "timesteps",
+        "steps_per_second",
+        "episodes_per_minute",
+        "rss_mb",
+        "peak_rss_mb",
+        "cpu_percent",
+        "wall_time",
+    )
 
     def __init__(self, freq: int, path: Path, episodes: Callable[[], int], sinks: list[Sink] | None = None) -> None:
         super().__init__()
@@ -65,16 +72,25 @@ class ResourceMonitor(BaseCallback):
         elapsed = max(now - then, 1e-9)
         rss_mb = self._process.memory_info().rss / 2**20
         self.peak_rss_mb = max(self.peak_rss_mb, rss_mb)
-        row = {"timesteps": self.num_timesteps, "steps_per_second": round((self.num_timesteps - steps) / elapsed, 1),
-               "episodes_per_minute": round((episodes_now - episodes) * 60 / elapsed, 2),
-               "rss_mb": round(rss_mb, 1), "peak_rss_mb": round(self.peak_rss_mb, 1),
-               "cpu_percent": round(100 * (cpu - cpu_then) / elapsed, 1), "wall_time": round(now - self._start, 3)}
+        row = {
+            "timesteps": self.num_timesteps,
+            "steps_per_second": round((self.num_timesteps - steps) / elapsed, 1),
+            "episodes_per_minute": round((episodes_now - episodes) * 60 / elapsed, 2),
+            "rss_mb": round(rss_mb, 1),
+            "peak_rss_mb": round(self.peak_rss_mb, 1),
+            "cpu_percent": round(100 * (cpu - cpu_then) / elapsed, 1),
+            "wall_time": round(now - self._start, 3),
+        }
         self._last = (now, self.num_timesteps, episodes_now, cpu)
         assert self._csv is not None
         self._csv.write(row)
-        metrics = {"time/steps_per_second": row["steps_per_second"], "time/episodes_per_minute":
-                   row["episodes_per_minute"], "system/rss_mb": row["rss_mb"],
-                   "system/peak_rss_mb": row["peak_rss_mb"], "system/cpu_percent": row["cpu_percent"]}
+        metrics = {
+            "time/steps_per_second": row["steps_per_second"],
+            "time/episodes_per_minute": row["episodes_per_minute"],
+            "system/rss_mb": row["rss_mb"],
+            "system/peak_rss_mb": row["peak_rss_mb"],
+            "system/cpu_percent": row["cpu_percent"],
+        }
         for sink in self.sinks:
             sink(metrics, self.num_timesteps)
         return row
@@ -93,8 +109,10 @@ def check_finite(model: BaseAlgorithm, cause: str = "") -> None:
     """Raise :class:`FloatingPointError` naming the policy parameters that hold a NaN or inf, if any."""
     broken = nonfinite_parameters(model)
     if broken:
-        raise FloatingPointError(f"NaN or inf in policy parameters {', '.join(broken[:3])} at {model.num_timesteps} "
-                                 f"timesteps{cause}; the checkpoints written before are the last good ones")
+        raise FloatingPointError(
+            f"NaN or inf in policy parameters {', '.join(broken[:3])} at {model.num_timesteps} "
+            f"timesteps{cause}; the checkpoints written before are the last good ones"
+        )
 
 
 class NonFiniteGuard(BaseCallback):

@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
+import matplotlib.pyplot as plt
+import pandas as pd
 
-from lander.rundir import RunPaths  # noqa: E402
-from lander.statistics import mean_curve, pooled_curve  # noqa: E402
+from lander.rundir import RunPaths
+from lander.statistics import mean_curve, pooled_curve
 
 if TYPE_CHECKING:
     from lander.compare import Run
@@ -39,10 +39,22 @@ def plot_learning_curve(run_dir: Path, title: str, threshold: float | None = Non
         smooth = train["return"].rolling(window, min_periods=1).mean()
         ax.plot(train["timesteps"], smooth, color="tab:blue", lw=1.8, label=f"training, {window}-episode mean")
     if not evals.empty:
-        ax.plot(evals["timesteps"], evals["mean"], "o-", color="tab:orange", lw=2, ms=3,
-                label=f"evaluation mean ± s.e. ({int(evals['n'].iloc[-1])} episodes)")
-        ax.fill_between(evals["timesteps"], evals["mean"] - evals["sem"], evals["mean"] + evals["sem"],
-                        color="tab:orange", alpha=0.3)
+        ax.plot(
+            evals["timesteps"],
+            evals["mean"],
+            "o-",
+            color="tab:orange",
+            lw=2,
+            ms=3,
+            label=f"evaluation mean ± s.e. ({int(evals['n'].iloc[-1])} episodes)",
+        )
+        ax.fill_between(
+            evals["timesteps"],
+            evals["mean"] - evals["sem"],
+            evals["mean"] + evals["sem"],
+            color="tab:orange",
+            alpha=0.3,
+        )
     if threshold is not None:
         ax.axhline(threshold, color="gray", ls="--", lw=1, label=f"threshold {threshold:g}")
     ax.set_xlabel("timesteps")
@@ -70,9 +82,14 @@ def plot_curves(groups: dict[str, list[Run]], env: str, path: Path, band: str = 
             continue
         pooled = band == "episodes" and all(r.paths.eval_episodes.is_file() for r in with_curves)
         curve = pooled_curve(with_curves) if pooled else mean_curve(with_curves)
-        line, = ax.plot(curve["timesteps"], curve["mean"], lw=2, label=f"{label} (n={len(with_curves)})")
-        ax.fill_between(curve["timesteps"], curve["mean"] - curve["sem"], curve["mean"] + curve["sem"],
-                        color=line.get_color(), alpha=0.2)
+        (line,) = ax.plot(curve["timesteps"], curve["mean"], lw=2, label=f"{label} (n={len(with_curves)})")
+        ax.fill_between(
+            curve["timesteps"],
+            curve["mean"] - curve["sem"],
+            curve["mean"] + curve["sem"],
+            color=line.get_color(),
+            alpha=0.2,
+        )
     threshold = next(iter(groups.values()))[0].threshold
     if threshold is not None:
         ax.axhline(threshold, color="gray", ls="--", lw=1, label=f"threshold {threshold:g}")

@@ -59,9 +59,13 @@ def continue_job(cfg: DictConfig, paths: RunPaths) -> RunSummary | None:
         log.info("%s: interrupted earlier; resuming from its newest checkpoint", paths.root)
         cfg.resume = str(paths.root)
     elif plan == "retry":
-        log.info("%s: failed or stopped before a checkpoint; earlier attempt moved to %s, starting again",
-                 paths.root, set_aside(paths))
+        log.info(
+            "%s: failed or stopped before a checkpoint; earlier attempt moved to %s, starting again",
+            paths.root,
+            set_aside(paths),
+        )
     return None
+
 
 def check_same_sweep(config: DictConfig) -> None:
     """Refuse to run a sweep into a directory that holds a different sweep (``multirun.yaml`` says which).
@@ -78,6 +82,8 @@ def check_same_sweep(config: DictConfig) -> None:
         before = OmegaConf.to_container(before) if before is not None else None
         now = OmegaConf.to_container(now) if now is not None else None
         if before != now:
-            raise ConfigError(f"hydra.sweep.dir={config.hydra.sweep.dir} holds a sweep with other {what}: "
-                              f"{before} there, {now} now. Re-run it with the same command to complete it, "
-                              "or give a new hydra.sweep.dir")
+            raise ConfigError(
+                f"hydra.sweep.dir={config.hydra.sweep.dir} holds a sweep with other {what}: "
+                f"{before} there, {now} now. Re-run it with the same command to complete it, "
+                "or give a new hydra.sweep.dir"
+            )

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import csv
 import logging
+from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
@@ -40,9 +42,10 @@ def load_newest_checkpoint(cfg: DictConfig, paths: RunPaths, env: VecEnv) -> Bas
     for steps, path in find_checkpoints(paths.checkpoints):
         try:
             model = safe_load(cfg, path, env)
-        except Exception as exc:  # noqa: BLE001 - any unreadable checkpoint is skipped for an older one
-            log.warning("checkpoint %s does not load (%s: %s); trying the one before", path.name,
-                        type(exc).__name__, exc)
+        except Exception as exc:
+            log.warning(
+                "checkpoint %s does not load (%s: %s); trying the one before", path.name, type(exc).__name__, exc
+            )
             continue
         replay = paths.checkpoints / f"replay_buffer_{steps}_steps.pkl"
         if replay.is_file() and hasattr(model, "load_replay_buffer"):
@@ -56,18 +59,22 @@ def load_newest_checkpoint(cfg: DictConfig, paths: RunPaths, env: VecEnv) -> Bas
 
 def truncate_metrics(paths: RunPaths, timesteps: int) -> None:
     """Drop metric rows recorded after ``timesteps`` (the callbacks then go on from the rows kept)."""
-    for path, column in ((paths.train_episodes, "timesteps"), (paths.eval_csv, "timesteps"),
-                         (paths.eval_episodes, "timesteps"), (paths.sb3_progress, "time/total_timesteps")):
+    for path, column in (
+        (paths.train_episodes, "timesteps"),
+        (paths.eval_csv, "timesteps"),
+        (paths.eval_episodes, "timesteps"),
+        (paths.sb3_progress, "time/total_timesteps"),
+    ):
         if not path.is_file() or not path.stat().st_size:
             continue
         with path.open(newline="") as handle:
             reader = csv.DictReader(handle)
             fields = reader.fieldnames or []
             rows = [r for r in reader if r.get(column) not in (None, "") and float(r[column]) <= timesteps]
-        atomic_write(path, lambda tmp, fields=fields, rows=rows: _write_csv(tmp, fields, rows))
+        atomic_write(path, partial(_write_csv, fields=fields, rows=rows))
 
 
-def _write_csv(path: Path, fields: list[str], rows: list[dict[str, str]]) -> None:
+def _write_csv(path: Path, fields: Sequence[str], rows: list[dict[str, str]]) -> None:
     with path.open("w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=fields)
         writer.writeheader()

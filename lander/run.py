@@ -12,10 +12,10 @@ from hydra.types import RunMode
 from omegaconf import DictConfig
 
 from lander.config import ConfigError, check_logger, check_override_keys, validate
-from lander.schema import register_configs
 from lander.interrupt import Interrupted
 from lander.rerun import continue_job
 from lander.rundir import RunPaths
+from lander.schema import register_configs
 
 log = logging.getLogger("lander")
 register_configs()
@@ -86,6 +86,8 @@ if __name__ == "__main__":
     from lander.sweep import FAILED_JOBS
 
     if FAILED_JOBS:
-        print(f"lander: {len(FAILED_JOBS)} job(s) of the sweep did not complete: {'; '.join(FAILED_JOBS)}",
-              file=sys.stderr)
+        print(
+            f"lander: {len(FAILED_JOBS)} job(s) of the sweep did not complete: {'; '.join(FAILED_JOBS)}",
+            file=sys.stderr,
+        )
         sys.exit(1)

@@ -11,8 +11,20 @@ from pathlib import Path
 from typing import Any
 
 SOURCE_DIR = Path(__file__).resolve().parent.parent
-PACKAGES = ("lander", "stable-baselines3", "gymnasium", "torch", "numpy", "hydra-core", "omegaconf", "wandb",
-            "box2d", "matplotlib", "imageio", "imageio-ffmpeg")
+PACKAGES = (
+    "lander",
+    "stable-baselines3",
+    "gymnasium",
+    "torch",
+    "numpy",
+    "hydra-core",
+    "omegaconf",
+    "wandb",
+    "box2d",
+    "matplotlib",
+    "imageio",
+    "imageio-ffmpeg",
+)
 
 
 def _git(directory: Path, *args: str) -> str | None:

@@ -50,9 +50,15 @@ def pooled_curve(runs: list[Run]) -> pd.DataFrame:
     rows = []
     for k in sorted(evaluations):
         returns = np.concatenate([r for _, r in evaluations[k]])
-        rows.append({"timesteps": float(np.mean([t for t, _ in evaluations[k]])), "mean": float(returns.mean()),
-                     "sem": float(returns.std(ddof=1) / np.sqrt(len(returns))) if len(returns) > 1 else 0.0,
-                     "n_seeds": len(evaluations[k]), "n_episodes": len(returns)})
+        rows.append(
+            {
+                "timesteps": float(np.mean([t for t, _ in evaluations[k]])),
+                "mean": float(returns.mean()),
+                "sem": float(returns.std(ddof=1) / np.sqrt(len(returns))) if len(returns) > 1 else 0.0,
+                "n_seeds": len(evaluations[k]),
+                "n_episodes": len(returns),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -65,8 +71,14 @@ def bootstrap_ci(values: np.ndarray, seed: int = 0) -> tuple[float, float]:
     """95% percentile bootstrap interval of the mean (fixed resampling seed, so reports are reproducible)."""
     if len(values) < 2:
         return float("nan"), float("nan")
-    res = stats.bootstrap((values,), np.mean, n_resamples=2000, confidence_level=0.95, method="percentile",
-                          random_state=np.random.default_rng(seed))
+    res = stats.bootstrap(
+        (values,),
+        np.mean,
+        n_resamples=2000,
+        confidence_level=0.95,
+        method="percentile",
+        random_state=np.random.default_rng(seed),
+    )
     return float(res.confidence_interval.low), float(res.confidence_interval.high)
 
 
@@ -85,20 +97,30 @@ def table(groups: dict[str, list[Run]], baseline: str) -> pd.DataFrame:
         means = np.array([r.final_mean for r in runs])
         with_episodes = all(r.final_returns for r in runs)
         episodes = np.concatenate([r.final_returns for r in runs]) if with_episodes else np.array([])
-        solved = [r.summary.get("first_timestep_reaching_threshold") for r in runs]
-        solved = [s for s in solved if s is not None]
+        reached = [r.summary.get("first_timestep_reaching_threshold") for r in runs]
+        solved = [float(s) for s in reached if s is not None]
         low, high = bootstrap_ci(episodes)
         welch = stats.ttest_ind(means, base_means, equal_var=False) if len(means) > 1 and len(base_means) > 1 else None
-        rows.append({
-            "config": label, "env": runs[0].env, "seeds": len(runs), "episodes": len(episodes),
-            "final_mean": float(means.mean()),
-            "sem": float(means.std(ddof=1) / np.sqrt(len(means))) if len(means) > 1
-            else float(episodes.std(ddof=1) / np.sqrt(len(episodes))) if len(episodes) > 1 else float("nan"),
-            "ci95_low": low, "ci95_high": high, "iqm": iqm(episodes) if len(episodes) else float("nan"),
-            "success_rate": float(np.mean([r.final_success for r in runs])),
-            "steps_to_threshold": float(np.mean(solved)) if solved else float("nan"),
-            "reached_threshold": f"{len(solved)}/{len(runs)}",
-            "p_welch_vs_baseline": float(welch.pvalue) if welch is not None and label != baseline else float("nan"),
-            "prob_improvement": prob_improvement(means, base_means) if label != baseline else float("nan"),
-        })
+        rows.append(
+            {
+                "config": label,
+                "env": runs[0].env,
+                "seeds": len(runs),
+                "episodes": len(episodes),
+                "final_mean": float(means.mean()),
+                "sem": float(means.std(ddof=1) / np.sqrt(len(means)))
+                if len(means) > 1
+                else float(episodes.std(ddof=1) / np.sqrt(len(episodes)))
+                if len(episodes) > 1
+                else float("nan"),
+                "ci95_low": low,
+                "ci95_high": high,
+                "iqm": iqm(episodes) if len(episodes) else float("nan"),
+                "success_rate": float(np.mean([r.final_success for r in runs])),
+                "steps_to_threshold": float(np.mean(solved)) if solved else float("nan"),
+                "reached_threshold": f"{len(solved)}/{len(runs)}",
+                "p_welch_vs_baseline": float(welch.pvalue) if welch is not None and label != baseline else float("nan"),
+                "prob_improvement": prob_improvement(means, base_means) if label != baseline else float("nan"),
+            }
+        )
     return pd.DataFrame(rows)

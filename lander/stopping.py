@@ -2,8 +2,8 @@
 
 :class:`StopOnReward` and :class:`StopOnPlateau` are called after each evaluation by
 :class:`lander.eval_callback.PeriodicEval` (their ``parent``), like SB3's ``StopTrainingOnRewardThreshold``
-and ``StopTrainingOnNoModelImprovement`` under ``EvalCallback``; :class:`StopOnEpisodes` runs every step, and :class:`SignalCheck` raises a SIGINT/SIGTERM
-held back by :func:`lander.interrupt.deferred`.
+and ``StopTrainingOnNoModelImprovement`` under ``EvalCallback``; :class:`StopOnEpisodes` runs every step,
+and :class:`SignalCheck` raises a SIGINT/SIGTERM held back by :func:`lander.interrupt.deferred`.
 """
 
 from __future__ import annotations

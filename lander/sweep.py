@@ -21,7 +21,10 @@ log = logging.getLogger(__name__)
 
 
 def sweep_group(sweep_dir: str | Path) -> str:
-    """The W&B group of a sweep: its directory, e.g. ``multirun/2026-11-22/14-05-31`` -> ``sweep-2026-11-22_14-05-31``."""
+    """The W&B group of a sweep, from its directory.
+
+    ``multirun/2026-11-22/14-05-31`` -> ``sweep-2026-11-22_14-05-31``
+    """
     parts = Path(sweep_dir).parts[-2:]
     return "sweep-" + "_".join(parts)
 
@@ -64,11 +67,16 @@ class ComparisonCallback(Callback):
             result = compare([sweep_dir], sweep_dir / "comparison", None, band=band)
         if self.log_to_wandb and config.logger.backend == "wandb" and len(result["table"]):
             self._log_to_wandb(config, sweep_dir, result)
-        FAILED_JOBS[:] = [f"job {r.path.name} ({' '.join(r.overrides)}): {r.status}"
-                          for r in result["failed"] + result["unfinished"]]
+        FAILED_JOBS[:] = [
+            f"job {r.path.name} ({' '.join(r.overrides)}): {r.status}" for r in result["failed"] + result["unfinished"]
+        ]
         if FAILED_JOBS:  # Hydra turns a callback's exception into a warning, so lander.run exits non-zero instead
-            log.error("%d job(s) of the sweep did not complete: %s. The comparison in %s covers the others.",
-                      len(FAILED_JOBS), "; ".join(FAILED_JOBS), sweep_dir / "comparison")
+            log.error(
+                "%d job(s) of the sweep did not complete: %s. The comparison in %s covers the others.",
+                len(FAILED_JOBS),
+                "; ".join(FAILED_JOBS),
+                sweep_dir / "comparison",
+            )
 
     @staticmethod
     def _log_to_wandb(config: DictConfig, sweep_dir: Path, result: dict) -> None:
@@ -77,11 +85,20 @@ class ComparisonCallback(Callback):
         from lander.tracking import keep_offline
 
         keep_offline(wandb, config.logger.mode)
-        run = wandb.init(project=config.logger.project, entity=config.logger.entity, group=sweep_group(sweep_dir),
-                         job_type="comparison", name=f"comparison_{sweep_group(sweep_dir)}", dir=str(sweep_dir),
-                         mode=config.logger.mode, settings=wandb.Settings(console="off"))
+        run = wandb.init(
+            project=config.logger.project,
+            entity=config.logger.entity,
+            group=sweep_group(sweep_dir),
+            job_type="comparison",
+            name=f"comparison_{sweep_group(sweep_dir)}",
+            dir=str(sweep_dir),
+            mode=config.logger.mode,
+            settings=wandb.Settings(console="off"),
+        )
         try:
-            run.log({"comparison/table": wandb.Table(dataframe=result["table"])}
-                    | {f"comparison/{p.stem}": wandb.Image(str(p)) for p in result["files"] if p.suffix == ".png"})
+            run.log(
+                {"comparison/table": wandb.Table(dataframe=result["table"])}
+                | {f"comparison/{p.stem}": wandb.Image(str(p)) for p in result["files"] if p.suffix == ".png"}
+            )
         finally:
             run.finish()

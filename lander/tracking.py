@@ -15,7 +15,6 @@ from stable_baselines3.common.logger import KVWriter
 
 from lander.rundir import RunPaths
 
-
 log = logging.getLogger(__name__)
 
 
@@ -39,8 +38,9 @@ def keep_offline(wandb: Any, mode: str) -> None:
 class WandbRun:
     """A started W&B run; ``log`` takes flat ``{"prefix/key": value}`` dicts with the env step."""
 
-    def __init__(self, cfg: DictConfig, run_dir: Path, name: str, group: str | None = None,
-                 run_id: str | None = None) -> None:
+    def __init__(
+        self, cfg: DictConfig, run_dir: Path, name: str, group: str | None = None, run_id: str | None = None
+    ) -> None:
         """:param run_id: the id of a run to continue (a resumed run), else a new run"""
         import wandb
 
@@ -102,8 +102,11 @@ class WandbWriter(KVWriter):
         self.run = run
 
     def write(self, key_values: dict[str, Any], key_excluded: dict[str, Any], step: int = 0) -> None:
-        values = {k: int(v) if isinstance(v, numbers.Integral) else float(v) for k, v in key_values.items()
-                  if isinstance(v, numbers.Real) and not isinstance(v, bool)}
+        values = {
+            k: int(v) if isinstance(v, numbers.Integral) else float(v)
+            for k, v in key_values.items()
+            if isinstance(v, numbers.Real) and not isinstance(v, bool)
+        }
         if values:
             self.run.log(values, step)
 

@@ -7,46 +7,48 @@ callbacks that write metrics as they go, then save, evaluate, plot, record a vid
 from __future__ import annotations
 
 import logging
-import resource
 import time
-from functools import partial
 from pathlib import Path
 from typing import Any
 
 import torch
-from hydra.errors import InstantiationException
-from hydra.utils import instantiate
 from omegaconf import DictConfig
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.logger import Logger
 from stable_baselines3.common.utils import set_random_seed
 
 from lander.algos import build_model, effective_gamma
-from lander.callbacks import ContinuedCSV, EpisodeLogger
+from lander.callbacks import ContinuedCSV
 from lander.checkpoints import Checkpointer
 from lander.config import ConfigError, check_logger, validate
-from lander.envs import action_space_kind, make_env, make_train_env, observation_space_kind
+from lander.envs import action_space_kind, make_train_env, observation_space_kind
 from lander.eval_callback import PeriodicEval
 from lander.interrupt import deferred, stop_on_signals
-from lander.monitoring import NonFiniteGuard, ResourceMonitor, check_finite, nonfinite_parameters
+from lander.monitoring import check_finite, nonfinite_parameters
+from lander.results import record_results
 from lander.resume import load_newest_checkpoint, truncate_metrics
-from lander.rundir import RunPaths, RunSummary, Status, write_json
+from lander.rundir import RunPaths, RunSummary, Status
 from lander.snapshot import write_snapshot
 from lander.speed import distribution_checks, fast_paths, use_foreach
-from lander.stopping import SignalCheck, StopOnEpisodes, StopOnPlateau, StopOnReward, StopRule
+from lander.stopping import SignalCheck
 from lander.tracking import WandbRun, WandbWriter, run_name
+from lander.training_callbacks import callbacks_for, user_callbacks
 
 log = logging.getLogger(__name__)
 
 
 def check_env_kinds(cfg: DictConfig, env: Any) -> None:
     """The env's real action and observation spaces must be the kinds ``lander/conf/env`` declares."""
-    for key, kind in (("action_space", action_space_kind(env.action_space)),
-                      ("observation_space", observation_space_kind(env.observation_space))):
+    for key, kind in (
+        ("action_space", action_space_kind(env.action_space)),
+        ("observation_space", observation_space_kind(env.observation_space)),
+    ):
         if cfg.env[key] != kind:
             env.close()
-            raise ConfigError(f"env.{key}={cfg.env[key]!r} does not match {cfg.env.id}'s {key.replace('_', ' ')} "
-                              f"{getattr(env, key)}: set it to {kind!r} in the env's YAML ({cfg.env.name}.yaml)")
+            raise ConfigError(
+                f"env.{key}={cfg.env[key]!r} does not match {cfg.env.id}'s {key.replace('_', ' ')} "
+                f"{getattr(env, key)}: set it to {kind!r} in the env's YAML ({cfg.env.name}.yaml)"
+            )
 
 
 def budget(cfg: DictConfig) -> tuple[int, int]:
@@ -54,33 +56,6 @@ def budget(cfg: DictConfig) -> tuple[int, int]:
     total = cfg.total_timesteps if cfg.total_timesteps is not None else cfg.algo.total_timesteps
     n_envs = cfg.n_envs if cfg.n_envs is not None else cfg.algo.n_envs
     return int(total), int(n_envs)
-
-
-def user_callbacks(cfg: DictConfig) -> list[BaseCallback]:
-    """The ``callbacks`` config's SB3 callbacks, built with ``hydra.utils.instantiate`` in the order given."""
-    built = []
-    for name, node in (cfg.get("callbacks") or {}).items():
-        try:
-            callback = instantiate(node)
-        except InstantiationException as exc:
-            raise ConfigError(f"callbacks.{name} cannot be built: {str(exc).splitlines()[0]}") from exc
-        if not isinstance(callback, BaseCallback):
-            raise ConfigError(f"callbacks.{name}: {node.get('_target_')} is a {type(callback).__name__}, "
-                              "not a stable_baselines3 BaseCallback")
-        built.append(callback)
-    return built
-
-
-def final_evaluation(cfg: DictConfig, model: Any, evaluator: PeriodicEval, paths: RunPaths) -> dict[str, Any]:
-    """Evaluate the final model on ``eval.episodes`` fixed seeds (the curve's last point) and write ``eval.json``."""
-    reuse = evaluator.last is not None and evaluator.last[0] == model.num_timesteps  # stopped early right after one
-    result = evaluator.last[1] if reuse else evaluator.evaluate_now()  # type: ignore[index]
-    record = result.to_dict() | {"timesteps": int(model.num_timesteps), "deterministic": cfg.eval.deterministic,
-                                 "model": paths.model.name, "env_id": cfg.env.id}
-    write_json(paths.eval_json, record)
-    log.info("final evaluation: mean %.4g +- %.2g (sem), %d episodes, success rate %s",
-             record["mean"], record["sem"], record["n"], record["success_rate"])
-    return record
 
 
 def train(cfg: DictConfig, run_dir: Path, group: str | None = None, overrides: list[str] | None = None) -> RunSummary:
@@ -109,22 +84,24 @@ def _train(cfg: DictConfig, paths: RunPaths, group: str | None, overrides: list[
     env = make_train_env(cfg.env, n_envs, cfg.seed, cfg.vec_env)
     check_env_kinds(cfg, env)
     summary = start_summary(cfg, paths, n_envs, total_timesteps, overrides)
-    wandb_run = None
-    if cfg.logger.backend == "wandb":
-        wandb_run = WandbRun(cfg, paths.root, summary.run_name, group, run_id=summary.wandb_run_id)
-        summary.wandb_run_id = wandb_run.run.id
-    checkpointer = Checkpointer(cfg.checkpoint_freq, paths.checkpoints, cfg.checkpoint_keep,
-                                cfg.checkpoint_replay_buffer)
+    wandb_run = start_wandb(cfg, paths, summary, group)
+    checkpointer = Checkpointer(
+        cfg.checkpoint_freq, paths.checkpoints, cfg.checkpoint_keep, cfg.checkpoint_replay_buffer
+    )
     exit_code, start, model = 1, time.perf_counter(), None
     try:
         model = start_model(cfg, paths, env, summary)
         done = int(model.num_timesteps)
-        evaluator, stop_reason, seconds, cpu_seconds = learn(cfg, model, paths, wandb_run, checkpointer,
-                                                             extra_callbacks)
-        summary.update(**record_results(cfg, model, evaluator, paths, seconds, done),
-                       stopped_early=stop_reason,  # None, or why training stopped before the budget
-                       train_cpu_seconds=round(cpu_seconds, 2),  # this process's CPU time in learn, evals included
-                       status=Status.COMPLETED, wall_seconds=round(time.perf_counter() - start, 2))
+        evaluator, stop_reason, seconds, cpu_seconds = learn(
+            cfg, model, paths, wandb_run, checkpointer, extra_callbacks
+        )
+        summary.update(
+            **record_results(cfg, model, evaluator, paths, seconds, done),
+            stopped_early=stop_reason,  # None, or why training stopped before the budget
+            train_cpu_seconds=round(cpu_seconds, 2),  # this process's CPU time in learn, evals included
+            status=Status.COMPLETED,
+            wall_seconds=round(time.perf_counter() - start, 2),
+        )
         summary.save(paths)
         if wandb_run:
             wandb_run.log_files(paths, summary.to_dict(), cfg.logger.log_model)
@@ -139,16 +116,35 @@ def _train(cfg: DictConfig, paths: RunPaths, group: str | None, overrides: list[
             wandb_run.finish(exit_code)
 
 
-def start_summary(cfg: DictConfig, paths: RunPaths, n_envs: int, total_timesteps: int,
-                  overrides: list[str]) -> RunSummary:
+def start_wandb(cfg: DictConfig, paths: RunPaths, summary: RunSummary, group: str | None) -> WandbRun | None:
+    """The run's W&B run (a resumed run continues its own), or None with ``logger=none``."""
+    if cfg.logger.backend != "wandb":
+        return None
+    wandb_run = WandbRun(cfg, paths.root, summary.run_name, group, run_id=summary.wandb_run_id)
+    summary.wandb_run_id = wandb_run.run.id
+    return wandb_run
+
+
+def start_summary(
+    cfg: DictConfig, paths: RunPaths, n_envs: int, total_timesteps: int, overrides: list[str]
+) -> RunSummary:
     """The run's summary as it starts (a resumed run keeps its record, less the error that stopped it)."""
     paths.metrics.mkdir(parents=True, exist_ok=True)
     resuming = cfg.get("resume") is not None
     summary = (RunSummary.load(paths) if resuming else None) or RunSummary(overrides=overrides)
     gamma = effective_gamma(cfg)
-    summary.update(status=Status.RUNNING, error=None, run_name=run_name(cfg, gamma), algo=cfg.algo.name,
-                   env=cfg.env.name, env_id=cfg.env.id, seed=cfg.seed, gamma=gamma, n_envs=n_envs,
-                   total_timesteps=total_timesteps)
+    summary.update(
+        status=Status.RUNNING,
+        error=None,
+        run_name=run_name(cfg, gamma),
+        algo=cfg.algo.name,
+        env=cfg.env.name,
+        env_id=cfg.env.id,
+        seed=cfg.seed,
+        gamma=gamma,
+        n_envs=n_envs,
+        total_timesteps=total_timesteps,
+    )
     summary.save(paths)
     if not resuming:
         write_snapshot(paths.root)
@@ -171,8 +167,9 @@ def start_model(cfg: DictConfig, paths: RunPaths, env: Any, summary: RunSummary)
     return model
 
 
-def record_stop(exc: BaseException, model: Any, checkpointer: Checkpointer, paths: RunPaths,
-                summary: RunSummary) -> None:
+def record_stop(
+    exc: BaseException, model: Any, checkpointer: Checkpointer, paths: RunPaths, summary: RunSummary
+) -> None:
     """Record a failed or interrupted run: ``summary.json``, the log, and a checkpoint if interrupted."""
     status = Status.INTERRUPTED if isinstance(exc, KeyboardInterrupt) else Status.FAILED
     broken = model is not None and bool(nonfinite_parameters(model))
@@ -181,8 +178,11 @@ def record_stop(exc: BaseException, model: Any, checkpointer: Checkpointer, path
             check_finite(model, f" ({type(exc).__name__}: {str(exc).splitlines()[0][:200]})")
         except FloatingPointError as nan_error:
             exc = nan_error
-    summary.update(status=status, error=f"{type(exc).__name__}: {exc}",
-                   timesteps=int(model.num_timesteps) if model is not None else 0)
+    summary.update(
+        status=status,
+        error=f"{type(exc).__name__}: {exc}",
+        timesteps=int(model.num_timesteps) if model is not None else 0,
+    )
     if model is not None and status == Status.INTERRUPTED and not broken:
         summary.timesteps, path = checkpointer.save_now(model)
         log.info("checkpoint %s saved; python -m lander.run resume=%s continues the run", path.name, paths.root)
@@ -190,30 +190,14 @@ def record_stop(exc: BaseException, model: Any, checkpointer: Checkpointer, path
     log.exception("run %s at %d timesteps: %s", status.value, summary.timesteps, exc)
 
 
-def callbacks_for(cfg: DictConfig, paths: RunPaths, sinks: list[Any], total_timesteps: int
-                  ) -> tuple[PeriodicEval, list[StopRule], list[BaseCallback]]:
-    """Lander's callbacks in order: guard, episodes, episode budget, evaluation with its stop rules, monitor."""
-    rules: list[StopRule] = []
-    if cfg.early_stop.reward_threshold is not None:
-        rules.append(StopOnReward(cfg.early_stop.reward_threshold))
-    if cfg.early_stop.patience is not None:
-        rules.append(StopOnPlateau(cfg.early_stop.patience))
-    evaluator = PeriodicEval(cfg.eval.freq, partial(make_env, cfg.env), cfg.eval.episodes, cfg.eval.seed,
-                             cfg.eval.n_envs, paths, cfg.env.reward_threshold, cfg.eval.deterministic, sinks,
-                             final_at=total_timesteps if cfg.final_eval else None, after_eval=list(rules))
-    episodes = EpisodeLogger(paths.train_episodes, sinks)
-    callbacks: list[BaseCallback] = [NonFiniteGuard(), episodes]  # the guard first: nothing NaN is saved
-    if cfg.max_episodes is not None:
-        rules.append(StopOnEpisodes(cfg.max_episodes, lambda: episodes.episodes))
-        callbacks.append(rules[-1])
-    callbacks.append(evaluator)
-    if cfg.monitor_freq > 0:
-        callbacks.append(ResourceMonitor(cfg.monitor_freq, paths.resources, lambda: episodes.episodes, sinks))
-    return evaluator, rules, callbacks
-
-
-def learn(cfg: DictConfig, model: Any, paths: RunPaths, wandb_run: WandbRun | None, checkpointer: Checkpointer,
-          extra: list[BaseCallback]) -> tuple[PeriodicEval, str | None, float, float]:
+def learn(
+    cfg: DictConfig,
+    model: Any,
+    paths: RunPaths,
+    wandb_run: WandbRun | None,
+    checkpointer: Checkpointer,
+    extra: list[BaseCallback],
+) -> tuple[PeriodicEval, str | None, float, float]:
     """``model.learn`` with lander's callbacks, then ``extra`` (the user's), from ``model.num_timesteps``
     (0, or a resumed run's) to the budget.
 
@@ -226,40 +210,25 @@ def learn(cfg: DictConfig, model: Any, paths: RunPaths, wandb_run: WandbRun | No
     model.set_logger(Logger(str(paths.metrics), writers))
     evaluator, rules, callbacks = callbacks_for(cfg, paths, sinks, total_timesteps)
     done = int(model.num_timesteps)
-    log.info("training %s from %d to %d timesteps on %d envs (gamma=%g, seed=%d) in %s",
-             cfg.algo.name, done, total_timesteps, model.n_envs, effective_gamma(cfg), cfg.seed, paths.root)
+    log.info(
+        "training %s from %d to %d timesteps on %d envs (gamma=%g, seed=%d) in %s",
+        cfg.algo.name,
+        done,
+        total_timesteps,
+        model.n_envs,
+        effective_gamma(cfg),
+        cfg.seed,
+        paths.root,
+    )
     start, cpu_start = time.perf_counter(), time.process_time()
     with deferred():
-        model.learn(total_timesteps=total_timesteps - done, callback=[*callbacks, checkpointer, *extra, SignalCheck()],
-                    progress_bar=cfg.progress_bar, reset_num_timesteps=done == 0)
+        model.learn(
+            total_timesteps=total_timesteps - done,
+            callback=[*callbacks, checkpointer, *extra, SignalCheck()],
+            progress_bar=cfg.progress_bar,
+            reset_num_timesteps=done == 0,
+        )
     stop_reason = next((rule.stop_reason for rule in rules if rule.stop_reason), None)
     if stop_reason:
         log.info("stopped early at %d timesteps: %s", model.num_timesteps, stop_reason)
     return evaluator, stop_reason, time.perf_counter() - start, time.process_time() - cpu_start
-
-
-def record_results(cfg: DictConfig, model: Any, evaluator: PeriodicEval, paths: RunPaths,
-                   train_seconds: float, first_step: int = 0) -> dict[str, Any]:
-    """Save the model, evaluate it, plot the learning curve, record the video; return summary fields."""
-    model.save(paths.model)
-    steps = int(model.num_timesteps)
-    out: dict[str, Any] = {
-        "timesteps": steps, "train_seconds": round(train_seconds, 2), "eval_seconds": round(evaluator.eval_seconds, 2),
-        "steps_per_second": round((steps - first_step) / train_seconds, 1),
-        "train_steps_per_second": round((steps - first_step) / (train_seconds - evaluator.eval_seconds), 1)}
-    if cfg.final_eval:
-        record = final_evaluation(cfg, model, evaluator, paths)
-        out |= {"final_eval_mean": record["mean"], "final_eval_sem": record["sem"], "final_eval_std": record["std"],
-                "final_eval_success_rate": record["success_rate"]}
-    evaluator.close()
-    out |= {"best_eval_mean": evaluator.best_mean if evaluator.best_mean > float("-inf") else None,
-            "first_timestep_reaching_threshold": evaluator.first_solved,
-            "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}  # Linux: KiB
-    # matplotlib, pandas and imageio are imported only now, after training, so they do not weigh on it
-    from lander.plots import plot_learning_curve
-    from lander.video import write_video
-
-    plot_learning_curve(paths.root, f"{run_name(cfg, effective_gamma(cfg))} ({cfg.env.id})", cfg.env.reward_threshold)
-    if cfg.video.enabled:
-        out["video"] = write_video(model, cfg.env, cfg.video, paths.video)
-    return out

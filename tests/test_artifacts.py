@@ -17,8 +17,13 @@ import yaml
 from helpers import REPO, TINY, lander_env, read_json
 from helpers.wandb_reader import read_run
 
-ALGOS = {"ppo": stable_baselines3.PPO, "a2c": stable_baselines3.A2C, "dqn": stable_baselines3.DQN,
-         "sac": stable_baselines3.SAC, "td3": stable_baselines3.TD3}
+ALGOS = {
+    "ppo": stable_baselines3.PPO,
+    "a2c": stable_baselines3.A2C,
+    "dqn": stable_baselines3.DQN,
+    "sac": stable_baselines3.SAC,
+    "td3": stable_baselines3.TD3,
+}
 
 
 def rows(path):
@@ -28,10 +33,22 @@ def rows(path):
 
 def test_run_dir_holds_every_artifact(algo_run):
     algo, run_dir = algo_run
-    for name in [".hydra/config.yaml", ".hydra/overrides.yaml", "run.log", "summary.json", "eval.json", "model.zip",
-                 "best_model.zip", "learning_curve.png", "video.mp4", "metrics/train_episodes.csv",
-                 "metrics/eval.csv", "metrics/sb3_progress.csv", "environment/pip_freeze.txt",
-                 "environment/versions.json"]:
+    for name in [
+        ".hydra/config.yaml",
+        ".hydra/overrides.yaml",
+        "run.log",
+        "summary.json",
+        "eval.json",
+        "model.zip",
+        "best_model.zip",
+        "learning_curve.png",
+        "video.mp4",
+        "metrics/train_episodes.csv",
+        "metrics/eval.csv",
+        "metrics/sb3_progress.csv",
+        "environment/pip_freeze.txt",
+        "environment/versions.json",
+    ]:
         assert (run_dir / name).is_file(), f"{algo}: {name} missing"
     assert list((run_dir / "checkpoints").glob("model_*_steps.zip")), "no checkpoint written"
     resolved = yaml.safe_load((run_dir / ".hydra/config.yaml").read_text())
@@ -42,7 +59,7 @@ def test_run_dir_holds_every_artifact(algo_run):
 
 
 def test_summary_and_metrics(algo_run):
-    algo, run_dir = algo_run
+    _algo, run_dir = algo_run
     summary = read_json(run_dir / "summary.json")
     assert summary["status"] == "completed"
     assert summary["timesteps"] >= summary["total_timesteps"]
@@ -60,7 +77,7 @@ def test_summary_and_metrics(algo_run):
 
 
 def test_eval_json_has_every_episode(algo_run):
-    algo, run_dir = algo_run
+    _algo, run_dir = algo_run
     record = read_json(run_dir / "eval.json")
     returns = [e["return"] for e in record["episodes"]]
     assert record["n"] == len(returns) == 3
@@ -86,7 +103,7 @@ def test_model_loads_in_plain_sb3_and_acts(algo_run):
 
 
 def test_video_has_frames_of_the_episode(algo_run):
-    algo, run_dir = algo_run
+    _algo, run_dir = algo_run
     frames = np.stack(imageio.mimread(run_dir / "video.mp4", memtest=False))
     video = read_json(run_dir / "summary.json")["video"]
     assert frames.ndim == 4 and frames.shape[-1] == 3 and frames.shape[2] >= 600 and frames.shape[1] >= 400

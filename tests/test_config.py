@@ -14,17 +14,47 @@ register_configs()
 
 
 def test_groups_have_the_documented_options():
-    assert set(group_options("algo")) >= {"ppo", "a2c", "dqn", "sac", "td3", "mac", "mac_adv", "reinforce", "q_learning"}
-    assert set(group_options("env")) >= {"lunar_lander", "lunar_lander_continuous", "cartpole", "frozen_lake",
-                                         "blackjack", "pong", "half_cheetah"}
+    assert set(group_options("algo")) >= {
+        "ppo",
+        "a2c",
+        "dqn",
+        "sac",
+        "td3",
+        "mac",
+        "mac_adv",
+        "reinforce",
+        "q_learning",
+    }
+    assert set(group_options("env")) >= {
+        "lunar_lander",
+        "lunar_lander_continuous",
+        "cartpole",
+        "frozen_lake",
+        "blackjack",
+        "pong",
+        "half_cheetah",
+    }
     assert set(group_options("logger")) == {"wandb", "none"}
 
 
-@pytest.mark.parametrize("algo,env", [("ppo", "lunar_lander"), ("a2c", "lunar_lander"), ("dqn", "lunar_lander"),
-                                      ("sac", "lunar_lander_continuous"), ("td3", "lunar_lander_continuous"),
-                                      ("ppo", "lunar_lander_continuous"), ("a2c", "lunar_lander_continuous"),
-                                      ("mac", "pong"), ("mac_adv", "lunar_lander"), ("reinforce", "half_cheetah"),
-                                      ("q_learning", "blackjack"), ("ppo", "half_cheetah"), ("a2c", "pong")])
+@pytest.mark.parametrize(
+    "algo,env",
+    [
+        ("ppo", "lunar_lander"),
+        ("a2c", "lunar_lander"),
+        ("dqn", "lunar_lander"),
+        ("sac", "lunar_lander_continuous"),
+        ("td3", "lunar_lander_continuous"),
+        ("ppo", "lunar_lander_continuous"),
+        ("a2c", "lunar_lander_continuous"),
+        ("mac", "pong"),
+        ("mac_adv", "lunar_lander"),
+        ("reinforce", "half_cheetah"),
+        ("q_learning", "blackjack"),
+        ("ppo", "half_cheetah"),
+        ("a2c", "pong"),
+    ],
+)
 def test_every_supported_pair_composes_and_validates(algo, env):
     cfg = composed(f"algo={algo}", f"env={env}")
     validate(cfg)
@@ -52,11 +82,18 @@ CONTINUOUS = "half_cheetah, lunar_lander_continuous"
 DISCRETE = "blackjack, cartpole, frozen_lake, lunar_lander, pong"
 
 
-@pytest.mark.parametrize("algo,env,supported", [
-    ("dqn", "lunar_lander_continuous", DISCRETE), ("sac", "lunar_lander", CONTINUOUS),
-    ("td3", "pong", CONTINUOUS), ("mac", "half_cheetah", DISCRETE), ("mac_adv", "lunar_lander_continuous", DISCRETE),
-    ("q_learning", "cartpole", "blackjack, frozen_lake"), ("q_learning", "pong", "blackjack, frozen_lake"),
-])
+@pytest.mark.parametrize(
+    "algo,env,supported",
+    [
+        ("dqn", "lunar_lander_continuous", DISCRETE),
+        ("sac", "lunar_lander", CONTINUOUS),
+        ("td3", "pong", CONTINUOUS),
+        ("mac", "half_cheetah", DISCRETE),
+        ("mac_adv", "lunar_lander_continuous", DISCRETE),
+        ("q_learning", "cartpole", "blackjack, frozen_lake"),
+        ("q_learning", "pong", "blackjack, frozen_lake"),
+    ],
+)
 def test_incompatible_pair_is_rejected_naming_supported_envs(algo, env, supported):
     with pytest.raises(ConfigError) as info:
         validate(composed(f"algo={algo}", f"env={env}"))
@@ -87,8 +124,11 @@ BAD_INPUT = [
     (["env=mars"], "Available options in 'env'"),
     (["learning_rate=0.1"], "unknown key 'learning_rate' in override 'learning_rate=0.1': top-level keys are algo, "),
     (["learning_rate=0.1"], "algorithm hyperparameters go under algo.model (e.g. algo.model.learning_rate=0.1)"),
-    (["eval.episode=5"], "unknown key 'eval.episode' in override 'eval.episode=5': keys of eval are deterministic, "
-                         "episodes, freq, n_envs, seed"),
+    (
+        ["eval.episode=5"],
+        "unknown key 'eval.episode' in override 'eval.episode=5': keys of eval are deterministic, "
+        "episodes, freq, n_envs, seed",
+    ),
     (["seed=abc"], "seed"),
     (["logger.mode=online"], "logger.mode=online needs a W&B API key"),
 ]

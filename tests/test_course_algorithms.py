@@ -37,9 +37,9 @@ def test_mac_actor_gradient_is_the_analytic_all_actions_gradient(advantage):
     analytic = None
     for a in range(3):
         grads = actor_grads(policy, -(probs[:, a] * weights[:, a]).sum() / len(obs))
-        analytic = grads if analytic is None else [x + g for x, g in zip(analytic, grads)]
+        analytic = grads if analytic is None else [x + g for x, g in zip(analytic, grads, strict=False)]
     autograd = actor_grads(policy, mac_actor_loss(probs, q, advantage))
-    for got, want in zip(autograd, analytic):
+    for got, want in zip(autograd, analytic, strict=False):
         assert th.allclose(got, want, atol=1e-7)
     assert any(g.abs().sum() > 0 for g in autograd)
 
@@ -49,12 +49,13 @@ def test_mac_actor_loss_leaves_the_critic_alone_and_the_baseline_does_not_change
     distribution, q = policy.distribution_and_q(obs)
     probs = distribution.distribution.probs
     critic = [*policy.mlp_extractor.value_net.parameters(), *policy.value_net.parameters()]
-    assert all(g is None for g in th.autograd.grad(mac_actor_loss(probs, q), critic, allow_unused=True,
-                                                   retain_graph=True))
+    assert all(
+        g is None for g in th.autograd.grad(mac_actor_loss(probs, q), critic, allow_unused=True, retain_graph=True)
+    )
     # sum_a grad pi(a|s) = 0, so subtracting V(s) changes the loss but not the gradient
     plain, adv = actor_grads(policy, mac_actor_loss(probs, q)), actor_grads(policy, mac_actor_loss(probs, q, True))
     assert not th.isclose(mac_actor_loss(probs, q), mac_actor_loss(probs, q, True))
-    for x, y in zip(plain, adv):
+    for x, y in zip(plain, adv, strict=False):
         assert th.allclose(x, y, atol=1e-6)
 
 
@@ -70,8 +71,9 @@ def test_mac_value_is_the_policy_weighted_q_and_the_model_round_trips(tmp_path):
     model.save(tmp_path / "mac.zip")
     loaded = MAC.load(tmp_path / "mac.zip")
     assert loaded.advantage is True and loaded.pg_coef == model.pg_coef
-    assert np.array_equal(loaded.predict(obs.numpy(), deterministic=True)[0],
-                          model.predict(obs.numpy(), deterministic=True)[0])
+    assert np.array_equal(
+        loaded.predict(obs.numpy(), deterministic=True)[0], model.predict(obs.numpy(), deterministic=True)[0]
+    )
 
 
 def test_mac_refuses_a_continuous_action_space():
@@ -92,8 +94,16 @@ def test_q_learning_update_matches_a_hand_computed_step():
 
 def test_q_learning_solves_the_deterministic_frozen_lake_and_round_trips(tmp_path):
     env = make_vec_env("FrozenLake-v1", n_envs=1, seed=0, env_kwargs={"is_slippery": False})
-    model = QLearning("TabularPolicy", env, alpha=0.5, gamma=0.95, seed=0, exploration_initial_eps=1.0,
-                      exploration_final_eps=0.1, exploration_fraction=0.5).learn(3000)
+    model = QLearning(
+        "TabularPolicy",
+        env,
+        alpha=0.5,
+        gamma=0.95,
+        seed=0,
+        exploration_initial_eps=1.0,
+        exploration_final_eps=0.1,
+        exploration_fraction=0.5,
+    ).learn(3000)
     play = gym.make("FrozenLake-v1", is_slippery=False)
     obs, _ = play.reset(seed=0)
     total, done = 0.0, False

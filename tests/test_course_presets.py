@@ -10,21 +10,35 @@ import pytest
 from omegaconf import OmegaConf
 
 from helpers import QUICK, REPO, lander_env, read_json, run_lander
+from helpers.wandb_reader import read_run
 from lander.envs import make_train_env
 from lander.loading import safe_load
-from helpers.wandb_reader import read_run
 
 
 def sweep(sweep_dir, *overrides):
-    cmd = [sys.executable, "-m", "lander.run", "--multirun", *overrides, *QUICK, "checkpoint_freq=0",
-           f"hydra.sweep.dir={sweep_dir}"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "lander.run",
+        "--multirun",
+        *overrides,
+        *QUICK,
+        "checkpoint_freq=0",
+        f"hydra.sweep.dir={sweep_dir}",
+    ]
     return subprocess.run(cmd, cwd=REPO, env=lander_env(), capture_output=True, text=True, timeout=900)
 
 
 def test_qcritic_preset_names_runs_like_the_assignment_and_pools_eval_episodes(tmp_path):
     sweep_dir = tmp_path / "qcritic"
-    proc = sweep(sweep_dir, "experiment=qcritic_lunar", "seed=0", "n_envs=2", "total_timesteps=1000",
-                 "+env.kwargs.max_episode_steps=200")
+    proc = sweep(
+        sweep_dir,
+        "experiment=qcritic_lunar",
+        "seed=0",
+        "n_envs=2",
+        "total_timesteps=1000",
+        "+env.kwargs.max_episode_steps=200",
+    )
     assert proc.returncode == 0, proc.stderr[-4000:]
     jobs = sorted((p for p in sweep_dir.iterdir() if p.name.isdigit()), key=lambda p: int(p.name))
     runs = [read_run(job) for job in jobs]
@@ -35,6 +49,7 @@ def test_qcritic_preset_names_runs_like_the_assignment_and_pools_eval_episodes(t
     assert (sweep_dir / "comparison/learning_curves_lunar_lander.png").is_file()
     from lander.compare import find_runs
     from lander.statistics import pooled_curve
+
     mac = [r for r in find_runs([sweep_dir]) if r.summary["algo"] == "mac"]
     curve = pooled_curve(mac)
     episodes = pd.read_csv(mac[0].path / "metrics/eval_episodes.csv")
@@ -44,9 +59,17 @@ def test_qcritic_preset_names_runs_like_the_assignment_and_pools_eval_episodes(t
 
 def test_q_learning_alpha_preset_states_the_best_alpha_per_env(tmp_path):
     sweep_dir = tmp_path / "alpha"
-    proc = sweep(sweep_dir, "experiment=q_learning_alpha", "algo.model.alpha=0.1,0.9", "seed=0",
-                 "total_timesteps=2000", "eval.freq=1000", "eval.episodes=50", "logger=none",
-                 "baseline='algo.model.alpha=7'")  # names no configuration: the first is the baseline instead
+    proc = sweep(
+        sweep_dir,
+        "experiment=q_learning_alpha",
+        "algo.model.alpha=0.1,0.9",
+        "seed=0",
+        "total_timesteps=2000",
+        "eval.freq=1000",
+        "eval.episodes=50",
+        "logger=none",
+        "baseline='algo.model.alpha=7'",
+    )  # names no configuration: the first is the baseline instead
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert "baseline='algo.model.alpha=7' is not a configuration here" in proc.stdout + proc.stderr
     table = pd.read_csv(sweep_dir / "comparison/table.csv")
@@ -56,14 +79,23 @@ def test_q_learning_alpha_preset_states_the_best_alpha_per_env(tmp_path):
         rows = table[table["env"] == env]
         best = rows.loc[rows["final_mean"].idxmax(), "config"]
         assert best.startswith("algo.model.alpha=") and f"Best on {env}: **{best}**" in report
-    gammas = {read_json(j / "summary.json")["env"]: read_json(j / "summary.json")["gamma"]
-              for j in sweep_dir.iterdir() if j.name.isdigit()}
+    gammas = {
+        read_json(j / "summary.json")["env"]: read_json(j / "summary.json")["gamma"]
+        for j in sweep_dir.iterdir()
+        if j.name.isdigit()
+    }
     assert gammas == {"frozen_lake": 0.99, "blackjack": 1.0}  # lander/conf/tuned/q_learning_blackjack.yaml
 
 
-@pytest.mark.parametrize("preset,algo,env", [("reinforce_cartpole", "reinforce", "cartpole"),
-                                             ("ppo_half_cheetah", "ppo", "half_cheetah"),
-                                             ("qcritic_pong", "mac", "pong"), ("q_learning_alpha", "q_learning", None)])
+@pytest.mark.parametrize(
+    "preset,algo,env",
+    [
+        ("reinforce_cartpole", "reinforce", "cartpole"),
+        ("ppo_half_cheetah", "ppo", "half_cheetah"),
+        ("qcritic_pong", "mac", "pong"),
+        ("q_learning_alpha", "q_learning", None),
+    ],
+)
 def test_every_preset_composes(preset, algo, env):
     from hydra import compose, initialize_config_dir
 
@@ -82,8 +114,17 @@ def test_every_preset_composes(preset, algo, env):
 def test_same_seed_same_record_other_seed_different(tmp_path):
     def record(name: str, seed: int):
         run_dir = tmp_path / name
-        proc = run_lander(run_dir, "algo=reinforce", "env=cartpole", "total_timesteps=1500",
-                          "algo.model.batch_episodes=3", *QUICK, f"seed={seed}", "logger=none", "video.enabled=false")
+        proc = run_lander(
+            run_dir,
+            "algo=reinforce",
+            "env=cartpole",
+            "total_timesteps=1500",
+            "algo.model.batch_episodes=3",
+            *QUICK,
+            f"seed={seed}",
+            "logger=none",
+            "video.enabled=false",
+        )
         assert proc.returncode == 0, proc.stderr[-3000:]
         train = pd.read_csv(run_dir / "metrics/train_episodes.csv").drop(columns=["wall_time"])
         cfg = OmegaConf.load(run_dir / ".hydra/config.yaml")
@@ -101,9 +142,20 @@ def test_interrupted_q_learning_run_resumes_to_the_budget(tmp_path):
     import time
 
     run_dir, budget = tmp_path / "run", 60000
-    cmd = [sys.executable, "-m", "lander.run", "algo=q_learning", "env=frozen_lake", f"total_timesteps={budget}",
-           "eval.freq=5000", "eval.episodes=10", "checkpoint_freq=5000", "progress_bar=false", "logger=none",
-           f"hydra.run.dir={run_dir}"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "lander.run",
+        "algo=q_learning",
+        "env=frozen_lake",
+        f"total_timesteps={budget}",
+        "eval.freq=5000",
+        "eval.episodes=10",
+        "checkpoint_freq=5000",
+        "progress_bar=false",
+        "logger=none",
+        f"hydra.run.dir={run_dir}",
+    ]
     proc = subprocess.Popen(cmd, cwd=REPO, env=lander_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     evals = run_dir / "metrics/eval.csv"
     deadline = time.monotonic() + 240
@@ -114,8 +166,14 @@ def test_interrupted_q_learning_run_resumes_to_the_budget(tmp_path):
     assert proc.wait(timeout=60) == 130
     stopped = read_json(run_dir / "summary.json")
     assert stopped["status"] == "interrupted" and 0 < stopped["timesteps"] < budget
-    done = subprocess.run([sys.executable, "-m", "lander.run", f"resume={run_dir}"], cwd=REPO, env=lander_env(),
-                          capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [sys.executable, "-m", "lander.run", f"resume={run_dir}"],
+        cwd=REPO,
+        env=lander_env(),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     summary = read_json(run_dir / "summary.json")
     assert summary["status"] == "completed" and summary["timesteps"] == budget

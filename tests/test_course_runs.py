@@ -22,30 +22,54 @@ ENV_TINY = {  # short episodes where a real one is long, so a tiny budget still 
     "pong": ["+env.kwargs.max_episode_steps=400", "total_timesteps=300"],  # 400 frames = 100 agent steps
     "half_cheetah": ["+env.kwargs.max_episode_steps=100"],
     "lunar_lander": ["+env.kwargs.max_episode_steps=200"],
-    "cartpole": [], "frozen_lake": [], "blackjack": [],
+    "cartpole": [],
+    "frozen_lake": [],
+    "blackjack": [],
 }
 SUPPORTED = {
     "mac": ["lunar_lander", "cartpole", "frozen_lake", "blackjack", "pong"],
     "mac_adv": ["lunar_lander", "pong", "cartpole", "frozen_lake", "blackjack"],
-    "reinforce": ["lunar_lander", "lunar_lander_continuous", "cartpole", "frozen_lake", "blackjack", "pong",
-                  "half_cheetah"],
+    "reinforce": [
+        "lunar_lander",
+        "lunar_lander_continuous",
+        "cartpole",
+        "frozen_lake",
+        "blackjack",
+        "pong",
+        "half_cheetah",
+    ],
     "q_learning": ["frozen_lake", "blackjack"],
 }
 # mac_adv is mac with advantage=true: on the envs mac covers, its tiny runs are in the slow set to keep the suite short
 SLOW_PAIRS = {("mac_adv", "cartpole"), ("mac_adv", "frozen_lake"), ("mac_adv", "blackjack")}
-PAIRS = [pytest.param(algo, env, id=f"{algo}-{env}", marks=[pytest.mark.slow] if (algo, env) in SLOW_PAIRS else [])
-         for algo, envs in SUPPORTED.items() for env in envs]
+PAIRS = [
+    pytest.param(algo, env, id=f"{algo}-{env}", marks=[pytest.mark.slow] if (algo, env) in SLOW_PAIRS else [])
+    for algo, envs in SUPPORTED.items()
+    for env in envs
+]
 
 
 @pytest.mark.parametrize("algo,env", PAIRS)
 def test_tiny_run_leaves_the_complete_record(tmp_path, algo, env):
     run_dir = tmp_path / "run"
-    proc = run_lander(run_dir, f"algo={algo}", f"env={env}", *ALGO_TINY[algo], *ENV_TINY.get(env, []), *QUICK,
-                      "logger=none")
+    proc = run_lander(
+        run_dir, f"algo={algo}", f"env={env}", *ALGO_TINY[algo], *ENV_TINY.get(env, []), *QUICK, "logger=none"
+    )
     assert proc.returncode == 0, f"{algo} on {env} failed:\n{proc.stderr[-4000:]}"
-    for name in [".hydra/config.yaml", "run.log", "summary.json", "eval.json", "model.zip", "best_model.zip",
-                 "learning_curve.png", "video.mp4", "metrics/train_episodes.csv", "metrics/eval.csv",
-                 "metrics/eval_episodes.csv", "environment/pip_freeze.txt"]:
+    for name in [
+        ".hydra/config.yaml",
+        "run.log",
+        "summary.json",
+        "eval.json",
+        "model.zip",
+        "best_model.zip",
+        "learning_curve.png",
+        "video.mp4",
+        "metrics/train_episodes.csv",
+        "metrics/eval.csv",
+        "metrics/eval_episodes.csv",
+        "environment/pip_freeze.txt",
+    ]:
         assert (run_dir / name).is_file(), f"{algo} on {env}: {name} missing"
     summary = read_json(run_dir / "summary.json")
     assert summary["status"] == "completed" and summary["timesteps"] >= summary["total_timesteps"]

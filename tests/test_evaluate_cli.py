@@ -20,8 +20,14 @@ from helpers import REPO, lander_env, read_json, tiny_run
 
 
 def evaluate(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "lander.evaluate", *args], cwd=REPO, env=lander_env(),
-                          capture_output=True, text=True, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "lander.evaluate", *args],
+        cwd=REPO,
+        env=lander_env(),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -32,8 +38,11 @@ def ppo_run(tmp_path_factory) -> Path:
 
 
 def digest(run_dir: Path) -> dict[str, str]:
-    return {str(p.relative_to(run_dir)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in run_dir.rglob("*") if p.is_file() and "evaluations" not in p.parts}
+    return {
+        str(p.relative_to(run_dir)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in run_dir.rglob("*")
+        if p.is_file() and "evaluations" not in p.parts
+    }
 
 
 def test_evaluate_a_run_writes_beside_it_and_touches_nothing(ppo_run):
@@ -50,7 +59,9 @@ def test_evaluate_a_run_writes_beside_it_and_touches_nothing(ppo_run):
     proc = evaluate(f"run={ppo_run}", "n_episodes=3")
     assert proc.returncode == 0, proc.stderr
     again = read_json(ppo_run / "evaluations" / "model_3ep_deterministic_seed-1000000.json")
-    assert [e["return"] for e in again["episodes"]] == [e["return"] for e in read_json(ppo_run / "eval.json")["episodes"]]
+    assert [e["return"] for e in again["episodes"]] == [
+        e["return"] for e in read_json(ppo_run / "eval.json")["episodes"]
+    ]
 
 
 def test_bad_arguments_are_named(ppo_run, tmp_path):
@@ -73,8 +84,12 @@ def test_model_that_does_not_fit_the_env_is_a_clear_error(ppo_run, tmp_path):
     other = tmp_path / "continuous"
     shutil.copytree(ppo_run, other)
     config = yaml.safe_load((other / ".hydra/config.yaml").read_text())
-    config["env"] |= {"name": "lunar_lander_continuous", "id": "LunarLanderContinuous-v3", "action_space": "continuous",
-                      "kwargs": {"continuous": True}}
+    config["env"] |= {
+        "name": "lunar_lander_continuous",
+        "id": "LunarLanderContinuous-v3",
+        "action_space": "continuous",
+        "kwargs": {"continuous": True},
+    }
     (other / ".hydra/config.yaml").write_text(yaml.safe_dump(config))
     proc = evaluate(f"run={other}", "n_episodes=1")
     assert proc.returncode == 1 and "does not fit LunarLanderContinuous-v3" in proc.stderr
@@ -97,8 +112,10 @@ def with_payload(source: Path, target: Path, key: str, marker: Path) -> Path:
             content = zin.read(item.filename)
             if item.filename == "data":
                 data = json.loads(content)
-                data[key] = {":type:": "<class 'Payload'>",
-                             ":serialized:": base64.b64encode(cloudpickle.dumps(Payload(marker))).decode()}
+                data[key] = {
+                    ":type:": "<class 'Payload'>",
+                    ":serialized:": base64.b64encode(cloudpickle.dumps(Payload(marker))).decode(),
+                }
                 content = json.dumps(data).encode()
             zout.writestr(item, content)
     return target
@@ -116,6 +133,6 @@ def test_a_pickled_payload_never_runs(ppo_run, tmp_path):
     # the payload is real: plain SB3 loading would have run it
     from stable_baselines3 import PPO
 
-    with pytest.raises(Exception):
+    with pytest.raises(Exception):  # noqa: B017 - whatever the payload raises after running
         PPO.load(known, device="cpu")
     assert marker.exists()

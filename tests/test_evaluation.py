@@ -39,8 +39,9 @@ def test_episodes_match_a_hand_rolled_episode(model):
 
 
 def test_statistics():
-    result = EvalResult(returns=[100.0, 200.0, 300.0, 250.0], lengths=[10, 20, 30, 40], seeds=[0, 1, 2, 3],
-                        threshold=200)
+    result = EvalResult(
+        returns=[100.0, 200.0, 300.0, 250.0], lengths=[10, 20, 30, 40], seeds=[0, 1, 2, 3], threshold=200
+    )
     stats = result.stats()
     assert stats["mean"] == 212.5 and stats["median"] == 225.0
     assert stats["std"] == pytest.approx(np.std([100, 200, 300, 250], ddof=1))

@@ -24,8 +24,18 @@ def test_exception_marks_the_run_failed_and_finishes_wandb(tmp_path):
 
 def test_sigterm_mid_run_keeps_metrics_and_a_checkpoint(tmp_path):
     run_dir = tmp_path / "run"
-    cmd = [sys.executable, "-m", "lander.run", "n_envs=2", "algo.model.n_steps=128", "total_timesteps=500000",
-           "eval.freq=512", "eval.episodes=2", "progress_bar=false", f"hydra.run.dir={run_dir}"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "lander.run",
+        "n_envs=2",
+        "algo.model.n_steps=128",
+        "total_timesteps=500000",
+        "eval.freq=512",
+        "eval.episodes=2",
+        "progress_bar=false",
+        f"hydra.run.dir={run_dir}",
+    ]
     proc = subprocess.Popen(cmd, cwd=REPO, env=lander_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     evals = run_dir / "metrics/eval.csv"
     deadline = time.monotonic() + 240

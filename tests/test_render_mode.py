@@ -15,12 +15,25 @@ from helpers import assert_same_results, composed, read_json, run_lander
 RENDERING = "+env.kwargs.render_mode=rgb_array"
 # the default config (16 envs x 1024-step rollouts, zoo PPO values); two rollouts, so the second one is
 # collected by an updated policy, and a periodic and a final evaluation
-SHORT = ["algo=ppo", "seed=0", "total_timesteps=32768", "eval.freq=16384", "eval.episodes=5", "eval.n_envs=5",
-         "logger=none", "video.enabled=false", "progress_bar=false", "checkpoint_freq=0", "monitor_freq=0"]
+SHORT = [
+    "algo=ppo",
+    "seed=0",
+    "total_timesteps=32768",
+    "eval.freq=16384",
+    "eval.episodes=5",
+    "eval.n_envs=5",
+    "logger=none",
+    "video.enabled=false",
+    "progress_bar=false",
+    "checkpoint_freq=0",
+    "monitor_freq=0",
+]
 
 
-@pytest.mark.parametrize("env_name", ["lunar_lander", "lunar_lander_continuous", "cartpole", "frozen_lake",
-                                      "blackjack", "pong", "half_cheetah"])
+@pytest.mark.parametrize(
+    "env_name",
+    ["lunar_lander", "lunar_lander_continuous", "cartpole", "frozen_lake", "blackjack", "pong", "half_cheetah"],
+)
 def test_training_and_eval_envs_do_not_render(env_name):
     from lander.envs import make_env, make_train_env
 

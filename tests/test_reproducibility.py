@@ -27,8 +27,9 @@ def test_same_seed_same_results_other_seed_different(tmp_path):
     for name, seed in [("a", 0), ("b", 0), ("c", 1)]:
         tiny_run(tmp_path / name, "ppo", f"seed={seed}", "logger=none", "video.enabled=false")
         runs[name] = tmp_path / name
-    (train_a, eval_a, final_a), (train_b, eval_b, final_b), (train_c, eval_c, final_c) = (
-        metrics(runs[n]) for n in "abc")
+    (train_a, eval_a, final_a), (train_b, eval_b, final_b), (train_c, _eval_c, _final_c) = (
+        metrics(runs[n]) for n in "abc"
+    )
     pd.testing.assert_frame_equal(train_a, train_b)
     pd.testing.assert_frame_equal(eval_a, eval_b)
     assert final_a == final_b

@@ -16,9 +16,19 @@ from helpers import REPO, lander_env, read_json
 from helpers.wandb_reader import read_runs
 
 BUDGET = 16384  # 64 rollouts of 2 envs x 128 steps
-SMALL_PPO = ["algo=ppo", "n_envs=2", "algo.model.n_steps=128", "algo.model.batch_size=64", f"total_timesteps={BUDGET}",
-             "eval.freq=1024", "eval.episodes=2", "eval.n_envs=2", "checkpoint_freq=1024", "progress_bar=false",
-             "video.max_steps=50"]
+SMALL_PPO = [
+    "algo=ppo",
+    "n_envs=2",
+    "algo.model.n_steps=128",
+    "algo.model.batch_size=64",
+    f"total_timesteps={BUDGET}",
+    "eval.freq=1024",
+    "eval.episodes=2",
+    "eval.n_envs=2",
+    "checkpoint_freq=1024",
+    "progress_bar=false",
+    "video.max_steps=50",
+]
 
 
 def start(run_dir: Path, *extra: str) -> subprocess.Popen:
@@ -34,8 +44,14 @@ def wait_for(condition, timeout: float = 240) -> None:
 
 
 def resume(run_dir: Path) -> subprocess.CompletedProcess:
-    proc = subprocess.run([sys.executable, "-m", "lander.run", f"resume={run_dir}"], cwd=REPO, env=lander_env(),
-                          capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-m", "lander.run", f"resume={run_dir}"],
+        cwd=REPO,
+        env=lander_env(),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr[-4000:]
     return proc
 
@@ -60,8 +76,12 @@ def assert_continuous_record(run_dir: Path, keep: int | None = 3) -> None:
 def test_interrupted_run_resumes_to_the_budget(tmp_path, sig, code):
     run_dir = tmp_path / "run"
     proc = start(run_dir)
-    wait_for(lambda: (run_dir / "metrics/eval.csv").is_file()
-             and len((run_dir / "metrics/eval.csv").read_text().splitlines()) >= 4)
+    wait_for(
+        lambda: (
+            (run_dir / "metrics/eval.csv").is_file()
+            and len((run_dir / "metrics/eval.csv").read_text().splitlines()) >= 4
+        )
+    )
     proc.send_signal(sig)
     assert proc.wait(timeout=60) == code
     stopped = read_json(run_dir / "summary.json")
@@ -100,22 +120,52 @@ def test_killed_run_resumes_from_the_newest_checkpoint_that_loads(tmp_path):
 
 
 def test_resume_refuses_a_completed_run_and_other_overrides(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "lander.run", f"resume={tmp_path}"], cwd=REPO, env=lander_env(),
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "lander.run", f"resume={tmp_path}"],
+        cwd=REPO,
+        env=lander_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 2 and "is not a lander run directory" in proc.stderr
 
 
 def test_off_policy_checkpoints_carry_the_replay_buffer(tmp_path):
     run_dir = tmp_path / "run"
-    proc = subprocess.run([sys.executable, "-m", "lander.run", "algo=dqn", "total_timesteps=1200",
-                           "algo.model.learning_starts=200", "eval.freq=600", "eval.episodes=2", "eval.n_envs=2",
-                           "checkpoint_freq=300", "checkpoint_keep=2", "checkpoint_replay_buffer=true",
-                           "progress_bar=false", "video.enabled=false", "logger=none", f"hydra.run.dir={run_dir}"],
-                          cwd=REPO, env=lander_env(), capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "lander.run",
+            "algo=dqn",
+            "total_timesteps=1200",
+            "algo.model.learning_starts=200",
+            "eval.freq=600",
+            "eval.episodes=2",
+            "eval.n_envs=2",
+            "checkpoint_freq=300",
+            "checkpoint_keep=2",
+            "checkpoint_replay_buffer=true",
+            "progress_bar=false",
+            "video.enabled=false",
+            "logger=none",
+            f"hydra.run.dir={run_dir}",
+        ],
+        cwd=REPO,
+        env=lander_env(),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     names = sorted(p.name for p in (run_dir / "checkpoints").iterdir())
-    assert names == ["model_600_steps.zip", "model_900_steps.zip",  # the newest 2 (the final model is model.zip)
-                     "replay_buffer_600_steps.pkl", "replay_buffer_900_steps.pkl"]
+    assert names == [
+        "model_600_steps.zip",
+        "model_900_steps.zip",  # the newest 2 (the final model is model.zip)
+        "replay_buffer_600_steps.pkl",
+        "replay_buffer_900_steps.pkl",
+    ]
     from stable_baselines3 import DQN
 
     model = DQN.load(run_dir / "checkpoints/model_900_steps.zip", device="cpu")

@@ -13,8 +13,17 @@ import yaml
 from helpers import REPO, lander_env, read_json
 from helpers.wandb_reader import read_run
 
-TINY_SWEEP = ["n_envs=2", "total_timesteps=1024", "algo.model.n_steps=256", "eval.freq=256", "eval.episodes=3",
-              "eval.n_envs=3", "video.max_steps=50", "progress_bar=false", "checkpoint_freq=0"]
+TINY_SWEEP = [
+    "n_envs=2",
+    "total_timesteps=1024",
+    "algo.model.n_steps=256",
+    "eval.freq=256",
+    "eval.episodes=3",
+    "eval.n_envs=3",
+    "video.max_steps=50",
+    "progress_bar=false",
+    "checkpoint_freq=0",
+]
 NOT_WALL_CLOCK = ["timesteps", "mean", "std", "sem", "n", "median", "min", "max", "success_rate", "mean_length"]
 
 
@@ -71,15 +80,19 @@ def test_default_launcher_runs_jobs_in_parallel_and_matches_the_serial_one(seria
         serial = pd.read_csv(serial_sweep / str(i) / "metrics/eval.csv")[NOT_WALL_CLOCK]
         parallel = pd.read_csv(tmp_path / "joblib" / str(i) / "metrics/eval.csv")[NOT_WALL_CLOCK]
         pd.testing.assert_frame_equal(serial, parallel)
-        assert read_json(serial_sweep / str(i) / "eval.json")["episodes"] == \
-            read_json(tmp_path / "joblib" / str(i) / "eval.json")["episodes"]
+        assert (
+            read_json(serial_sweep / str(i) / "eval.json")["episodes"]
+            == read_json(tmp_path / "joblib" / str(i) / "eval.json")["episodes"]
+        )
 
 
 def test_a_failing_job_does_not_stop_the_others(tmp_path):
     sweep_dir = tmp_path / "failing"
     proc = sweep(sweep_dir, "algo=ppo", "seed=0", "algo.model.batch_size=64,1")
     assert proc.returncode != 0
-    assert "lander: 1 job(s) of the sweep did not complete: job 1 (algo=ppo seed=0 algo.model.batch_size=1" in proc.stderr
+    assert (
+        "lander: 1 job(s) of the sweep did not complete: job 1 (algo=ppo seed=0 algo.model.batch_size=1" in proc.stderr
+    )
     assert read_json(sweep_dir / "0" / "summary.json")["status"] == "completed"
     assert read_json(sweep_dir / "1" / "summary.json")["status"] == "failed"
     table = pd.read_csv(sweep_dir / "comparison" / "table.csv")
@@ -91,14 +104,42 @@ def test_a_failing_job_does_not_stop_the_others(tmp_path):
 def test_compare_cli_on_hand_picked_runs_of_different_lengths(serial_sweep, tmp_path):
     longer = tmp_path / "longer"
     overrides = [o if o != "total_timesteps=1024" else "total_timesteps=2048" for o in TINY_SWEEP]
-    proc = subprocess.run([sys.executable, "-m", "lander.run", "algo=a2c", "seed=5", *overrides, "logger=none",
-                           f"hydra.run.dir={longer}"],
-                          cwd=REPO, env=lander_env(), capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "lander.run",
+            "algo=a2c",
+            "seed=5",
+            *overrides,
+            "logger=none",
+            f"hydra.run.dir={longer}",
+        ],
+        cwd=REPO,
+        env=lander_env(),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = tmp_path / "report"
-    proc = subprocess.run([sys.executable, "-m", "lander.compare", str(serial_sweep / "0"), str(longer),
-                           "--out", str(out), "--baseline", "algo=a2c total_timesteps=2048"],
-                          cwd=REPO, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "lander.compare",
+            str(serial_sweep / "0"),
+            str(longer),
+            "--out",
+            str(out),
+            "--baseline",
+            "algo=a2c total_timesteps=2048",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     table = pd.read_csv(out / "table.csv")
     configs = ["algo=ppo total_timesteps=1024", "algo=a2c total_timesteps=2048"]
@@ -109,29 +150,46 @@ def test_compare_cli_on_hand_picked_runs_of_different_lengths(serial_sweep, tmp_
 
 
 def test_compare_rejects_an_unknown_baseline(serial_sweep, tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "lander.compare", str(serial_sweep), "--out", str(tmp_path),
-                           "--baseline", "algo=sac"], cwd=REPO, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "lander.compare", str(serial_sweep), "--out", str(tmp_path), "--baseline", "algo=sac"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 2 and "baseline='algo=sac' is not a configuration here" in proc.stderr
 
 
 def test_submitit_local_sweep_matches_the_serial_one(serial_sweep, tmp_path):
-    proc = sweep(tmp_path / "submitit", "hydra/launcher=submitit_local", "hydra.launcher.timeout_min=10",
-                 "algo=ppo", "seed=0,1")
+    proc = sweep(
+        tmp_path / "submitit", "hydra/launcher=submitit_local", "hydra.launcher.timeout_min=10", "algo=ppo", "seed=0,1"
+    )
     assert proc.returncode == 0, proc.stderr[-4000:]
     for i in range(2):
         serial = pd.read_csv(serial_sweep / str(i) / "metrics/eval.csv")[NOT_WALL_CLOCK]
-        pd.testing.assert_frame_equal(serial, pd.read_csv(tmp_path / "submitit" / str(i) / "metrics/eval.csv")[NOT_WALL_CLOCK])
+        pd.testing.assert_frame_equal(
+            serial, pd.read_csv(tmp_path / "submitit" / str(i) / "metrics/eval.csv")[NOT_WALL_CLOCK]
+        )
 
 
 def test_optuna_search_stores_a_resumable_study(tmp_path):
     import optuna
 
     sweep_dir = tmp_path / "optuna"
-    search = ["hparams_search=ppo_optuna", "logger=none", "video.enabled=false", "eval.freq=0",
-              "total_timesteps=512"]
+    search = ["hparams_search=ppo_optuna", "logger=none", "video.enabled=false", "eval.freq=0", "total_timesteps=512"]
     for trials in (2, 1):
-        cmd = [sys.executable, "-m", "lander.run", *search, f"hydra.sweeper.n_trials={trials}", *TINY_SWEEP[:1],
-               "algo.model.n_steps=256", "eval.episodes=2", "progress_bar=false", f"hydra.sweep.dir={sweep_dir}"]
+        cmd = [
+            sys.executable,
+            "-m",
+            "lander.run",
+            *search,
+            f"hydra.sweeper.n_trials={trials}",
+            *TINY_SWEEP[:1],
+            "algo.model.n_steps=256",
+            "eval.episodes=2",
+            "progress_bar=false",
+            f"hydra.sweep.dir={sweep_dir}",
+        ]
         proc = subprocess.run(cmd, cwd=REPO, env=lander_env(), capture_output=True, text=True, timeout=600)
         assert proc.returncode == 0, proc.stderr[-4000:]
     study = optuna.load_study(study_name="ppo_lunar_lander", storage=f"sqlite:///{sweep_dir}/optuna.db")
@@ -162,8 +220,14 @@ def test_compare_at_an_equal_budget_uses_each_runs_evaluation_at_that_point(seri
 
 
 def test_evaluate_cli_on_a_sweep_evaluates_every_job(serial_sweep):
-    proc = subprocess.run([sys.executable, "-m", "lander.evaluate", f"run={serial_sweep}", "n_episodes=2",
-                           "name=re_eval"], cwd=REPO, env=lander_env(), capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-m", "lander.evaluate", f"run={serial_sweep}", "n_episodes=2", "name=re_eval"],
+        cwd=REPO,
+        env=lander_env(),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr
     for job in ("0", "1", "2", "3"):
         record = read_json(serial_sweep / job / "evaluations" / "re_eval.json")

@@ -13,23 +13,44 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+
 from helpers import REPO, lander_env, read_json
 
 # job 0 is short, job 1 long enough to be killed between its first checkpoint and its end
-SWEEP = ["algo=ppo", "total_timesteps=2048,40960", "n_envs=2", "algo.model.n_steps=256", "eval.freq=2048",
-         "eval.episodes=2", "eval.n_envs=2", "video.enabled=false", "progress_bar=false", "checkpoint_freq=2048",
-         "monitor_freq=0"]
+SWEEP = [
+    "algo=ppo",
+    "total_timesteps=2048,40960",
+    "n_envs=2",
+    "algo.model.n_steps=256",
+    "eval.freq=2048",
+    "eval.episodes=2",
+    "eval.n_envs=2",
+    "video.enabled=false",
+    "progress_bar=false",
+    "checkpoint_freq=2048",
+    "monitor_freq=0",
+]
 
 
 def command(sweep_dir: Path, launcher: str) -> list[str]:
-    return [sys.executable, "-m", "lander.run", "--multirun", f"hydra/launcher={launcher}", *SWEEP,
-            f"hydra.sweep.dir={sweep_dir}"]
+    return [
+        sys.executable,
+        "-m",
+        "lander.run",
+        "--multirun",
+        f"hydra/launcher={launcher}",
+        *SWEEP,
+        f"hydra.sweep.dir={sweep_dir}",
+    ]
 
 
 def digests(job: Path) -> dict[str, str]:
     """Content and modification time of every file a run wrote (not Hydra's config copy or the log)."""
-    return {str(p.relative_to(job)): hashlib.sha256(p.read_bytes()).hexdigest() + f"@{p.stat().st_mtime_ns}"
-            for p in sorted(job.rglob("*")) if p.is_file() and ".hydra" not in p.parts and p.suffix != ".log"}
+    return {
+        str(p.relative_to(job)): hashlib.sha256(p.read_bytes()).hexdigest() + f"@{p.stat().st_mtime_ns}"
+        for p in sorted(job.rglob("*"))
+        if p.is_file() and ".hydra" not in p.parts and p.suffix != ".log"
+    }
 
 
 def kill_when(proc: subprocess.Popen, ready, timeout: float = 300) -> None:
@@ -47,8 +68,15 @@ def kill_when(proc: subprocess.Popen, ready, timeout: float = 300) -> None:
 def test_a_killed_sweep_is_completed_by_rerunning_its_command(tmp_path: Path, launcher: str) -> None:
     sweep_dir = tmp_path / "sweep"
     job0, job1 = sweep_dir / "0", sweep_dir / "1"
-    proc = subprocess.Popen(command(sweep_dir, launcher), cwd=REPO, env=lander_env(), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        command(sweep_dir, launcher),
+        cwd=REPO,
+        env=lander_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
 
     def job0_done_and_job1_checkpointed() -> bool:
         done = (job0 / "summary.json").is_file() and read_json(job0 / "summary.json")["status"] == "completed"
@@ -59,8 +87,9 @@ def test_a_killed_sweep_is_completed_by_rerunning_its_command(tmp_path: Path, la
     assert killed["status"] == "running" and not (job1 / "model.zip").exists()  # kill -9: no chance to record
     before = digests(job0)
 
-    rerun = subprocess.run(command(sweep_dir, launcher), cwd=REPO, env=lander_env(), capture_output=True, text=True,
-                           timeout=600)
+    rerun = subprocess.run(
+        command(sweep_dir, launcher), cwd=REPO, env=lander_env(), capture_output=True, text=True, timeout=600
+    )
     assert rerun.returncode == 0, rerun.stderr[-4000:]
     assert digests(job0) == before  # the completed job was skipped: every file as it was, to the nanosecond
     assert "already completed, skipped" in (job0 / "run.log").read_text()
@@ -82,4 +111,6 @@ def test_a_rerun_with_other_overrides_is_refused_before_anything_is_written(tmp_
     proc = subprocess.run(cmd, cwd=REPO, env=lander_env(), capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2
     assert "holds a sweep with other overrides" in proc.stderr + proc.stdout and "seed=0,1" in proc.stderr + proc.stdout
-    assert sorted(p.name for p in sweep_dir.iterdir()) == ["0", "multirun.yaml"] and not any((sweep_dir / "0").iterdir())
+    assert sorted(p.name for p in sweep_dir.iterdir()) == ["0", "multirun.yaml"] and not any(
+        (sweep_dir / "0").iterdir()
+    )

@@ -7,12 +7,22 @@ import pandas as pd
 from helpers import read_json, run_lander
 from helpers.wandb_reader import read_run
 
-SMALL = ["algo=ppo", "n_envs=2", "algo.model.n_steps=128", "eval.freq=512", "eval.episodes=2", "eval.n_envs=2",
-         "progress_bar=false", "video.enabled=false", "checkpoint_freq=0", "logger=none"]
+SMALL = [
+    "algo=ppo",
+    "n_envs=2",
+    "algo.model.n_steps=128",
+    "eval.freq=512",
+    "eval.episodes=2",
+    "eval.n_envs=2",
+    "progress_bar=false",
+    "video.enabled=false",
+    "checkpoint_freq=0",
+    "logger=none",
+]
 
 
 def test_throughput_memory_and_cpu_are_logged(algo_run):
-    algo, run_dir = algo_run
+    _algo, run_dir = algo_run
     resources = pd.read_csv(run_dir / "metrics/resources.csv")
     assert len(resources) >= 1
     assert (resources["rss_mb"] > 50).all() and (resources["steps_per_second"] > 0).all()

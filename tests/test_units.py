@@ -67,8 +67,15 @@ def test_run_discovery_orders_jobs_by_number_and_skips_the_comparison(tmp_path: 
 
 def test_neutral_keys_are_declared_on_the_schema() -> None:
     keys = neutral_keys()
-    assert {"checkpoint_freq", "checkpoint_keep", "monitor_freq", "torch_fast_paths", "progress_bar", "logger",
-            "video"} <= set(keys)
+    assert {
+        "checkpoint_freq",
+        "checkpoint_keep",
+        "monitor_freq",
+        "torch_fast_paths",
+        "progress_bar",
+        "logger",
+        "video",
+    } <= set(keys)
     assert not {"torch_threads", "seed", "gamma", "eval", "callbacks", "device"} & set(keys)
     assert changes_nothing("video.fps=10") and changes_nothing("logger=none") and changes_nothing("seed=1,2")
     assert changes_nothing("experiment=gamma_sweep") and changes_nothing("checkpoint_keep=0")
@@ -77,8 +84,13 @@ def test_neutral_keys_are_declared_on_the_schema() -> None:
 
 
 def test_configuration_labels_name_what_differs() -> None:
-    run = Run(path=Path("x"), overrides=["gamma=0.98", "seed=1", "checkpoint_keep=1", "algo=ppo"], seed=1,
-              env="lunar_lander", status="completed")
+    run = Run(
+        path=Path("x"),
+        overrides=["gamma=0.98", "seed=1", "checkpoint_keep=1", "algo=ppo"],
+        seed=1,
+        env="lunar_lander",
+        status="completed",
+    )
     assert run.key == ("algo=ppo", "gamma=0.98")
     names = labels([run.key, ("algo=ppo", "gamma=0.99")])
     assert list(names.values()) == ["gamma=0.98", "gamma=0.99"]
@@ -87,9 +99,17 @@ def test_configuration_labels_name_what_differs() -> None:
 def test_statistics_of_known_values() -> None:
     assert iqm(np.array([0.0, 1, 2, 3, 4, 5, 6, 100])) == pytest.approx(3.5)  # the outer quarters are cut
     assert prob_improvement(np.array([2.0, 3]), np.array([1.0, 2])) == pytest.approx(0.875)
-    runs = [Run(path=Path(str(i)), overrides=[], seed=i, env="e", status="completed",
-                evals=pd.DataFrame({"timesteps": [10, 20], "mean": [m, m + 2], "sem": [0.0, 0.0]}))
-            for i, m in enumerate([1.0, 3.0])]
+    runs = [
+        Run(
+            path=Path(str(i)),
+            overrides=[],
+            seed=i,
+            env="e",
+            status="completed",
+            evals=pd.DataFrame({"timesteps": [10, 20], "mean": [m, m + 2], "sem": [0.0, 0.0]}),
+        )
+        for i, m in enumerate([1.0, 3.0])
+    ]
     curve = mean_curve(runs)
     assert list(curve["mean"]) == [2.0, 4.0]
     assert list(curve["sem"]) == pytest.approx([1.0, 1.0])  # std 1.414 over sqrt(2) seeds
@@ -107,11 +127,18 @@ def _job(tmp_path: Path, status: str | None, checkpoint: bool = False) -> RunPat
     return paths
 
 
-@pytest.mark.parametrize(("status", "checkpoint", "plan"), [
-    (None, False, "fresh"), ("completed", True, "skip"), ("running", True, "resume"),
-    ("interrupted", True, "resume"), ("running", False, "retry"), ("failed", True, "retry")])
-def test_plan_of_a_job_found_in_a_rerun_sweep(tmp_path: Path, status: str | None, checkpoint: bool,
-                                               plan: str) -> None:
+@pytest.mark.parametrize(
+    ("status", "checkpoint", "plan"),
+    [
+        (None, False, "fresh"),
+        ("completed", True, "skip"),
+        ("running", True, "resume"),
+        ("interrupted", True, "resume"),
+        ("running", False, "retry"),
+        ("failed", True, "retry"),
+    ],
+)
+def test_plan_of_a_job_found_in_a_rerun_sweep(tmp_path: Path, status: str | None, checkpoint: bool, plan: str) -> None:
     assert plan_job(_job(tmp_path, status, checkpoint)) == plan
 
 

@@ -5,21 +5,32 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 from typing import ClassVar
 
 import pandas as pd
 import pytest
-from helpers import composed, lander_env, read_json
 from stable_baselines3.common.callbacks import BaseCallback
 
+from helpers import composed, lander_env, read_json
 from lander.config import ConfigError
 from lander.train import train
 
-TINY_CARTPOLE = ["algo=ppo", "env=cartpole", "logger=none", "n_envs=2", "total_timesteps=1024",
-                 "algo.model.n_steps=128", "eval.freq=512", "eval.episodes=2", "eval.n_envs=2",
-                 "video.enabled=false", "progress_bar=false", "checkpoint_freq=0", "monitor_freq=0"]
+TINY_CARTPOLE = [
+    "algo=ppo",
+    "env=cartpole",
+    "logger=none",
+    "n_envs=2",
+    "total_timesteps=1024",
+    "algo.model.n_steps=128",
+    "eval.freq=512",
+    "eval.episodes=2",
+    "eval.n_envs=2",
+    "video.enabled=false",
+    "progress_bar=false",
+    "checkpoint_freq=0",
+    "monitor_freq=0",
+]
 
 
 class HookCounter(BaseCallback):
@@ -55,10 +66,13 @@ def test_user_callback_from_a_test_module_sees_every_hook(tmp_path: Path) -> Non
     assert len(counter.episode_returns) > 5
 
 
-@pytest.mark.parametrize(("target", "message"), [
-    ("no_such_module.Callback", "callbacks.bad cannot be built"),
-    ("collections.OrderedDict", "callbacks.bad: collections.OrderedDict is a OrderedDict, not a stable_baselines3"),
-])
+@pytest.mark.parametrize(
+    ("target", "message"),
+    [
+        ("no_such_module.Callback", "callbacks.bad cannot be built"),
+        ("collections.OrderedDict", "callbacks.bad: collections.OrderedDict is a OrderedDict, not a stable_baselines3"),
+    ],
+)
 def test_a_bad_user_callback_is_refused_before_training(tmp_path: Path, target: str, message: str) -> None:
     cfg = composed(*TINY_CARTPOLE, f"+callbacks.bad._target_={target}")
     with pytest.raises(ConfigError, match=message):
@@ -82,7 +96,7 @@ callbacks:
   mine:
     _target_: my_callbacks.EpisodeCount
 """
-USER_CALLBACK = '''\
+USER_CALLBACK = """\
 import json
 from stable_baselines3.common.callbacks import BaseCallback
 
@@ -95,7 +109,7 @@ class EpisodeCount(BaseCallback):
     def _on_training_end(self):
         with open("user_callback.json", "w") as handle:
             json.dump({"episodes": self.episodes, "time_limit": self.time_limit}, handle)
-'''
+"""
 
 
 def test_user_env_experiment_and_callback_from_outside_the_package(tmp_path: Path) -> None:
@@ -106,12 +120,20 @@ def test_user_env_experiment_and_callback_from_outside_the_package(tmp_path: Pat
     (tmp_path / "my_conf" / "experiment" / "mine.yaml").write_text(USER_EXPERIMENT)
     (tmp_path / "my_callbacks.py").write_text(USER_CALLBACK)
     overrides = [o for o in TINY_CARTPOLE if o != "env=cartpole"]
-    cmd = [sys.executable, "-m", "lander.run", "hydra.searchpath=[file://my_conf]", "experiment=mine", *overrides,
-           "hydra.run.dir=run"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "lander.run",
+        "hydra.searchpath=[file://my_conf]",
+        "experiment=mine",
+        *overrides,
+        "hydra.run.dir=run",
+    ]
     proc = subprocess.run(cmd, cwd=tmp_path, env=lander_env(), capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     summary = read_json(tmp_path / "run" / "summary.json")
     assert summary["status"] == "completed" and summary["env"] == "cartpole_long"
     assert read_json(tmp_path / "user_callback.json")["time_limit"] == 600  # the user's env YAML was used
     assert read_json(tmp_path / "user_callback.json")["episodes"] == len(
-        pd.read_csv(tmp_path / "run" / "metrics" / "train_episodes.csv"))
+        pd.read_csv(tmp_path / "run" / "metrics" / "train_episodes.csv")
+    )

@@ -12,13 +12,14 @@ floating-point rounding: the two variants differ in the logged loss, not in what
 from __future__ import annotations
 
 from functools import partial
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 import torch as th
 from gymnasium import spaces
 from stable_baselines3 import A2C
-from stable_baselines3.common.distributions import Distribution
+from stable_baselines3.common.distributions import CategoricalDistribution
 from stable_baselines3.common.policies import ActorCriticCnnPolicy, ActorCriticPolicy, BasePolicy
+from stable_baselines3.common.type_aliases import PyTorchObs
 from stable_baselines3.common.utils import explained_variance
 from torch import nn
 from torch.nn import functional as F
@@ -37,7 +38,13 @@ def mac_actor_loss(probs: th.Tensor, q_values: th.Tensor, advantage: bool = Fals
     return -(probs * target).sum(dim=-1).mean()
 
 
-class QCriticMixin:
+if TYPE_CHECKING:  # the mixin is only ever mixed into an actor-critic policy: type it as one
+    _PolicyBase = ActorCriticPolicy
+else:
+    _PolicyBase = object
+
+
+class QCriticMixin(_PolicyBase):
     """Turns an SB3 actor-critic policy's value head into ``Q(s, .)``: one output per discrete action.
 
     ``forward``, ``evaluate_actions`` and ``predict_values`` report ``V(s) = sum_a pi(a|s) Q(s, a)``
@@ -46,12 +53,13 @@ class QCriticMixin:
 
     def _build(self, lr_schedule: Any) -> None:
         super()._build(lr_schedule)  # type: ignore[misc]
+        assert isinstance(self.action_space, spaces.Discrete), "a Q head needs a discrete action space"
         self.value_net = nn.Linear(self.mlp_extractor.latent_dim_vf, int(self.action_space.n))
         if self.ortho_init:
             self.value_net.apply(partial(BasePolicy.init_weights, gain=1))
-        self.optimizer = self.optimizer_class(self.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs)
+        self.optimizer = self.optimizer_class(self.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs)  # type: ignore[call-arg]
 
-    def distribution_and_q(self, obs: th.Tensor) -> tuple[Distribution, th.Tensor]:
+    def distribution_and_q(self, obs: PyTorchObs) -> tuple[CategoricalDistribution, th.Tensor]:
         """The action distribution and ``Q(s, .)`` of shape ``(batch, n_actions)``."""
         features = self.extract_features(obs)
         if self.share_features_extractor:
@@ -59,24 +67,30 @@ class QCriticMixin:
         else:
             latent_pi = self.mlp_extractor.forward_actor(features[0])
             latent_vf = self.mlp_extractor.forward_critic(features[1])
-        return self._get_action_dist_from_latent(latent_pi), self.value_net(latent_vf)
+        distribution = self._get_action_dist_from_latent(latent_pi)
+        assert isinstance(distribution, CategoricalDistribution)  # Discrete actions (checked in _build)
+        return distribution, self.value_net(latent_vf)
 
     @staticmethod
-    def state_value(distribution: Distribution, q_values: th.Tensor) -> th.Tensor:
+    def state_value(distribution: CategoricalDistribution, q_values: th.Tensor) -> th.Tensor:
         """``V(s) = sum_a pi(a|s) Q(s, a)``, shape ``(batch, 1)``."""
-        return (distribution.distribution.probs * q_values).sum(dim=-1, keepdim=True)
+        return distribution.distribution.probs * q_values  # type: ignore[union-attr]  # a Categorical.sum(dim=-1, keepdim=True)
 
-    def forward(self, obs: th.Tensor, deterministic: bool = False) -> tuple[th.Tensor, th.Tensor, th.Tensor]:
+    def forward(self, obs: PyTorchObs, deterministic: bool = False) -> tuple[th.Tensor, th.Tensor, th.Tensor]:
         distribution, q_values = self.distribution_and_q(obs)
         actions = distribution.get_actions(deterministic=deterministic)
         log_prob = distribution.log_prob(actions)
-        return actions.reshape((-1, *self.action_space.shape)), self.state_value(distribution, q_values), log_prob
+        return (
+            actions.reshape((-1, *(self.action_space.shape or ()))),
+            self.state_value(distribution, q_values),
+            log_prob,
+        )
 
-    def evaluate_actions(self, obs: th.Tensor, actions: th.Tensor) -> tuple[th.Tensor, th.Tensor, th.Tensor]:
+    def evaluate_actions(self, obs: PyTorchObs, actions: th.Tensor) -> tuple[th.Tensor, th.Tensor, th.Tensor | None]:
         distribution, q_values = self.distribution_and_q(obs)
         return self.state_value(distribution, q_values), distribution.log_prob(actions), distribution.entropy()
 
-    def predict_values(self, obs: th.Tensor) -> th.Tensor:
+    def predict_values(self, obs: PyTorchObs) -> th.Tensor:
         return self.state_value(*self.distribution_and_q(obs))
 
 
@@ -98,8 +112,14 @@ class MAC(A2C):
 
     policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = {"MlpPolicy": MACPolicy, "CnnPolicy": MACCnnPolicy}
 
-    def __init__(self, policy: str | type[ActorCriticPolicy], env: Any, pg_coef: float = 1.0,
-                 advantage: bool = False, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        policy: str | type[ActorCriticPolicy],
+        env: Any,
+        pg_coef: float = 1.0,
+        advantage: bool = False,
+        **kwargs: Any,
+    ) -> None:
         space = getattr(env, "action_space", None)
         if space is not None and not isinstance(space, spaces.Discrete):
             raise ValueError(f"MAC needs a Discrete action space (one Q value per action), got {space}")
@@ -111,7 +131,7 @@ class MAC(A2C):
         self.policy.set_training_mode(True)
         self._update_learning_rate(self.policy.optimizer)
         for rollout in self.rollout_buffer.get(batch_size=None):
-            distribution, q_values = self.policy.distribution_and_q(rollout.observations)
+            distribution, q_values = cast(QCriticMixin, self.policy).distribution_and_q(rollout.observations)
             probs = distribution.distribution.probs
             policy_loss = self.pg_coef * mac_actor_loss(probs, q_values, self.advantage)
             q_taken = q_values.gather(1, rollout.actions.long().reshape(-1, 1)).flatten()
@@ -125,8 +145,10 @@ class MAC(A2C):
 
         self._n_updates += 1
         self.logger.record("train/n_updates", self._n_updates, exclude="tensorboard")
-        self.logger.record("train/explained_variance",
-                           explained_variance(self.rollout_buffer.values.flatten(), self.rollout_buffer.returns.flatten()))
+        self.logger.record(
+            "train/explained_variance",
+            explained_variance(self.rollout_buffer.values.flatten(), self.rollout_buffer.returns.flatten()),
+        )
         self.logger.record("train/policy_loss", policy_loss.item())
         self.logger.record("train/value_loss", value_loss.item())
         self.logger.record("train/entropy", entropy.item())

@@ -15,13 +15,22 @@ from gymnasium import spaces
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.policies import BasePolicy
+from stable_baselines3.common.type_aliases import PyTorchObs
 from stable_baselines3.common.utils import LinearSchedule
 
 from lander.algorithms import dump_logs
 
 
-def q_learning_update(q_table: np.ndarray, state: int, action: int, reward: float, next_state: int,
-                      terminated: bool, alpha: float, gamma: float) -> float:
+def q_learning_update(
+    q_table: np.ndarray,
+    state: int,
+    action: int,
+    reward: float,
+    next_state: int,
+    terminated: bool,
+    alpha: float,
+    gamma: float,
+) -> float:
     """``Q[s, a] += alpha * (r + gamma * max_b Q[s', b] * (1 - terminated) - Q[s, a])``; returns the TD error.
 
     A truncated episode (time limit) still bootstraps from ``s'``; a terminated one does not.
@@ -32,6 +41,11 @@ def q_learning_update(q_table: np.ndarray, state: int, action: int, reward: floa
     return td_error
 
 
+def first_value(space: Any) -> int:
+    """The first value of a ``Discrete`` space (``start``, 0 unless the env says otherwise)."""
+    return int(space.start)
+
+
 class QTablePolicy(BasePolicy):
     """Greedy policy over a table ``Q[state, action]`` (float64, all zeros at the start)."""
 
@@ -40,9 +54,11 @@ class QTablePolicy(BasePolicy):
     def __init__(self, observation_space: spaces.Space, action_space: spaces.Space, **kwargs: Any) -> None:
         super().__init__(observation_space, action_space, **kwargs)
         if not isinstance(observation_space, spaces.Discrete) or not isinstance(action_space, spaces.Discrete):
-            raise ValueError("tabular Q-learning needs Discrete observations and actions, got "
-                             f"{observation_space} and {action_space} (a Tuple of Discrete observations: wrap the "
-                             "env in lander.envs.TupleToDiscrete, as lander/conf/env/blackjack.yaml does)")
+            raise ValueError(
+                "tabular Q-learning needs Discrete observations and actions, got "
+                f"{observation_space} and {action_space} (a Tuple of Discrete observations: wrap the "
+                "env in lander.envs.TupleToDiscrete, as lander/conf/env/blackjack.yaml does)"
+            )
         self.register_buffer("q_table", th.zeros(int(observation_space.n), int(action_space.n), dtype=th.float64))
 
     @property
@@ -52,15 +68,17 @@ class QTablePolicy(BasePolicy):
 
     def state_index(self, observation: Any) -> np.ndarray:
         """Row indices of observations (a batch, or one)."""
-        return np.asarray(observation, dtype=np.int64) - int(self.observation_space.start)  # type: ignore[attr-defined]
+        return np.asarray(observation, dtype=np.int64) - first_value(self.observation_space)
 
-    def _predict(self, observation: th.Tensor, deterministic: bool = True) -> th.Tensor:
-        return self.q_table[observation.long().flatten() - int(self.observation_space.start)].argmax(dim=1)
+    def _predict(self, observation: PyTorchObs, deterministic: bool = True) -> th.Tensor:
+        assert isinstance(observation, th.Tensor)
+        return self.q_table[observation.long().flatten() - first_value(self.observation_space)].argmax(dim=1)
 
-    def predict(self, observation: Any, state: Any = None, episode_start: Any = None,
-                deterministic: bool = True) -> tuple[np.ndarray, Any]:
+    def predict(
+        self, observation: Any, state: Any = None, episode_start: Any = None, deterministic: bool = True
+    ) -> tuple[np.ndarray, Any]:
         """Greedy actions (the lowest-numbered action among ties) for one observation or a batch."""
-        actions = self.table[self.state_index(observation)].argmax(axis=-1) + int(self.action_space.start)
+        actions = self.table[self.state_index(observation)].argmax(axis=-1) + first_value(self.action_space)
         return actions, state
 
 
@@ -80,12 +98,28 @@ class QLearning(BaseAlgorithm):
     policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = {"TabularPolicy": QTablePolicy}
     policy: QTablePolicy
 
-    def __init__(self, policy: str | type[QTablePolicy], env: Any, alpha: float = 0.1, gamma: float = 0.99,
-                 exploration_initial_eps: float = 0.1, exploration_final_eps: float = 0.1,
-                 exploration_fraction: float = 1.0, _init_setup_model: bool = True, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        policy: str | type[QTablePolicy],
+        env: Any,
+        alpha: float = 0.1,
+        gamma: float = 0.99,
+        exploration_initial_eps: float = 0.1,
+        exploration_final_eps: float = 0.1,
+        exploration_fraction: float = 1.0,
+        _init_setup_model: bool = True,
+        **kwargs: Any,
+    ) -> None:
         kwargs.pop("device", None)  # a NumPy-backed table lives on the CPU
-        super().__init__(policy, env, learning_rate=alpha, device="cpu", support_multi_env=True,
-                         supported_action_spaces=(spaces.Discrete,), **kwargs)
+        super().__init__(
+            policy,
+            env,
+            learning_rate=alpha,
+            device="cpu",
+            support_multi_env=True,
+            supported_action_spaces=(spaces.Discrete,),
+            **kwargs,
+        )
         self.alpha, self.gamma = alpha, gamma
         self.exploration_initial_eps, self.exploration_final_eps = exploration_initial_eps, exploration_final_eps
         self.exploration_fraction = exploration_fraction
@@ -97,8 +131,9 @@ class QLearning(BaseAlgorithm):
         self._setup_lr_schedule()
         self.set_random_seed(self.seed)
         self.policy = self.policy_class(self.observation_space, self.action_space)  # type: ignore[assignment]
-        self.exploration_schedule = LinearSchedule(self.exploration_initial_eps, self.exploration_final_eps,
-                                                   self.exploration_fraction)
+        self.exploration_schedule = LinearSchedule(
+            self.exploration_initial_eps, self.exploration_final_eps, self.exploration_fraction
+        )
 
     def explore(self, observations: np.ndarray) -> np.ndarray:
         """Epsilon-greedy actions for a batch: random with probability epsilon, else greedy (ties broken at random)."""
@@ -107,19 +142,26 @@ class QLearning(BaseAlgorithm):
             if np.random.random() < self.exploration_rate:
                 actions.append(self.action_space.sample())
             else:
-                actions.append(np.random.choice(np.flatnonzero(row == row.max())) + int(self.action_space.start))
+                actions.append(np.random.choice(np.flatnonzero(row == row.max())) + first_value(self.action_space))
         return np.asarray(actions, dtype=np.int64)
 
-    def learn(self, total_timesteps: int, callback: Any = None, log_interval: int = 100,
-              tb_log_name: str = "QLearning", reset_num_timesteps: bool = True,
-              progress_bar: bool = False) -> QLearning:
+    def learn(
+        self,
+        total_timesteps: int,
+        callback: Any = None,
+        log_interval: int = 100,
+        tb_log_name: str = "QLearning",
+        reset_num_timesteps: bool = True,
+        progress_bar: bool = False,
+    ) -> QLearning:
         """Step the envs until ``total_timesteps``, updating the table from every transition.
 
         Callbacks see one rollout per env step: ``on_rollout_start``, the step, ``on_step``,
         ``on_rollout_end``, then the update, so a checkpoint at a rollout start holds every update so far.
         """
-        total_timesteps, callback = self._setup_learn(total_timesteps, callback, reset_num_timesteps,
-                                                      tb_log_name, progress_bar)
+        total_timesteps, callback = self._setup_learn(
+            total_timesteps, callback, reset_num_timesteps, tb_log_name, progress_bar
+        )
         callback.on_training_start(locals(), globals())
         assert self.env is not None and self._last_obs is not None
         next_log = (self._episode_num // log_interval + 1) * log_interval
@@ -134,8 +176,8 @@ class QLearning(BaseAlgorithm):
             callback.update_locals(locals())
             if not self.continue_after(callback):
                 break
-            self.train_step(obs, actions, rewards, new_obs, dones, infos)
-            self._last_obs = new_obs
+            self.train_step(obs, actions, rewards, new_obs, dones, infos)  # type: ignore[arg-type]  # Discrete obs
+            self._last_obs = new_obs  # type: ignore[assignment]
             self._update_current_progress_remaining(self.num_timesteps, total_timesteps)
             self.exploration_rate = self.exploration_schedule(self._current_progress_remaining)
             if log_interval and self._episode_num >= next_log:
@@ -151,13 +193,28 @@ class QLearning(BaseAlgorithm):
         callback.on_rollout_end()
         return keep_going
 
-    def train_step(self, obs: np.ndarray, actions: np.ndarray, rewards: np.ndarray, new_obs: np.ndarray,
-                   dones: np.ndarray, infos: list[dict[str, Any]]) -> None:
+    def train_step(
+        self,
+        obs: np.ndarray,
+        actions: np.ndarray,
+        rewards: np.ndarray,
+        new_obs: np.ndarray,
+        dones: np.ndarray,
+        infos: list[dict[str, Any]],
+    ) -> None:
         """The Q-learning update for each env's transition (an ended episode's next state is in its info)."""
-        table, index, first_action = self.policy.table, self.policy.state_index, int(self.action_space.start)
+        table, index, first_action = self.policy.table, self.policy.state_index, first_value(self.action_space)
         for i in range(len(actions)):
             terminated = bool(dones[i]) and not infos[i].get("TimeLimit.truncated", False)
             next_obs = infos[i]["terminal_observation"] if dones[i] else new_obs[i]
-            td_error = q_learning_update(table, int(index(obs[i])), int(actions[i]) - first_action, float(rewards[i]),
-                                         int(index(next_obs)), terminated, self.alpha, self.gamma)
+            td_error = q_learning_update(
+                table,
+                int(index(obs[i])),
+                int(actions[i]) - first_action,
+                float(rewards[i]),
+                int(index(next_obs)),
+                terminated,
+                self.alpha,
+                self.gamma,
+            )
             self.logger.record_mean("train/abs_td_error", abs(td_error))

@@ -61,19 +61,38 @@ class Reinforce(BaseAlgorithm):
     :param kwargs: SB3 ``BaseAlgorithm`` arguments (``seed``, ``device``, ``policy_kwargs``, ``verbose``)
     """
 
-    policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = {"MlpPolicy": ActorCriticPolicy,
-                                                              "CnnPolicy": ActorCriticCnnPolicy}
+    policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = {
+        "MlpPolicy": ActorCriticPolicy,
+        "CnnPolicy": ActorCriticCnnPolicy,
+    }
     policy: ActorCriticPolicy
 
-    def __init__(self, policy: str | type[ActorCriticPolicy], env: Any, learning_rate: float = 0.01,
-                 gamma: float = 0.99, batch_episodes: int = 25, return_type: str = "reward_to_go",
-                 baseline: bool = True, normalize: bool = True, ent_coef: float = 0.0, vf_coef: float = 0.5,
-                 max_grad_norm: float | None = None, _init_setup_model: bool = True, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        policy: str | type[ActorCriticPolicy],
+        env: Any,
+        learning_rate: float = 0.01,
+        gamma: float = 0.99,
+        batch_episodes: int = 25,
+        return_type: str = "reward_to_go",
+        baseline: bool = True,
+        normalize: bool = True,
+        ent_coef: float = 0.0,
+        vf_coef: float = 0.5,
+        max_grad_norm: float | None = None,
+        _init_setup_model: bool = True,
+        **kwargs: Any,
+    ) -> None:
         if return_type not in RETURN_TYPES:
             raise ValueError(f"return_type={return_type!r} is not allowed: one of {', '.join(RETURN_TYPES)}")
-        super().__init__(policy, env, learning_rate=learning_rate, support_multi_env=True,
-                         supported_action_spaces=(spaces.Discrete, spaces.Box, spaces.MultiDiscrete,
-                                                  spaces.MultiBinary), **kwargs)
+        super().__init__(
+            policy,
+            env,
+            learning_rate=learning_rate,
+            support_multi_env=True,
+            supported_action_spaces=(spaces.Discrete, spaces.Box, spaces.MultiDiscrete, spaces.MultiBinary),
+            **kwargs,
+        )
         self.gamma, self.batch_episodes, self.return_type = gamma, batch_episodes, return_type
         self.baseline, self.normalize, self.ent_coef, self.vf_coef = baseline, normalize, ent_coef, vf_coef
         self.max_grad_norm = max_grad_norm
@@ -83,20 +102,31 @@ class Reinforce(BaseAlgorithm):
     def _setup_model(self) -> None:
         self._setup_lr_schedule()
         self.set_random_seed(self.seed)
-        self.policy = self.policy_class(self.observation_space, self.action_space, self.lr_schedule,  # type: ignore
-                                        **self.policy_kwargs).to(self.device)
+        self.policy = self.policy_class(
+            self.observation_space,
+            self.action_space,
+            self.lr_schedule,  # type: ignore
+            **self.policy_kwargs,
+        ).to(self.device)
         self._partial: list[list[tuple[Any, Any, float]]] = []
 
     def _excluded_save_params(self) -> list[str]:
         return [*super()._excluded_save_params(), "_partial"]  # half-collected episodes are not saved
 
-    def learn(self, total_timesteps: int, callback: Any = None, log_interval: int = 1,
-              tb_log_name: str = "Reinforce", reset_num_timesteps: bool = True,
-              progress_bar: bool = False) -> Reinforce:
+    def learn(
+        self,
+        total_timesteps: int,
+        callback: Any = None,
+        log_interval: int = 1,
+        tb_log_name: str = "Reinforce",
+        reset_num_timesteps: bool = True,
+        progress_bar: bool = False,
+    ) -> Reinforce:
         """Collect ``batch_episodes`` episodes (one rollout for the callbacks), update, until ``total_timesteps``."""
         fresh_episodes = reset_num_timesteps or self._last_obs is None  # SB3 resets the envs in these cases
-        total_timesteps, callback = self._setup_learn(total_timesteps, callback, reset_num_timesteps,
-                                                      tb_log_name, progress_bar)
+        total_timesteps, callback = self._setup_learn(
+            total_timesteps, callback, reset_num_timesteps, tb_log_name, progress_bar
+        )
         callback.on_training_start(locals(), globals())
         assert self.env is not None
         if fresh_episodes or len(self._partial) != self.env.num_envs:  # else: episodes go on from the last call
@@ -122,7 +152,7 @@ class Reinforce(BaseAlgorithm):
         finished: list[list[tuple[Any, Any, float]]] = []
         while len(finished) < self.batch_episodes:
             with th.no_grad():
-                actions, _, _ = self.policy(obs_as_tensor(self._last_obs, self.device))
+                actions, _, _ = self.policy(obs_as_tensor(self._last_obs, self.device))  # type: ignore[arg-type]
             actions = actions.cpu().numpy()
             env_actions = actions
             if isinstance(self.action_space, spaces.Box):
@@ -134,12 +164,12 @@ class Reinforce(BaseAlgorithm):
             if not callback.on_step():
                 return None
             for i, done in enumerate(dones):
-                self._partial[i].append((np.array(self._last_obs[i]), actions[i], float(rewards[i])))
+                self._partial[i].append((np.array(self._last_obs[i]), actions[i], float(rewards[i])))  # type: ignore[index]
                 if done:
                     finished.append(self._partial[i])
                     self._partial[i] = []
                     self._episode_num += 1
-            self._last_obs = new_obs
+            self._last_obs = new_obs  # type: ignore[assignment]
         callback.on_rollout_end()
         return finished
 

@@ -11,16 +11,39 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 # Tiny budgets per algorithm: a few thousand env steps at most, every artifact still written.
 TINY = {
-    "ppo": ["env=lunar_lander", "n_envs=2", "algo.model.n_steps=256", "algo.model.batch_size=64", "total_timesteps=1024"],
+    "ppo": [
+        "env=lunar_lander",
+        "n_envs=2",
+        "algo.model.n_steps=256",
+        "algo.model.batch_size=64",
+        "total_timesteps=1024",
+    ],
     "a2c": ["env=lunar_lander", "n_envs=2", "total_timesteps=1000"],
     "dqn": ["env=lunar_lander", "total_timesteps=1000", "algo.model.learning_starts=200"],
-    "sac": ["env=lunar_lander_continuous", "total_timesteps=600", "algo.model.learning_starts=200",
-            "algo.model.buffer_size=5000", "algo.model.batch_size=64"],
-    "td3": ["env=lunar_lander_continuous", "total_timesteps=600", "algo.model.learning_starts=200",
-            "algo.model.buffer_size=5000", "+algo.model.batch_size=64"],
+    "sac": [
+        "env=lunar_lander_continuous",
+        "total_timesteps=600",
+        "algo.model.learning_starts=200",
+        "algo.model.buffer_size=5000",
+        "algo.model.batch_size=64",
+    ],
+    "td3": [
+        "env=lunar_lander_continuous",
+        "total_timesteps=600",
+        "algo.model.learning_starts=200",
+        "algo.model.buffer_size=5000",
+        "+algo.model.batch_size=64",
+    ],
 }
-QUICK = ["eval.freq=500", "eval.episodes=3", "eval.n_envs=3", "video.max_steps=120", "progress_bar=false",
-         "checkpoint_freq=500", "monitor_freq=500"]
+QUICK = [
+    "eval.freq=500",
+    "eval.episodes=3",
+    "eval.n_envs=3",
+    "video.max_steps=120",
+    "progress_bar=false",
+    "checkpoint_freq=500",
+    "monitor_freq=500",
+]
 
 
 def lander_env(**extra: str) -> dict[str, str]:
@@ -29,8 +52,9 @@ def lander_env(**extra: str) -> dict[str, str]:
     return env
 
 
-def run_lander(run_dir: Path, *overrides: str, env: dict[str, str] | None = None,
-               timeout: int = 600) -> subprocess.CompletedProcess:
+def run_lander(
+    run_dir: Path, *overrides: str, env: dict[str, str] | None = None, timeout: int = 600
+) -> subprocess.CompletedProcess:
     """``python -m lander.run <overrides> hydra.run.dir=<run_dir>`` in a subprocess, from the repo root."""
     cmd = [sys.executable, "-m", "lander.run", *overrides, f"hydra.run.dir={run_dir}"]
     return subprocess.run(cmd, cwd=REPO, env=env or lander_env(), capture_output=True, text=True, timeout=timeout)

@@ -26,11 +26,11 @@ def records(path: Path) -> list[wandb_internal_pb2.Record]:
         if left_in_block < HEADER:
             pos += left_in_block
             continue
-        _crc, length, kind = struct.unpack("<IHB", data[pos:pos + HEADER])
+        _crc, length, kind = struct.unpack("<IHB", data[pos : pos + HEADER])
         if kind == 0 and length == 0:  # zero padding at the end of a block
             pos += left_in_block
             continue
-        chunk = data[pos + HEADER:pos + HEADER + length]
+        chunk = data[pos + HEADER : pos + HEADER + length]
         pos += HEADER + length
         chunks = chunk if kind in (FULL, FIRST) else chunks + chunk
         if kind in (FULL, LAST):
@@ -57,18 +57,31 @@ def read_file(path: Path) -> dict[str, Any]:
     for record in records(path):
         kind = record.WhichOneof("record_type")
         if kind == "run":
-            run |= {"id": record.run.run_id, "name": record.run.display_name, "group": record.run.run_group, "job_type": record.run.job_type,
-                    "tags": list(record.run.tags), "project": record.run.project}
+            run |= {
+                "id": record.run.run_id,
+                "name": record.run.display_name,
+                "group": record.run.run_group,
+                "job_type": record.run.job_type,
+                "tags": list(record.run.tags),
+                "project": record.run.project,
+            }
             run["config"] |= {i.key: json.loads(i.value_json) for i in record.run.config.update}
         elif kind == "config":
             run["config"] |= {i.key: json.loads(i.value_json) for i in record.config.update}
         elif kind == "history":
-            run["history"].append({i.key or "/".join(i.nested_key): json.loads(i.value_json) for i in record.history.item})
+            run["history"].append(
+                {i.key or "/".join(i.nested_key): json.loads(i.value_json) for i in record.history.item}
+            )
         elif kind == "summary":
             run["summary"] |= {i.key or "/".join(i.nested_key): json.loads(i.value_json) for i in record.summary.update}
         elif kind == "artifact":
-            run["artifacts"].append({"name": record.artifact.name, "type": record.artifact.type,
-                                     "files": [m.path for m in record.artifact.manifest.contents]})
+            run["artifacts"].append(
+                {
+                    "name": record.artifact.name,
+                    "type": record.artifact.type,
+                    "files": [m.path for m in record.artifact.manifest.contents],
+                }
+            )
         elif kind == "exit":
             run["exit_code"] = record.exit.exit_code
     return run

@@ -5,6 +5,11 @@ with it: skip it (completed: its files are left as they are), resume it from its
 (interrupted, or killed with ``kill -9``), or start it again (failed, or killed before its first checkpoint)
 after moving the earlier attempt's files to ``attempts/<n>/``. :func:`check_same_sweep` refuses a re-run
 whose jobs would not be the same ones (other overrides or sweep parameters), before anything is written.
+
+An Optuna search (``hparams_search=...``) names each trial's directory by its start time, so there is no job
+directory to resume; :func:`continue_study` instead counts ``n_trials`` over the whole stored study, marks
+trials that a kill left "running" as failed, queues their parameters again and moves their directories
+to ``attempts/``. Re-running the command then completes the study to ``n_trials``.
 """
 
 from __future__ import annotations
@@ -14,10 +19,10 @@ import shutil
 from pathlib import Path
 from typing import Literal
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf, read_write
 
 from lander.config import ConfigError
-from lander.rundir import RunPaths, RunSummary, Status, find_checkpoints
+from lander.rundir import RunPaths, RunSummary, Status, find_checkpoints, find_run_dirs
 
 log = logging.getLogger(__name__)
 Plan = Literal["fresh", "skip", "resume", "retry"]
@@ -87,3 +92,36 @@ def check_same_sweep(config: DictConfig) -> None:
                 f"{before} there, {now} now. Re-run it with the same command to complete it, "
                 "or give a new hydra.sweep.dir"
             )
+
+
+def continue_study(config: DictConfig) -> None:
+    """For an Optuna sweep into a directory that already holds its study: run only the trials still missing."""
+    sweeper = config.hydra.sweeper
+    if "optuna" not in str(sweeper.get("_target_", "")) or not sweeper.get("storage"):
+        return
+    if not Path(config.hydra.sweep.dir).is_dir():  # a new search (its SQLite file would go in there)
+        return
+    import optuna
+
+    try:
+        study = optuna.load_study(study_name=sweeper.study_name, storage=sweeper.storage)
+    except KeyError:  # no such study yet: a new search
+        return
+    killed = [t for t in study.trials if t.state == optuna.trial.TrialState.RUNNING]
+    for trial in killed:  # no invocation is running (this one has not started): these were killed
+        study._storage.set_trial_state(trial._trial_id, optuna.trial.TrialState.FAIL)  # optuna 2.x (the sweeper's)
+        study.enqueue_trial(trial.params)
+    for job in find_run_dirs([Path(config.hydra.sweep.dir)]):
+        summary = RunSummary.load(RunPaths(job))
+        if summary is None or summary.status == Status.RUNNING:
+            target = Path(config.hydra.sweep.dir) / "attempts" / job.name
+            log.info("trial directory %s was killed; moved to %s (its parameters are queued again)", job, target)
+            target.parent.mkdir(exist_ok=True)
+            shutil.move(str(job), str(target))
+    finished = sum(t.state == optuna.trial.TrialState.COMPLETE for t in study.trials)
+    with read_write(config):
+        sweeper.n_trials = max(0, int(sweeper.n_trials) - finished)
+        if sweeper.get("sampler") and sweeper.sampler.get("seed") is not None:  # a fresh sampler with the same
+            sweeper.sampler.seed = int(sweeper.sampler.seed) + len(study.trials)  # seed would repeat the trials
+    log.info("continuing study %s: %d trials finished, %d to go (%d killed ones again)", sweeper.study_name,
+             finished, sweeper.n_trials, len(killed))  # fmt: skip

@@ -169,11 +169,12 @@ def _natural(path: Path) -> list[tuple[int, int, str]]:
 
 def find_run_dirs(paths: Iterable[Path]) -> list[Path]:
     """Every run directory at or below ``paths`` (sweep directories, run directories, or a mix), each once,
-    in the order of the paths given and, below each, of job number (job 2 before job 10)."""
+    in the order of the paths given and, below each, of job number (job 2 before job 10); the sweep's
+    ``comparison/`` and the earlier attempts of re-run jobs (``attempts/``) left out."""
     found: dict[Path, None] = {}
     for root in paths:
         for config in sorted(Path(root).glob("**/.hydra/config.yaml"), key=_natural):
             run_dir = config.parent.parent
-            if "comparison" not in run_dir.relative_to(root).parts:
+            if not {"comparison", "attempts"} & set(run_dir.relative_to(root).parts):
                 found.setdefault(run_dir)
     return list(found)

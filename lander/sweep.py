@@ -46,10 +46,11 @@ class ComparisonCallback(Callback):
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         from lander.config import ConfigError
-        from lander.rerun import check_same_sweep
+        from lander.rerun import check_same_sweep, continue_study
 
         try:
             check_same_sweep(config)  # a re-run must be the same sweep: job N is then the same configuration
+            continue_study(config)  # an Optuna search goes on to n_trials over its whole study
         except ConfigError as exc:
             log.error("invalid configuration: %s", exc)
             sys.exit(2)  # Hydra turns a callback's exception into a warning; SystemExit stops the sweep

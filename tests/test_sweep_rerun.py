@@ -114,3 +114,29 @@ def test_a_rerun_with_other_overrides_is_refused_before_anything_is_written(tmp_
     assert sorted(p.name for p in sweep_dir.iterdir()) == ["0", "multirun.yaml"] and not any(
         (sweep_dir / "0").iterdir()
     )
+
+
+def test_a_killed_optuna_search_is_completed_to_n_trials(tmp_path: Path) -> None:
+    import optuna
+
+    sweep_dir = tmp_path / "optuna"
+    cmd = [sys.executable, "-m", "lander.run", "hparams_search=ppo_optuna", "hydra.sweeper.n_trials=3",
+           *[o for o in SWEEP if not o.startswith(("algo=", "total_timesteps="))], "total_timesteps=12288",
+           "eval.freq=0", f"hydra.sweep.dir={sweep_dir}"]  # fmt: skip
+    proc = subprocess.Popen(cmd, cwd=REPO, env=lander_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)  # fmt: skip
+
+    def second_trial_running() -> bool:
+        summaries = [read_json(p) for p in sweep_dir.glob("*/summary.json")]
+        return sum(s["status"] == "completed" for s in summaries) == 1 and len(summaries) == 2
+
+    kill_when(proc, second_trial_running)
+    rerun = subprocess.run(cmd, cwd=REPO, env=lander_env(), capture_output=True, text=True, timeout=600)
+    assert rerun.returncode == 0, rerun.stderr[-4000:]
+    study = optuna.load_study(study_name="ppo_lunar_lander", storage=f"sqlite:///{sweep_dir}/optuna.db")
+    states = [t.state.name for t in study.trials]
+    assert states.count("COMPLETE") == 3 and states.count("FAIL") == 1 and "RUNNING" not in states
+    killed = next(t for t in study.trials if t.state.name == "FAIL")
+    assert any(t.params == killed.params for t in study.trials if t.state.name == "COMPLETE")  # run again
+    assert len(list((sweep_dir / "attempts").iterdir())) == 1  # the killed trial's directory, kept aside
+    assert len(pd.read_csv(sweep_dir / "comparison" / "table.csv")) == 3

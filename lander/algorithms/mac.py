@@ -74,7 +74,7 @@ class QCriticMixin(_PolicyBase):
     @staticmethod
     def state_value(distribution: CategoricalDistribution, q_values: th.Tensor) -> th.Tensor:
         """``V(s) = sum_a pi(a|s) Q(s, a)``, shape ``(batch, 1)``."""
-        return distribution.distribution.probs * q_values  # type: ignore[union-attr]  # a Categorical.sum(dim=-1, keepdim=True)
+        return (distribution.distribution.probs * q_values).sum(dim=-1, keepdim=True)
 
     def forward(self, obs: PyTorchObs, deterministic: bool = False) -> tuple[th.Tensor, th.Tensor, th.Tensor]:
         distribution, q_values = self.distribution_and_q(obs)

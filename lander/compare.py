@@ -13,13 +13,14 @@ import argparse
 import logging
 import sys
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 
 import pandas as pd
 import yaml
 
 from lander.plots import plot_curves
-from lander.rundir import RunPaths, RunSummary, Status, find_run_dirs, read_json, write_text
+from lander.rundir import RunPaths, RunSummary, Status, atomic_write, find_run_dirs, read_json, write_text
 from lander.schema import neutral_keys
 from lander.statistics import table
 
@@ -196,7 +197,7 @@ def write_tables(
     at_timesteps: int | None,
 ) -> list[Path]:
     """Write ``table.csv``, ``table.md`` and ``report.md`` (which also lists failed and unfinished runs)."""
-    result.to_csv(out_dir / "table.csv", index=False)
+    atomic_write(out_dir / "table.csv", partial(result.to_csv, index=False))
     markdown = result.to_markdown(index=False, floatfmt=".4g") if len(result) else "(no finished runs)"
     write_text(out_dir / "table.md", markdown + "\n")
     budget = "" if at_timesteps is None else f" at {at_timesteps} timesteps (each run's last evaluation up to then)"

@@ -77,6 +77,7 @@ def resume_arguments(argv: list[str]) -> list[str]:
 
 if __name__ == "__main__":
     try:
+        sys.argv[1:] = [a[1:] if a.startswith(("+experiment=", "+hparams_search=")) else a for a in sys.argv[1:]]
         check_override_keys(sys.argv[1:])
         sys.argv[1:] = resume_arguments(sys.argv[1:])
     except ConfigError as error:

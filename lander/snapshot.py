@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import json
 import platform
 import subprocess
 import sys
 from importlib import metadata
 from pathlib import Path
 from typing import Any
+
+from lander.rundir import write_json, write_text
 
 SOURCE_DIR = Path(__file__).resolve().parent.parent
 PACKAGES = (
@@ -69,7 +70,7 @@ def write_snapshot(run_dir: Path) -> Path:
     out_dir = run_dir / "environment"
     out_dir.mkdir(parents=True, exist_ok=True)
     freeze = subprocess.run([sys.executable, "-m", "pip", "freeze"], capture_output=True, text=True, timeout=120)
-    (out_dir / "pip_freeze.txt").write_text(freeze.stdout)
+    write_text(out_dir / "pip_freeze.txt", freeze.stdout)
     import torch
 
     info = {
@@ -90,5 +91,5 @@ def write_snapshot(run_dir: Path) -> Path:
         "cwd_git": git_state(Path.cwd()),
         "command": [sys.executable, *sys.argv],
     }
-    (out_dir / "versions.json").write_text(json.dumps(info, indent=2))
+    write_json(out_dir / "versions.json", info)
     return out_dir

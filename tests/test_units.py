@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from helpers import composed, lander_env
 from lander.callbacks import Every
 from lander.compare import Run, changes_nothing, labels
 from lander.rerun import plan_job, set_aside
@@ -151,3 +152,26 @@ def test_a_retried_job_keeps_its_earlier_attempts(tmp_path: Path) -> None:
     assert sorted(os.listdir(paths.root)) == [".hydra", "attempts", "run.log"]
     RunSummary(status=Status.FAILED).save(paths)
     assert set_aside(paths).name == "2" and (paths.root / "attempts" / "1" / "summary.json").is_file()
+
+
+def test_every_default_is_written_once_in_the_yaml() -> None:
+    """Run-level schema fields hold no default (``MISSING``): the YAML is the one place, and it sets them all."""
+    from dataclasses import MISSING as NO_DEFAULT
+    from dataclasses import fields
+
+    from omegaconf import MISSING, OmegaConf
+
+    from lander.schema import LanderConfig
+
+    with_defaults = [f.name for f in fields(LanderConfig) if f.default not in (MISSING, NO_DEFAULT)]
+    assert with_defaults == []  # the groups (algo, env, eval, ...) are default_factory nodes of MISSING fields
+    assert OmegaConf.missing_keys(composed()) == set()
+
+
+def test_a_plus_before_experiment_is_accepted(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    cmd = [sys.executable, "-m", "lander.run", "+experiment=gamma_sweep", "--cfg", "hydra"]
+    out = subprocess.run(cmd, cwd=tmp_path, env=lander_env(), capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and "gamma: 0.98,0.99,0.999" in out.stdout, out.stderr

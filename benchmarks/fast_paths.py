@@ -23,6 +23,9 @@ from pathlib import Path
 import torch
 
 REPO = Path(__file__).resolve().parent.parent
+# training only: no evaluation, video, W&B, progress bar or checkpoints, so the CPU time is the training's
+TRAINING_ONLY = ["eval.freq=0", "final_eval=false", "video.enabled=false", "logger=none", "progress_bar=false",
+                 "checkpoint_freq=0"]  # fmt: skip
 
 
 def start(fast: bool, steps: int, run_dir: Path, core: int) -> subprocess.Popen:
@@ -33,12 +36,7 @@ def start(fast: bool, steps: int, run_dir: Path, core: int) -> subprocess.Popen:
         "algo=ppo",
         f"torch_fast_paths={str(fast).lower()}",
         f"total_timesteps={steps}",
-        "eval.freq=0",
-        "final_eval=false",
-        "video.enabled=false",
-        "logger=none",
-        "progress_bar=false",
-        "checkpoint_freq=0",
+        *TRAINING_ONLY,
         f"hydra.run.dir={run_dir}",
     ]
     return subprocess.Popen(

@@ -18,7 +18,7 @@ import tempfile
 from pathlib import Path
 
 import torch
-from fast_paths import weights  # this folder is on sys.path when a benchmark runs as a script
+from fast_paths import TRAINING_ONLY, weights  # this folder is on sys.path when a benchmark runs as a script
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -31,12 +31,7 @@ def run(vec_env: str, steps: int, run_dir: Path) -> dict:
         "algo=ppo",
         f"vec_env={vec_env}",
         f"total_timesteps={steps}",
-        "eval.freq=0",
-        "final_eval=false",
-        "video.enabled=false",
-        "logger=none",
-        "progress_bar=false",
-        "checkpoint_freq=0",
+        *TRAINING_ONLY,
         f"hydra.run.dir={run_dir}",
     ]
     subprocess.run(cmd, cwd=REPO, check=True, capture_output=True)

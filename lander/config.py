@@ -32,12 +32,12 @@ def check_override_keys(overrides: list[str]) -> None:
     Keys with ``+``/``~``/``++``, Hydra's own (``hydra.*``, ``--flags``) and ``algo.*`` are left to Hydra.
     """
     schema = LanderConfig()
+    groups = {p.name for p in CONF_DIR.iterdir() if p.is_dir()}  # experiment=, hparams_search=, ...
     for override in overrides:
         if override.startswith(("+", "~", "-")) or "=" not in override:
             continue
         key, value = override.split("=", 1)
         parts = key.split(".")
-        groups = {p.name for p in CONF_DIR.iterdir() if p.is_dir()}  # experiment=, hparams_search=, ...
         if parts[0] in ("hydra", "algo") or "/" in key or key in groups:  # Hydra's, free-form algo.model, groups
             continue
         if not hasattr(schema, parts[0]):

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from omegaconf import OmegaConf
 
-from helpers import QUICK, REPO, lander_env, read_json, run_lander
+from helpers import QUICK, REPO, lander, lander_env, read_json, run_lander
 from helpers.wandb_reader import read_run
 from lander.envs import make_train_env
 from lander.loading import safe_load
@@ -166,14 +166,7 @@ def test_interrupted_q_learning_run_resumes_to_the_budget(tmp_path):
     assert proc.wait(timeout=60) == 130
     stopped = read_json(run_dir / "summary.json")
     assert stopped["status"] == "interrupted" and 0 < stopped["timesteps"] < budget
-    done = subprocess.run(
-        [sys.executable, "-m", "lander.run", f"resume={run_dir}"],
-        cwd=REPO,
-        env=lander_env(),
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    done = lander(f"resume={run_dir}")
     assert done.returncode == 0, done.stderr[-3000:]
     summary = read_json(run_dir / "summary.json")
     assert summary["status"] == "completed" and summary["timesteps"] == budget

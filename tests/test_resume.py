@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 from stable_baselines3 import PPO
 
-from helpers import REPO, lander_env, read_json
+from helpers import REPO, lander, lander_env, read_json, run_lander
 from helpers.wandb_reader import read_runs
 
 BUDGET = 16384  # 64 rollouts of 2 envs x 128 steps
@@ -44,14 +44,7 @@ def wait_for(condition, timeout: float = 240) -> None:
 
 
 def resume(run_dir: Path) -> subprocess.CompletedProcess:
-    proc = subprocess.run(
-        [sys.executable, "-m", "lander.run", f"resume={run_dir}"],
-        cwd=REPO,
-        env=lander_env(),
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    proc = lander(f"resume={run_dir}")
     assert proc.returncode == 0, proc.stderr[-4000:]
     return proc
 
@@ -120,43 +113,26 @@ def test_killed_run_resumes_from_the_newest_checkpoint_that_loads(tmp_path):
 
 
 def test_resume_refuses_a_completed_run_and_other_overrides(tmp_path):
-    proc = subprocess.run(
-        [sys.executable, "-m", "lander.run", f"resume={tmp_path}"],
-        cwd=REPO,
-        env=lander_env(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    proc = lander(f"resume={tmp_path}", timeout=120)
     assert proc.returncode == 2 and "is not a lander run directory" in proc.stderr
 
 
 def test_off_policy_checkpoints_carry_the_replay_buffer(tmp_path):
     run_dir = tmp_path / "run"
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "lander.run",
-            "algo=dqn",
-            "total_timesteps=1200",
-            "algo.model.learning_starts=200",
-            "eval.freq=600",
-            "eval.episodes=2",
-            "eval.n_envs=2",
-            "checkpoint_freq=300",
-            "checkpoint_keep=2",
-            "checkpoint_replay_buffer=true",
-            "progress_bar=false",
-            "video.enabled=false",
-            "logger=none",
-            f"hydra.run.dir={run_dir}",
-        ],
-        cwd=REPO,
-        env=lander_env(),
-        capture_output=True,
-        text=True,
-        timeout=600,
+    proc = run_lander(
+        run_dir,
+        "algo=dqn",
+        "total_timesteps=1200",
+        "algo.model.learning_starts=200",
+        "eval.freq=600",
+        "eval.episodes=2",
+        "eval.n_envs=2",
+        "checkpoint_freq=300",
+        "checkpoint_keep=2",
+        "checkpoint_replay_buffer=true",
+        "progress_bar=false",
+        "video.enabled=false",
+        "logger=none",
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     names = sorted(p.name for p in (run_dir / "checkpoints").iterdir())

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from helpers import REPO, lander_env, read_json
+from helpers import REPO, lander, lander_env, read_json, run_lander
 from helpers.wandb_reader import read_run
 
 TINY_SWEEP = [
@@ -104,23 +104,7 @@ def test_a_failing_job_does_not_stop_the_others(tmp_path):
 def test_compare_cli_on_hand_picked_runs_of_different_lengths(serial_sweep, tmp_path):
     longer = tmp_path / "longer"
     overrides = [o if o != "total_timesteps=1024" else "total_timesteps=2048" for o in TINY_SWEEP]
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "lander.run",
-            "algo=a2c",
-            "seed=5",
-            *overrides,
-            "logger=none",
-            f"hydra.run.dir={longer}",
-        ],
-        cwd=REPO,
-        env=lander_env(),
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    proc = run_lander(longer, "algo=a2c", "seed=5", *overrides, "logger=none")
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = tmp_path / "report"
     proc = subprocess.run(
@@ -178,10 +162,7 @@ def test_optuna_search_stores_a_resumable_study(tmp_path):
     sweep_dir = tmp_path / "optuna"
     search = ["hparams_search=ppo_optuna", "logger=none", "video.enabled=false", "eval.freq=0", "total_timesteps=512"]
     for trials in (2, 3):  # n_trials counts the whole study: the second invocation adds one
-        cmd = [
-            sys.executable,
-            "-m",
-            "lander.run",
+        proc = lander(
             *search,
             f"hydra.sweeper.n_trials={trials}",
             *TINY_SWEEP[:1],
@@ -189,8 +170,7 @@ def test_optuna_search_stores_a_resumable_study(tmp_path):
             "eval.episodes=2",
             "progress_bar=false",
             f"hydra.sweep.dir={sweep_dir}",
-        ]
-        proc = subprocess.run(cmd, cwd=REPO, env=lander_env(), capture_output=True, text=True, timeout=600)
+        )
         assert proc.returncode == 0, proc.stderr[-4000:]
     study = optuna.load_study(study_name="ppo_lunar_lander", storage=f"sqlite:///{sweep_dir}/optuna.db")
     finished = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]

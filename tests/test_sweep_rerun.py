@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from helpers import REPO, lander_env, read_json
+from helpers import REPO, lander, lander_env, read_json
 
 # job 0 is short, job 1 long enough to be killed between its first checkpoint and its end
 SWEEP = [
@@ -107,8 +107,7 @@ def test_a_rerun_with_other_overrides_is_refused_before_anything_is_written(tmp_
     (sweep_dir / "0").mkdir(parents=True)
     first = ["algo=ppo", "seed=0,1"]
     (sweep_dir / "multirun.yaml").write_text(f"hydra:\n  overrides:\n    task: {first}\n  sweeper:\n    params: null\n")
-    cmd = [sys.executable, "-m", "lander.run", "--multirun", "algo=ppo", "seed=1,0", f"hydra.sweep.dir={sweep_dir}"]
-    proc = subprocess.run(cmd, cwd=REPO, env=lander_env(), capture_output=True, text=True, timeout=120)
+    proc = lander("--multirun", "algo=ppo", "seed=1,0", f"hydra.sweep.dir={sweep_dir}", timeout=120)
     assert proc.returncode == 2
     assert "holds a sweep with other overrides" in proc.stderr + proc.stdout and "seed=0,1" in proc.stderr + proc.stdout
     assert sorted(p.name for p in sweep_dir.iterdir()) == ["0", "multirun.yaml"] and not any(

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from helpers import composed, lander_env
+from helpers import composed, lander
 from lander.callbacks import Every
 from lander.compare import Run, changes_nothing, labels
 from lander.rerun import plan_job, set_aside
@@ -169,9 +169,5 @@ def test_every_default_is_written_once_in_the_yaml() -> None:
 
 
 def test_a_plus_before_experiment_is_accepted(tmp_path: Path) -> None:
-    import subprocess
-    import sys
-
-    cmd = [sys.executable, "-m", "lander.run", "+experiment=gamma_sweep", "--cfg", "hydra"]
-    out = subprocess.run(cmd, cwd=tmp_path, env=lander_env(), capture_output=True, text=True, timeout=120)
+    out = lander("+experiment=gamma_sweep", "--cfg", "hydra", cwd=tmp_path, timeout=120)
     assert out.returncode == 0 and "gamma: 0.98,0.99,0.999" in out.stdout, out.stderr

@@ -3,8 +3,6 @@ algo/env/experiment YAMLs in a folder of theirs (``hydra.searchpath``)."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 from typing import ClassVar
 
@@ -12,7 +10,7 @@ import pandas as pd
 import pytest
 from stable_baselines3.common.callbacks import BaseCallback
 
-from helpers import composed, lander_env, read_json
+from helpers import composed, lander, read_json
 from lander.config import ConfigError
 from lander.train import train
 
@@ -120,16 +118,7 @@ def test_user_env_experiment_and_callback_from_outside_the_package(tmp_path: Pat
     (tmp_path / "my_conf" / "experiment" / "mine.yaml").write_text(USER_EXPERIMENT)
     (tmp_path / "my_callbacks.py").write_text(USER_CALLBACK)
     overrides = [o for o in TINY_CARTPOLE if o != "env=cartpole"]
-    cmd = [
-        sys.executable,
-        "-m",
-        "lander.run",
-        "hydra.searchpath=[file://my_conf]",
-        "experiment=mine",
-        *overrides,
-        "hydra.run.dir=run",
-    ]
-    proc = subprocess.run(cmd, cwd=tmp_path, env=lander_env(), capture_output=True, text=True, timeout=300)
+    proc = lander("hydra.searchpath=[file://my_conf]", "experiment=mine", *overrides, "hydra.run.dir=run", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     summary = read_json(tmp_path / "run" / "summary.json")
     assert summary["status"] == "completed" and summary["env"] == "cartpole_long"

@@ -52,12 +52,19 @@ def lander_env(**extra: str) -> dict[str, str]:
     return env
 
 
+def lander(
+    *args: str, cwd: Path = REPO, env: dict[str, str] | None = None, timeout: int = 600
+) -> subprocess.CompletedProcess:
+    """``python -m lander.run <args>`` in a subprocess (from the repo root unless ``cwd``), its output captured."""
+    cmd = [sys.executable, "-m", "lander.run", *args]
+    return subprocess.run(cmd, cwd=cwd, env=env or lander_env(), capture_output=True, text=True, timeout=timeout)
+
+
 def run_lander(
     run_dir: Path, *overrides: str, env: dict[str, str] | None = None, timeout: int = 600
 ) -> subprocess.CompletedProcess:
     """``python -m lander.run <overrides> hydra.run.dir=<run_dir>`` in a subprocess, from the repo root."""
-    cmd = [sys.executable, "-m", "lander.run", *overrides, f"hydra.run.dir={run_dir}"]
-    return subprocess.run(cmd, cwd=REPO, env=env or lander_env(), capture_output=True, text=True, timeout=timeout)
+    return lander(*overrides, f"hydra.run.dir={run_dir}", env=env, timeout=timeout)
 
 
 def tiny_run(run_dir: Path, algo: str, *extra: str, **kwargs) -> subprocess.CompletedProcess:

@@ -1,48 +1,22 @@
-"""Building blocks of lander's SB3 callbacks: crash-safe CSV files, a periodic trigger, the per-episode
-training log and SB3's CSV logger continued across a resume."""
+"""Building blocks of lander's SB3 callbacks: a periodic trigger, the per-episode training log and SB3's
+CSV logger continued across a resume (the crash-safe CSV files are :mod:`lander.csvlog`)."""
 
 from __future__ import annotations
 
-import csv
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.logger import CSVOutputFormat
 
+from lander.csvlog import CsvLog, csv_rows
+
 log = logging.getLogger(__name__)
 
 Sink = Callable[[dict[str, Any], int], None]  # (metrics, env step); W&B's WandbRun.log fits
-
-
-class CsvLog:
-    """Appends rows to a CSV file, flushing each one, so a crash loses nothing already recorded."""
-
-    def __init__(self, path: Path, columns: Sequence[str]) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        new = not path.exists()
-        self._file = path.open("a", newline="")
-        self._writer = csv.DictWriter(self._file, fieldnames=columns)
-        if new:
-            self._writer.writeheader()
-
-    def write(self, row: dict[str, Any]) -> None:
-        self._writer.writerow(row)
-        self._file.flush()
-
-    def close(self) -> None:
-        self._file.close()
-
-
-def csv_rows(path: Path) -> list[dict[str, str]]:
-    """The rows already in a CSV file (none if there is no file): what a resumed run recorded before."""
-    if not path.is_file():
-        return []
-    with path.open(newline="") as handle:
-        return list(csv.DictReader(handle))
 
 
 class Every:
@@ -125,9 +99,10 @@ class ContinuedCSV(CSVOutputFormat):
 
     def __init__(self, filename: str) -> None:
         path = Path(filename)
-        old = path.read_text() if path.is_file() else ""
+        old = path.read_text(errors="replace") if path.is_file() else ""
+        old = old[: old.rfind("\n") + 1]  # a last line cut short by a kill is dropped
         super().__init__(filename)
         if old.strip():
-            self.file.write(old if old.endswith("\n") else old + "\n")
+            self.file.write(old)
             self.file.flush()
             self.keys = old.splitlines()[0].split(self.separator)

@@ -1,15 +1,17 @@
 """Checkpoints that survive a kill: written atomically, the newest K kept, and found again on resume.
 
 A checkpoint is ``checkpoints/model_<steps>_steps.zip`` (SB3's own format, loadable by ``PPO.load``),
-with ``replay_buffer_<steps>_steps.pkl`` beside it for off-policy algorithms when configured. Each file
-is written to a temporary name and renamed, so a kill leaves either the whole file or none under its
-final name. Checkpoints are taken between rollouts, where the model is exactly the one that starts the
+with ``replay_buffer_<steps>_steps.npz`` beside it for off-policy algorithms when configured (arrays only:
+:mod:`lander.replay`). Each file is written to a temporary name and renamed, the replay buffer first, so a
+kill leaves either a whole checkpoint with its buffer or no checkpoint under its final name.
+Checkpoints are taken between rollouts, where the model is exactly the one that starts the
 next rollout, so a resumed run counts no step twice.
 """
 
 from __future__ import annotations
 
 import logging
+from functools import partial
 from pathlib import Path
 
 from stable_baselines3.common.base_class import BaseAlgorithm
@@ -18,6 +20,7 @@ from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 
 from lander.callbacks import Every
 from lander.monitoring import check_finite
+from lander.replay import save_buffer
 from lander.rundir import atomic_write, find_checkpoints
 
 log = logging.getLogger(__name__)
@@ -33,18 +36,23 @@ def save_checkpoint(
     """
     directory.mkdir(parents=True, exist_ok=True)
     steps = model.num_timesteps if timesteps is None else timesteps
+    if replay_buffer and isinstance(model, OffPolicyAlgorithm) and model.replay_buffer is not None:
+        atomic_write(replay_buffer_path(directory, steps), partial(save_buffer, model.replay_buffer))
     current, model.num_timesteps = model.num_timesteps, steps
     try:
         path = atomic_write(directory / f"model_{steps}_steps.zip", model.save)
     finally:
         model.num_timesteps = current
-    if replay_buffer and isinstance(model, OffPolicyAlgorithm):
-        atomic_write(directory / f"replay_buffer_{steps}_steps.pkl", model.save_replay_buffer)
     if keep > 0:
         for old_steps, old in find_checkpoints(directory)[keep:]:
             old.unlink()
-            (directory / f"replay_buffer_{old_steps}_steps.pkl").unlink(missing_ok=True)
+            replay_buffer_path(directory, old_steps).unlink(missing_ok=True)
     return path
+
+
+def replay_buffer_path(directory: Path, steps: int) -> Path:
+    """The replay buffer saved with the checkpoint of ``steps``."""
+    return directory / f"replay_buffer_{steps}_steps.npz"
 
 
 class Checkpointer(BaseCallback):

@@ -7,8 +7,10 @@ and the allowed values.
 
 from __future__ import annotations
 
+import logging
 import netrc
 import os
+import re
 from dataclasses import fields, is_dataclass
 from pathlib import Path
 from typing import Any
@@ -83,6 +85,20 @@ MINIMA: dict[str, tuple[int, bool, str]] = {  # key -> (smallest value, null all
     "monitor_freq": (0, False, "0 (off) or a positive number of timesteps"),
     "early_stop.patience": (1, True, "null (off) or an integer >= 1"),
     "torch_threads": (0, False, "0 (torch's default) or an integer >= 1"),
+    "seed": (0, False, "an integer >= 0 (numpy seeds are unsigned)"),
+    "eval.seed": (0, False, "an integer >= 0"),
+    "video.seed": (0, False, "an integer >= 0"),
+    "video.fps": (1, False, "an integer >= 1"),
+    "video.max_steps": (1, False, "an integer >= 1"),
+}
+MODEL_MINIMA: dict[str, tuple[float, bool, str]] = {  # algo.model keys lander knows: (bound, strict, allowed)
+    "n_steps": (1, False, "an integer >= 1 (env steps per env per rollout)"),
+    "batch_size": (1, False, "an integer >= 1"),
+    "n_epochs": (1, False, "an integer >= 1"),
+    "buffer_size": (1, False, "an integer >= 1"),
+    "learning_starts": (0, False, "an integer >= 0"),
+    "learning_rate": (0, True, "a number > 0 (or a schedule)"),
+    "gamma": (0, True, "a number in (0, 1]"),
 }
 CHOICES: dict[str, tuple[str, ...]] = {
     "vec_env": ("dummy", "subproc"),
@@ -113,10 +129,29 @@ def validate(cfg: DictConfig) -> None:
         value = OmegaConf.select(cfg, key)
         _check(value in choices, key, value, f"one of: {', '.join(choices)}")
     device = cfg.device
-    _check(device in ("auto", "cpu") or device.startswith(("cuda", "mps")), "device", device,
+    _check(device in ("auto", "cpu", "mps") or re.fullmatch(r"cuda(:\d+)?", device) is not None, "device", device,
            "one of: auto, cpu, cuda, cuda:N, mps")  # fmt: skip
     _check("_target_" in cfg.algo.model, "algo.model._target_", None, "the import path of the model class")
+    for key, (bound, strict, allowed) in MODEL_MINIMA.items():
+        value = cfg.algo.model.get(key)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            _check(value > bound if strict else value >= bound, f"algo.model.{key}", value, allowed)
+    check_device(device)
     check_compatible(cfg)
+
+
+def check_device(device: str) -> None:
+    """A CUDA or MPS device must exist on this machine (torch would fall back or fail mid-run)."""
+    if device.startswith("cuda"):
+        import torch
+
+        index = int(device.split(":")[1]) if ":" in device else 0
+        found = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        _check(index < found, "device", device, f"a device this machine has ({found} CUDA devices): cpu or auto")
+    elif device == "mps":
+        import torch
+
+        _check(torch.backends.mps.is_available(), "device", device, "a device this machine has: cpu or auto")
 
 
 def check_compatible(cfg: DictConfig) -> None:
@@ -148,9 +183,38 @@ def has_api_key() -> bool:
 
 
 def check_logger(cfg: DictConfig) -> None:
-    """Fail before training when online logging cannot work (no API key)."""
-    if cfg.logger.backend == "wandb" and cfg.logger.mode == "online" and not has_api_key():
+    """Fail before training when online logging cannot work: no API key, or a W&B server that does not answer
+    within ``logger.connect_timeout`` seconds (with ``logger.offline_fallback=true``: go on offline, warned)."""
+    if cfg.logger.backend != "wandb" or cfg.logger.mode != "online":
+        return
+    if not has_api_key():
         raise ConfigError(
             "logger.mode=online needs a W&B API key: set WANDB_API_KEY or run `wandb login`; "
             "or use logger.mode=offline (the default; `wandb sync` uploads later) or logger=none"
         )
+    url = os.environ.get("WANDB_BASE_URL", "https://api.wandb.ai")
+    problem = unreachable(url, cfg.logger.connect_timeout)
+    if problem is None:
+        return
+    if cfg.logger.offline_fallback:
+        logging.getLogger(__name__).warning("W&B at %s cannot be reached (%s): logging offline instead", url, problem)
+        cfg.logger.mode = "offline"
+        return
+    raise ConfigError(
+        f"logger.mode=online: W&B at {url} cannot be reached ({problem}). Check the network, or use "
+        "logger.mode=offline (`wandb sync` uploads later), or logger.offline_fallback=true to go on offline"
+    )
+
+
+def unreachable(url: str, timeout: float) -> str | None:
+    """Why the server at ``url`` does not answer within ``timeout`` seconds; None if it answers at all."""
+    import urllib.error
+    import urllib.request
+
+    try:
+        urllib.request.urlopen(url.rstrip("/") + "/healthz", timeout=timeout).close()
+    except urllib.error.HTTPError:
+        return None  # it answered
+    except (OSError, ValueError) as exc:
+        return f"{type(exc).__name__}: {getattr(exc, 'reason', exc)}"
+    return None

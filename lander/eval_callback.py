@@ -11,9 +11,10 @@ from typing import Any
 import gymnasium as gym
 from stable_baselines3.common.callbacks import BaseCallback
 
-from lander.callbacks import CsvLog, Every, Sink, csv_rows
+from lander.callbacks import Every, Sink
+from lander.csvlog import CsvLog, csv_rows
 from lander.evaluation import EvalResult, evaluate
-from lander.rundir import RunPaths
+from lander.rundir import RunPaths, atomic_write
 
 log = logging.getLogger(__name__)
 
@@ -89,10 +90,17 @@ class PeriodicEval(BaseCallback):
             callback.init_callback(self.model)
 
     def restore(self) -> None:
-        """Best mean and first "solved" step from the evaluations already in ``eval.csv`` (a resumed run)."""
+        """Best mean, first "solved" step and the last evaluation from the evaluations already recorded
+        (a resumed run): a model resumed at the step of its last evaluation is not evaluated again."""
         history = [(int(float(r["timesteps"])), float(r["mean"])) for r in csv_rows(self.paths.eval_csv)]
         self.best_mean = max((m for _, m in history), default=float("-inf"))
         self.first_solved = next((t for t, m in history if self.threshold is not None and m >= self.threshold), None)
+        if history:
+            step = history[-1][0]
+            rows = [r for r in csv_rows(self.paths.eval_episodes) if int(float(r["timesteps"])) == step]
+            returns, lengths = [float(r["return"]) for r in rows], [int(float(r["length"])) for r in rows]
+            result = EvalResult(returns, lengths, [int(float(r["seed"])) for r in rows], self.threshold)
+            self.last, self.last_mean = (step, result), history[-1][1]
 
     def _on_training_start(self) -> None:
         self._csv = self._csv or CsvLog(self.paths.eval_csv, self.COLUMNS)
@@ -129,7 +137,7 @@ class PeriodicEval(BaseCallback):
         self.last, self.last_mean = (self.num_timesteps, result), float(stats["mean"])  # type: ignore[arg-type]
         if self.last_mean > self.best_mean:
             self.best_mean = self.last_mean
-            self.model.save(self.paths.best_model)
+            atomic_write(self.paths.best_model, self.model.save)
         if self.first_solved is None and self.threshold is not None and self.last_mean >= self.threshold:
             self.first_solved = self.num_timesteps
         log.info(
@@ -145,7 +153,9 @@ class PeriodicEval(BaseCallback):
     def _record(self, stats: dict[str, Any], result: EvalResult, seconds: float) -> None:
         """Write the evaluation to the CSV files and the sinks."""
         assert self._csv is not None and self._episodes_csv is not None
-        self._csv.write(
+        for seed, ret, length in zip(result.seeds, result.returns, result.lengths, strict=True):
+            self._episodes_csv.write({"timesteps": self.num_timesteps, "seed": seed, "return": ret, "length": length})
+        self._csv.write(  # after its episodes: an evaluation is recorded when its row is (resume relies on it)
             {
                 "timesteps": self.num_timesteps,
                 **stats,
@@ -153,8 +163,6 @@ class PeriodicEval(BaseCallback):
                 "eval_seconds": round(seconds, 3),
             }
         )
-        for seed, ret, length in zip(result.seeds, result.returns, result.lengths, strict=True):
-            self._episodes_csv.write({"timesteps": self.num_timesteps, "seed": seed, "return": ret, "length": length})
         for sink in self.sinks:
             sink(
                 {f"eval/{k}": v for k, v in stats.items() if v is not None} | {"time/eval_seconds": seconds},

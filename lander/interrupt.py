@@ -63,3 +63,28 @@ def stop_on_signals() -> Iterator[None]:
         _state["deferring"], _state["pending"] = False, None
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def exit_on_signals() -> None:
+    """Until :func:`stop_on_signals` takes over: SIGINT/SIGTERM end the process at once with 128 + signal.
+
+    Called on the first line of ``python -m lander.run``: a process started in the background by a shell
+    would otherwise ignore SIGINT until then, and nothing is written before training starts.
+    """
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, _exit)
+
+
+def _exit(signum: int, frame: Any) -> None:
+    raise SystemExit(128 + signum)
+
+
+@contextmanager
+def signals_blocked() -> Iterator[None]:
+    """Hold SIGINT/SIGTERM back while a stopping run records its state (delivered when the block ends)."""
+    signals = {signal.SIGINT, signal.SIGTERM}
+    signal.pthread_sigmask(signal.SIG_BLOCK, signals)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, signals)

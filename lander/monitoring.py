@@ -12,7 +12,8 @@ import torch
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
 
-from lander.callbacks import CsvLog, Every, Sink
+from lander.callbacks import Every, Sink
+from lander.csvlog import CsvLog
 
 log = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from lander.rundir import RunPaths
+from lander.rundir import RunPaths, atomic_write
 from lander.statistics import mean_curve, pooled_curve
 
 if TYPE_CHECKING:
@@ -64,7 +64,7 @@ def plot_learning_curve(run_dir: Path, title: str, threshold: float | None = Non
     ax.legend(loc="lower right", fontsize=8)
     fig.tight_layout()
     out = paths.learning_curve
-    fig.savefig(out)
+    atomic_write(out, fig.savefig)
     plt.close(fig)
     return out
 
@@ -98,5 +98,5 @@ def plot_curves(groups: dict[str, list[Run]], env: str, path: Path, band: str = 
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, loc="lower right")
     fig.tight_layout()
-    fig.savefig(path)
+    atomic_write(path, fig.savefig)
     plt.close(fig)

@@ -22,6 +22,7 @@ from typing import Literal
 from omegaconf import DictConfig, OmegaConf, read_write
 
 from lander.config import ConfigError
+from lander.lock import NAME as LOCK_NAME
 from lander.rundir import RunPaths, RunSummary, Status, find_checkpoints, find_run_dirs
 
 log = logging.getLogger(__name__)
@@ -35,7 +36,8 @@ def plan_job(paths: RunPaths) -> Plan:
         return "fresh"
     if summary.status == Status.COMPLETED:
         return "skip"
-    if summary.status in (Status.RUNNING, Status.INTERRUPTED) and find_checkpoints(paths.checkpoints):
+    killed = summary.status == Status.FAILED and (summary.error or "").startswith("killed by")  # lander.isolate
+    if (summary.status in (Status.RUNNING, Status.INTERRUPTED) or killed) and find_checkpoints(paths.checkpoints):
         return "resume"
     return "retry"
 
@@ -46,7 +48,7 @@ def set_aside(paths: RunPaths) -> Path:
     target = attempts / str(len(list(attempts.glob("*"))) + 1 if attempts.is_dir() else 1)
     target.mkdir(parents=True)
     for item in paths.root.iterdir():
-        if item.name not in (".hydra", "attempts") and item.suffix != ".log":
+        if item.name not in (".hydra", "attempts", LOCK_NAME) and item.suffix != ".log":
             shutil.move(str(item), str(target / item.name))
     return target
 

@@ -11,7 +11,8 @@ from omegaconf import DictConfig
 
 from lander.algos import effective_gamma
 from lander.eval_callback import PeriodicEval
-from lander.rundir import RunPaths, write_json
+from lander.faults import fault
+from lander.rundir import RunPaths, atomic_write, write_json
 from lander.tracking import run_name
 
 log = logging.getLogger(__name__)
@@ -42,7 +43,7 @@ def record_results(
     cfg: DictConfig, model: Any, evaluator: PeriodicEval, paths: RunPaths, train_seconds: float, first_step: int = 0
 ) -> dict[str, Any]:
     """Save the model, evaluate it, plot the learning curve, record the video; return summary fields."""
-    model.save(paths.model)
+    atomic_write(paths.model, model.save)
     steps = int(model.num_timesteps)
     out: dict[str, Any] = {
         "timesteps": steps,
@@ -69,7 +70,9 @@ def record_results(
     from lander.plots import plot_learning_curve
     from lander.video import write_video
 
+    fault("finish:plot")
     plot_learning_curve(paths.root, f"{run_name(cfg, effective_gamma(cfg))} ({cfg.env.id})", cfg.env.reward_threshold)
     if cfg.video.enabled:
+        fault("finish:video")
         out["video"] = write_video(model, cfg.env, cfg.video, paths.video)
     return out

@@ -1,81 +1,97 @@
 """Resuming a run in its own directory: ``python -m lander.run resume=<run dir>``.
 
-The run continues from its newest checkpoint that loads (a truncated or corrupted one is skipped for
-the one before it), with the run's own saved config, until the original budget. Metric rows recorded
-after that checkpoint (by a run killed before it could save) are dropped, so no step is counted twice.
+The run continues from its newest checkpoint that loads (a truncated or foreign one is skipped for the
+one before it; a run killed before its first checkpoint starts again from step 0), with the run's own
+saved config, checked against the schema again, until the original budget. Metric rows recorded after
+that checkpoint (by a run killed before it could save) are dropped, so no step is counted twice.
 """
 
 from __future__ import annotations
 
-import csv
 import logging
-from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.vec_env import VecEnv
 
+from lander.checkpoints import replay_buffer_path
 from lander.config import ConfigError
+from lander.csvlog import cut_csv, read_complete, write_csv
 from lander.loading import safe_load
-from lander.rundir import RunPaths, RunSummary, Status, atomic_write, find_checkpoints
+from lander.replay import load_buffer
+from lander.rundir import RunFileError, RunPaths, RunSummary, Status, atomic_write, find_checkpoints
 
 log = logging.getLogger(__name__)
 
 
 def resume_config(run_dir: Path) -> DictConfig:
     """The saved config of the run in ``run_dir``, with ``resume`` set; an error if it cannot be resumed."""
+    from lander.schema import LanderConfig
+
     paths = RunPaths(run_dir)
     if not paths.is_run():
         raise ConfigError(f"resume={str(run_dir)!r} is not a lander run directory (no .hydra/config.yaml)")
-    summary = RunSummary.load(paths)
+    try:
+        summary = RunSummary.load(paths)
+    except (ValueError, TypeError) as exc:
+        raise ConfigError(f"resume={str(run_dir)!r}: {paths.summary} is unreadable ({exc})") from exc
     if summary is not None and summary.status == Status.COMPLETED:
         raise ConfigError(f"resume={str(run_dir)!r}: that run is already completed (summary.json)")
-    cfg = OmegaConf.load(paths.config)
+    try:  # an edited config is checked as a composed one is: unknown keys and wrong types are errors
+        cfg = OmegaConf.merge(OmegaConf.structured(LanderConfig), OmegaConf.load(paths.config))
+    except (OmegaConfBaseException, ValueError, OSError) as exc:
+        raise ConfigError(f"{paths.config} is not a valid lander config: {str(exc).splitlines()[0]}") from exc
+    OmegaConf.set_struct(cfg, False)
     cfg.resume = str(run_dir)
     return cfg  # type: ignore[return-value]
 
 
-def load_newest_checkpoint(cfg: DictConfig, paths: RunPaths, env: VecEnv) -> BaseAlgorithm:
-    """Load the newest checkpoint of the run that loads, onto ``env``; log the ones skipped."""
-    for steps, path in find_checkpoints(paths.checkpoints):
+def load_newest_checkpoint(cfg: DictConfig, paths: RunPaths, env: VecEnv) -> BaseAlgorithm | None:
+    """The newest checkpoint of the run that loads (with its replay buffer), on ``env``; None if the run has
+    no checkpoint (it starts again from step 0); an error if it has checkpoints and none loads."""
+    found = find_checkpoints(paths.checkpoints)
+    reasons = []
+    for steps, path in found:
         try:
             model = safe_load(cfg, path, env)
-        except Exception as exc:
-            log.warning(
-                "checkpoint %s does not load (%s: %s); trying the one before", path.name, type(exc).__name__, exc
-            )
+            replay = replay_buffer_path(paths.checkpoints, steps)
+            if replay.is_file() and getattr(model, "replay_buffer", None) is not None:
+                load_buffer(model.replay_buffer, replay)  # type: ignore[attr-defined]
+        except RunFileError as exc:
+            log.warning("checkpoint %s not used: %s; trying the one before", path.name, exc)
+            reasons.append(str(exc))
             continue
-        replay = paths.checkpoints / f"replay_buffer_{steps}_steps.pkl"
-        if replay.is_file() and hasattr(model, "load_replay_buffer"):
-            model.load_replay_buffer(replay)
         model.num_timesteps = steps
         model._last_obs = None  # type: ignore[assignment]  # the envs are new: learn() resets them
         log.info("resuming from %s", path.name)
         return model
-    raise ConfigError(f"resume={str(paths.root)!r}: no checkpoint in {paths.checkpoints} loads")
+    if found:
+        raise RunFileError(f"resume={str(paths.root)!r}: no checkpoint loads: {'; '.join(reasons)}")
+    log.info("no checkpoint in %s: starting again from step 0", paths.checkpoints)
+    return None
 
 
 def truncate_metrics(paths: RunPaths, timesteps: int) -> None:
-    """Drop metric rows recorded after ``timesteps`` (the callbacks then go on from the rows kept)."""
-    for path, column in (
-        (paths.train_episodes, "timesteps"),
-        (paths.eval_csv, "timesteps"),
-        (paths.eval_episodes, "timesteps"),
-        (paths.sb3_progress, "time/total_timesteps"),
+    """Repair the metric files and drop rows recorded after ``timesteps`` (the callbacks go on from there):
+    every file gets its header, a row cut short by a kill is dropped, and evaluation episodes without
+    their evaluation's row (a kill between the two) go too."""
+    from lander.callbacks import EpisodeLogger
+    from lander.eval_callback import PeriodicEval
+    from lander.monitoring import ResourceMonitor
+
+    for path, column, columns in (
+        (paths.train_episodes, "timesteps", EpisodeLogger.COLUMNS),
+        (paths.eval_csv, "timesteps", PeriodicEval.COLUMNS),
+        (paths.eval_episodes, "timesteps", PeriodicEval.EPISODE_COLUMNS),
+        (paths.resources, "timesteps", ResourceMonitor.COLUMNS),
+        (paths.sb3_progress, "time/total_timesteps", ()),
     ):
-        if not path.is_file() or not path.stat().st_size:
-            continue
-        with path.open(newline="") as handle:
-            reader = csv.DictReader(handle)
-            fields = reader.fieldnames or []
-            rows = [r for r in reader if r.get(column) not in (None, "") and float(r[column]) <= timesteps]
-        atomic_write(path, partial(_write_csv, fields=fields, rows=rows))
-
-
-def _write_csv(path: Path, fields: Sequence[str], rows: list[dict[str, str]]) -> None:
-    with path.open("w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=fields)
-        writer.writeheader()
-        writer.writerows(rows)
+        cut_csv(path, column, timesteps, columns)
+    evaluated = {row["timesteps"] for row in read_complete(paths.eval_csv)[1]}
+    fields, episodes = read_complete(paths.eval_episodes)
+    if fields and any(row["timesteps"] not in evaluated for row in episodes):
+        kept = [row for row in episodes if row["timesteps"] in evaluated]
+        atomic_write(paths.eval_episodes, partial(write_csv, fields=fields, rows=kept))

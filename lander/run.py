@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+from lander.interrupt import exit_on_signals
+
+if __name__ == "__main__":
+    exit_on_signals()  # from the first line on: a background process would ignore SIGINT until train() starts
+
 import logging
 import sys
+from functools import partial
 from pathlib import Path
 
 import hydra
@@ -11,10 +17,11 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig
 
-from lander.config import ConfigError, check_logger, check_override_keys, validate
+from lander.config import ConfigError, check_logger, validate
 from lander.interrupt import Interrupted
+from lander.lock import RunLock
 from lander.rerun import continue_job
-from lander.rundir import RunPaths
+from lander.rundir import RunFileError, RunPaths, RunSummary, Status
 from lander.schema import register_configs
 
 log = logging.getLogger("lander")
@@ -23,12 +30,33 @@ register_configs()
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="config")
 def main(cfg: DictConfig) -> float | None:
-    """Train one run in Hydra's output directory; return the final eval mean (for Hydra sweepers)."""
+    """Train one run in Hydra's output directory; return the final eval mean (for Hydra sweepers).
+
+    In a sweep, each job runs in a process of its own (:mod:`lander.isolate`): one that dies takes no other
+    job with it.
+    """
     hydra_cfg = HydraConfig.get()
-    multirun = hydra_cfg.mode == RunMode.MULTIRUN
     run_dir = Path(hydra_cfg.runtime.output_dir)
-    if multirun and hydra_cfg.launcher.get("n_jobs", 1) != 1:
+    if hydra_cfg.mode != RunMode.MULTIRUN:
+        return run_job(cfg, run_dir, list(hydra_cfg.overrides.task), None)
+    from lander.isolate import run_in_child
+    from lander.sweep import sweep_group
+
+    if hydra_cfg.launcher.get("n_jobs", 1) != 1:
         cfg.progress_bar = False  # parallel jobs' progress bars would overwrite each other on one console
+    job = partial(run_job, cfg, run_dir, list(hydra_cfg.overrides.task), sweep_group(hydra_cfg.sweep.dir))
+    run_in_child(job, RunPaths(run_dir))
+    summary = RunSummary.load(RunPaths(run_dir))
+    return summary.final_eval_mean if summary is not None and summary.status == Status.COMPLETED else None
+
+
+def run_job(cfg: DictConfig, run_dir: Path, overrides: list[str], group: str | None) -> float | None:
+    """One run (or job of a sweep, ``group`` being the sweep's): checked, locked, trained or resumed.
+
+    Errors end it with one line and exit 2 (configuration) or 1 (an unusable file, a failure); a sweep's
+    job returns None instead, so the other jobs go on and the sweep's end reports it.
+    """
+    sweep = group is not None
     try:
         if cfg.resume is not None:  # the run's own saved config, in its own directory
             from lander.resume import resume_config
@@ -37,49 +65,36 @@ def main(cfg: DictConfig) -> float | None:
             cfg = resume_config(run_dir)
         validate(cfg)  # before importing torch and SB3, so bad input fails in a second
         check_logger(cfg)
-        done = continue_job(cfg, RunPaths(run_dir))
-        if done is not None:
-            return done.final_eval_mean
-        from lander.sweep import sweep_group
-        from lander.train import train
+        lock = RunLock(run_dir).acquire()  # one writer per run directory, until this process ends
+        try:
+            done = continue_job(cfg, RunPaths(run_dir))
+            if done is not None:
+                return done.final_eval_mean
+            from lander.train import train
 
-        group = sweep_group(hydra_cfg.sweep.dir) if multirun else None
-        summary = train(cfg, run_dir, group=group, overrides=list(hydra_cfg.overrides.task))
-    except ConfigError as exc:
-        log.error("invalid configuration: %s", exc)
-        if multirun:  # the other jobs go on; the sweep's end lists this one as failed
+            return train(cfg, run_dir, group=group, overrides=overrides).final_eval_mean
+        finally:
+            lock.release()
+    except (ConfigError, RunFileError) as exc:
+        log.error("%s: %s", "invalid configuration" if isinstance(exc, ConfigError) else "cannot continue", exc)
+        if sweep:  # the other jobs go on; the sweep's end lists this one as failed
             return None
-        sys.exit(2)
+        sys.exit(2 if isinstance(exc, ConfigError) else 1)
     except Interrupted as exc:
         log.error("interrupted by %s; the run directory keeps what was recorded", exc)
         sys.exit(exc.exit_code)
     except Exception:
-        if multirun:  # the other jobs go on; the sweep's end reports this one as failed
+        if sweep:  # the other jobs go on; the sweep's end reports this one as failed
             log.exception("job failed")  # in this job's run.log, also when it failed before training
             return None
         raise
-    return summary.final_eval_mean
-
-
-def resume_arguments(argv: list[str]) -> list[str]:
-    """For ``resume=<run dir>``: Hydra's output goes to that directory, and nothing else may be overridden."""
-    resume = [a for a in argv if a.startswith("resume=")]
-    if not resume:
-        return argv
-    run_dir = Path(resume[-1].split("=", 1)[1])
-    if not RunPaths(run_dir).is_run():
-        raise ConfigError(f"resume={str(run_dir)!r} is not a lander run directory (no .hydra/config.yaml)")
-    others = [a for a in argv if not a.startswith(("resume=", "hydra."))]
-    if others:
-        raise ConfigError(f"resume= continues a run with its own saved config; remove {' '.join(others)}")
-    return [*argv, f"hydra.run.dir={run_dir.resolve()}", "hydra.output_subdir=null"]
 
 
 if __name__ == "__main__":
+    from lander.precheck import check_command
+
     try:
-        sys.argv[1:] = [a[1:] if a.startswith(("+experiment=", "+hparams_search=")) else a for a in sys.argv[1:]]
-        check_override_keys(sys.argv[1:])
-        sys.argv[1:] = resume_arguments(sys.argv[1:])
+        sys.argv[1:] = check_command(sys.argv[1:])  # before Hydra creates the run directory
     except ConfigError as error:
         print(f"lander: invalid configuration: {error}", file=sys.stderr)
         sys.exit(2)

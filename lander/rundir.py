@@ -7,6 +7,7 @@ Train, resume, evaluate and compare all go through this module, so a file is nam
 from __future__ import annotations
 
 import dataclasses
+import errno
 import json
 import os
 import re
@@ -16,20 +17,47 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
+from lander.faults import fault
+
 
 def atomic_write(path: Path, write: Callable[[Path], Any]) -> Path:
-    """Call ``write(tmp)``, flush ``tmp`` to disk and rename it to ``path``: a reader (or a kill) sees the
-    whole old file or the whole new one, never half of either."""
-    tmp = path.with_name(f".{path.name}.tmp")
+    """Call ``write(tmp)``, flush ``tmp`` to disk, rename it to ``path`` and flush the directory: a reader (or
+    a kill at any instant) sees the whole old file or the whole new one, never half of either.
+
+    The temporary name holds the process id, so two writers never share one.
+    """
+    tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp{path.suffix}")  # the suffix kept: writers infer formats
     try:
         write(tmp)
         with tmp.open("rb") as handle:
             os.fsync(handle.fileno())
+        fault(f"write:{path.name}")
         os.replace(tmp, path)
+        fsync_directory(path.parent)
     except BaseException:
-        tmp.unlink(missing_ok=True)  # a failed write (a full disk, an error) leaves nothing behind
+        tmp.unlink(missing_ok=True)  # a failed write (a full disk, an error, a signal) leaves nothing behind
         raise
     return path
+
+
+def remove_temporaries(root: Path) -> list[Path]:
+    """Remove the temporary files (:func:`atomic_write`) that killed writers left under ``root``."""
+    stale = [p for p in Path(root).rglob(".*.tmp*") if TEMPORARY.fullmatch(p.name) and p.is_file()]
+    for path in stale:
+        path.unlink(missing_ok=True)
+    return stale
+
+
+TEMPORARY = re.compile(r"\..+\.\d+\.tmp(\.\w+)?")
+
+
+def fsync_directory(directory: Path) -> None:
+    """Flush a directory's entries (a rename in it) to disk."""
+    handle = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(handle)
+    finally:
+        os.close(handle)
 
 
 def write_text(path: Path, text: str) -> Path:
@@ -45,6 +73,11 @@ def write_json(path: Path, data: dict[str, Any]) -> Path:
 def read_json(path: Path) -> dict[str, Any]:
     """The JSON object in ``path``; empty if there is no such file."""
     return json.loads(path.read_text()) if path.is_file() else {}
+
+
+class RunFileError(RuntimeError):
+    """A file of a run that cannot be used safely (unreadable, truncated, foreign or hostile); the message
+    names the file. ``python -m lander.run`` and ``lander.evaluate`` report it in one line and exit 1."""
 
 
 class RunPaths:
@@ -142,7 +175,19 @@ class RunSummary:
         return dataclasses.asdict(self) | {"status": self.status.value}
 
     def save(self, paths: RunPaths) -> None:
-        write_json(paths.summary, self.to_dict())
+        """Write ``summary.json`` atomically; on a full disk, over the old file's own blocks, so the status
+        of a run stopped by the full disk is still recorded."""
+        text = json.dumps(self.to_dict(), indent=2) + "\n"
+        try:
+            write_text(paths.summary, text)
+        except OSError as exc:
+            if exc.errno != errno.ENOSPC or not paths.summary.is_file():
+                raise
+            with paths.summary.open("r+") as handle:  # no new block needed for a summary of about 1 kB
+                handle.write(text)
+                handle.truncate()
+                handle.flush()
+                os.fsync(handle.fileno())
 
     def update(self, **values: Any) -> RunSummary:
         """Set fields by name (an unknown name is an error); return ``self``."""

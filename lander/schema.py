@@ -80,6 +80,8 @@ class LoggerConfig:
     job_type: str | None = MISSING
     tags: list[str] = MISSING
     log_model: bool = MISSING
+    offline_fallback: bool = MISSING
+    connect_timeout: float = MISSING
 
 
 @dataclass

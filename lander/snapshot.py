@@ -9,6 +9,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from lander.faults import fault
 from lander.rundir import write_json, write_text
 
 SOURCE_DIR = Path(__file__).resolve().parent.parent
@@ -69,6 +70,7 @@ def write_snapshot(run_dir: Path) -> Path:
     """Write ``environment/pip_freeze.txt`` and ``environment/versions.json`` under ``run_dir``."""
     out_dir = run_dir / "environment"
     out_dir.mkdir(parents=True, exist_ok=True)
+    fault("start:snapshot")
     freeze = subprocess.run([sys.executable, "-m", "pip", "freeze"], capture_output=True, text=True, timeout=120)
     write_text(out_dir / "pip_freeze.txt", freeze.stdout)
     import torch

@@ -23,11 +23,12 @@ from lander.checkpoints import Checkpointer
 from lander.config import ConfigError, check_logger, validate
 from lander.envs import action_space_kind, make_train_env, observation_space_kind
 from lander.eval_callback import PeriodicEval
-from lander.interrupt import deferred, stop_on_signals
+from lander.faults import fault
+from lander.interrupt import deferred, signals_blocked, stop_on_signals
 from lander.monitoring import check_finite, nonfinite_parameters
 from lander.results import record_results
 from lander.resume import load_newest_checkpoint, truncate_metrics
-from lander.rundir import RunPaths, RunSummary, Status
+from lander.rundir import RunPaths, RunSummary, Status, remove_temporaries
 from lander.snapshot import write_snapshot
 from lander.speed import distribution_checks, fast_paths, use_foreach
 from lander.stopping import SignalCheck
@@ -82,18 +83,37 @@ def _train(cfg: DictConfig, paths: RunPaths, group: str | None, overrides: list[
     if cfg.torch_threads > 0:
         torch.set_num_threads(cfg.torch_threads)
     env = make_train_env(cfg.env, n_envs, cfg.seed, cfg.vec_env)
-    check_env_kinds(cfg, env)
-    summary = start_summary(cfg, paths, n_envs, total_timesteps, overrides)
-    wandb_run = start_wandb(cfg, paths, summary, group)
+    try:
+        check_env_kinds(cfg, env)
+        # a resumed run's checkpoint is loaded before anything is written: one that cannot be used changes nothing
+        resumed = load_newest_checkpoint(cfg, paths, env) if cfg.get("resume") is not None else None
+        summary = new_summary(cfg, paths, n_envs, total_timesteps, overrides)
+        return _record(cfg, paths, env, summary, resumed, group, extra_callbacks)
+    finally:
+        env.close()
+
+
+def _record(
+    cfg: DictConfig,
+    paths: RunPaths,
+    env: Any,
+    summary: RunSummary,
+    resumed: Any,
+    group: str | None,
+    extra_callbacks: list[BaseCallback],
+) -> RunSummary:
+    """From the first file written to the last: whatever stops the run, ``summary.json`` says so truly."""
     checkpointer = Checkpointer(
         cfg.checkpoint_freq, paths.checkpoints, cfg.checkpoint_keep, cfg.checkpoint_replay_buffer
     )
-    exit_code, start, model = 1, time.perf_counter(), None
+    exit_code, start, model, wandb_run = 1, time.perf_counter(), None, None
     try:
-        model = start_model(cfg, paths, env, summary)
+        start_files(cfg, paths, summary)
+        wandb_run = start_wandb(cfg, paths, summary, group)
+        model = start_model(cfg, paths, env, summary, resumed)
         done = int(model.num_timesteps)
         evaluator, stop_reason, seconds, cpu_seconds = learn(
-            cfg, model, paths, wandb_run, checkpointer, extra_callbacks
+            cfg, model, paths, wandb_run, checkpointer, extra_callbacks, summary
         )
         summary.update(
             **record_results(cfg, model, evaluator, paths, seconds, done),
@@ -103,17 +123,26 @@ def _train(cfg: DictConfig, paths: RunPaths, group: str | None, overrides: list[
             wall_seconds=round(time.perf_counter() - start, 2),
         )
         summary.save(paths)
-        if wandb_run:
-            wandb_run.log_files(paths, summary.to_dict(), cfg.logger.log_model)
+        fault("finish:completed")
         exit_code = 0
+        if wandb_run:
+            finish_wandb(wandb_run, paths, summary, cfg.logger.log_model)
         return summary
     except BaseException as exc:
-        record_stop(exc, model, checkpointer, paths, summary.update(wall_seconds=round(time.perf_counter() - start, 2)))
+        if summary.status != Status.COMPLETED:  # a completed run stays completed (a signal during the upload)
+            summary.wall_seconds = round(time.perf_counter() - start, 2)
+            with signals_blocked():  # another signal now would cut the record short: it waits until it is written
+                record_stop(exc, model, checkpointer, paths, summary)
         raise
     finally:
-        env.close()
         if wandb_run:
             wandb_run.finish(exit_code)
+
+
+def finish_wandb(wandb_run: WandbRun, paths: RunPaths, summary: RunSummary, log_model: bool) -> None:
+    """Upload the completed run's files to W&B; a signal meanwhile leaves the run completed."""
+    fault("finish:wandb")
+    wandb_run.log_files(paths, summary.to_dict(), log_model)
 
 
 def start_wandb(cfg: DictConfig, paths: RunPaths, summary: RunSummary, group: str | None) -> WandbRun | None:
@@ -122,18 +151,19 @@ def start_wandb(cfg: DictConfig, paths: RunPaths, summary: RunSummary, group: st
         return None
     wandb_run = WandbRun(cfg, paths.root, summary.run_name, group, run_id=summary.wandb_run_id)
     summary.wandb_run_id = wandb_run.run.id
+    summary.save(paths)  # at once: a run killed from now on resumes into the same W&B run
+    fault("start:wandb")
     return wandb_run
 
 
-def start_summary(
+def new_summary(
     cfg: DictConfig, paths: RunPaths, n_envs: int, total_timesteps: int, overrides: list[str]
 ) -> RunSummary:
     """The run's summary as it starts (a resumed run keeps its record, less the error that stopped it)."""
-    paths.metrics.mkdir(parents=True, exist_ok=True)
     resuming = cfg.get("resume") is not None
     summary = (RunSummary.load(paths) if resuming else None) or RunSummary(overrides=overrides)
     gamma = effective_gamma(cfg)
-    summary.update(
+    return summary.update(
         status=Status.RUNNING,
         error=None,
         run_name=run_name(cfg, gamma),
@@ -145,26 +175,36 @@ def start_summary(
         n_envs=n_envs,
         total_timesteps=total_timesteps,
     )
+
+
+def start_files(cfg: DictConfig, paths: RunPaths, summary: RunSummary) -> None:
+    """The first files of a run: ``summary.json`` (status running) and, for a new run, the snapshot."""
+    paths.metrics.mkdir(parents=True, exist_ok=True)
     summary.save(paths)
-    if not resuming:
-        write_snapshot(paths.root)
-    return summary
-
-
-def start_model(cfg: DictConfig, paths: RunPaths, env: Any, summary: RunSummary) -> Any:
-    """A new model, or for ``resume=`` the newest checkpoint that loads, with the metrics cut back to it."""
+    fault("start:summary")
     if cfg.get("resume") is None:
+        write_snapshot(paths.root)
+    else:
+        remove_temporaries(paths.root)  # half-written files of the process that was killed
+
+
+def start_model(cfg: DictConfig, paths: RunPaths, env: Any, summary: RunSummary, resumed: Any) -> Any:
+    """A new model, or for ``resume=`` the checkpoint loaded (``resumed``), with the metrics cut back to it.
+
+    A resumed run without a checkpoint (killed before its first) starts again as a new one from step 0.
+    """
+    if resumed is None:
+        truncate_metrics(paths, 0)
         model = build_model(cfg, env, cfg.seed)
         use_foreach(model, fast_paths(cfg))
         return model
-    model = load_newest_checkpoint(cfg, paths, env)
-    use_foreach(model, fast_paths(cfg))
-    done = int(model.num_timesteps)
+    use_foreach(resumed, fast_paths(cfg))
+    done = int(resumed.num_timesteps)
     truncate_metrics(paths, done)
     set_random_seed(cfg.seed + done)  # the resumed part is seeded too, from the checkpoint's step
     env.seed(cfg.seed + done)
     summary.resumed_at = [*summary.resumed_at, done]
-    return model
+    return resumed
 
 
 def record_stop(
@@ -181,7 +221,7 @@ def record_stop(
     summary.update(
         status=status,
         error=f"{type(exc).__name__}: {exc}",
-        timesteps=int(model.num_timesteps) if model is not None else 0,
+        timesteps=int(model.num_timesteps) if model is not None else summary.timesteps,
     )
     if model is not None and status == Status.INTERRUPTED and not broken:
         summary.timesteps, path = checkpointer.save_now(model)
@@ -197,9 +237,10 @@ def learn(
     wandb_run: WandbRun | None,
     checkpointer: Checkpointer,
     extra: list[BaseCallback],
+    summary: RunSummary,
 ) -> tuple[PeriodicEval, str | None, float, float]:
     """``model.learn`` with lander's callbacks, then ``extra`` (the user's), from ``model.num_timesteps``
-    (0, or a resumed run's) to the budget.
+    (0, or a resumed run's) to the budget; nothing more for a run resumed where it had stopped early.
 
     :return: the evaluation callback, why training stopped early (None: it did not), and the wall seconds
         and CPU seconds (this process) ``learn`` took
@@ -210,6 +251,7 @@ def learn(
     model.set_logger(Logger(str(paths.metrics), writers))
     evaluator, rules, callbacks = callbacks_for(cfg, paths, sinks, total_timesteps)
     done = int(model.num_timesteps)
+    stopped = summary.stopped_early if summary.stopped_early and done >= summary.timesteps else None
     log.info(
         "training %s from %d to %d timesteps on %d envs (gamma=%g, seed=%d) in %s",
         cfg.algo.name,
@@ -223,12 +265,14 @@ def learn(
     start, cpu_start = time.perf_counter(), time.process_time()
     with deferred():
         model.learn(
-            total_timesteps=total_timesteps - done,
+            total_timesteps=0 if stopped else total_timesteps - done,
             callback=[*callbacks, checkpointer, *extra, SignalCheck()],
             progress_bar=cfg.progress_bar,
             reset_num_timesteps=done == 0,
         )
-    stop_reason = next((rule.stop_reason for rule in rules if rule.stop_reason), None)
+    stop_reason = stopped or next((rule.stop_reason for rule in rules if rule.stop_reason), None)
     if stop_reason:
         log.info("stopped early at %d timesteps: %s", model.num_timesteps, stop_reason)
+    summary.update(stopped_early=stop_reason, timesteps=int(model.num_timesteps)).save(paths)  # trained
+    fault("finish:trained")
     return evaluator, stop_reason, time.perf_counter() - start, time.process_time() - cpu_start

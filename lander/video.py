@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import imageio.v2 as imageio
 from omegaconf import DictConfig
@@ -10,20 +11,30 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 
 from lander.envs import make_env
 from lander.evaluation import record_episode
+from lander.rundir import atomic_write
 
 
 def write_video(model: BaseAlgorithm, env_cfg: DictConfig, video_cfg: DictConfig, path: Path) -> dict:
-    """Play one episode on ``video.seed`` and write it to ``path`` (mp4, H.264).
+    """Play one episode on ``video.seed`` and write it to ``path`` (mp4, H.264), atomically.
 
     :return: the episode's return, length in frames and the seed
     """
     env = make_env(env_cfg, render_mode="rgb_array")
-    # frames go to the encoder as they are rendered, never all in memory (720 MB for 1,000 LunarLander frames);
-    # written as they are (H.264 needs even sizes: LunarLander 600x400, Atari 160x210, MuJoCo 480x480)
-    writer = imageio.get_writer(path, fps=video_cfg.fps, codec="libx264", macro_block_size=2)
+    info: dict[str, Any] = {"seed": int(video_cfg.seed)}
+
+    def encode(tmp: Path) -> None:
+        # frames go to the encoder as they are rendered, never all in memory (720 MB for 1,000 LunarLander
+        # frames); written as they are (H.264 needs even sizes: LunarLander 600x400, Atari 160x210, MuJoCo 480x480)
+        writer = imageio.get_writer(tmp, fps=video_cfg.fps, codec="libx264", macro_block_size=2)
+        try:
+            info["frames"], info["return"] = record_episode(
+                model, env, video_cfg.seed, writer.append_data, max_steps=video_cfg.max_steps
+            )
+        finally:
+            writer.close()
+
     try:
-        frames, total = record_episode(model, env, video_cfg.seed, writer.append_data, max_steps=video_cfg.max_steps)
+        atomic_write(path, encode)
     finally:
-        writer.close()
         env.close()
-    return {"seed": int(video_cfg.seed), "return": total, "frames": frames}
+    return {"seed": info["seed"], "return": info["return"], "frames": info["frames"]}

@@ -1,0 +1,114 @@
+"""Checks of a ``python -m lander.run`` command line before Hydra writes anything.
+
+Hydra creates the run directory (and saves ``.hydra/``) before the task function runs, so a command that
+validation rejects is checked here first: every job's config is composed as Hydra will compose it and
+validated (:func:`lander.config.validate`), a directory another process is writing to is refused, and a
+``resume=`` path is quoted for Hydra whatever characters it holds.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from pathlib import Path
+
+from lander.config import CONF_DIR, ConfigError, check_logger, check_override_keys, validate
+from lander.lock import check_free
+from lander.rundir import RunPaths
+
+MAX_JOBS_CHECKED = 256  # beyond this, each value of each swept key is checked once, not every combination
+
+
+def hydra_quote(value: str) -> str:
+    """``value`` as a quoted Hydra override value: commas, brackets, quotes, ``${`` and emoji kept as they are."""
+    value = re.sub(r"(\\+)('|$)", lambda m: m.group(1) * 2 + m.group(2), value)  # backslashes before a quote
+    return "'" + value.replace("'", "\\'").replace("${", "\\${") + "'"
+
+
+def resume_arguments(argv: list[str]) -> list[str]:
+    """For ``resume=<run dir>``: Hydra's output goes to that directory, and nothing else may be overridden."""
+    resume = [a for a in argv if a.startswith("resume=")]
+    if not resume:
+        return argv
+    run_dir = Path(resume[-1].split("=", 1)[1])
+    if not RunPaths(run_dir).is_run():
+        raise ConfigError(f"resume={str(run_dir)!r} is not a lander run directory (no .hydra/config.yaml)")
+    others = [a for a in argv if not a.startswith(("resume=", "hydra."))]
+    if others:
+        raise ConfigError(f"resume= continues a run with its own saved config; remove {' '.join(others)}")
+    check_free(run_dir)
+    quoted = hydra_quote(str(run_dir.resolve()))
+    kept = [a for a in argv if not a.startswith("resume=")]
+    return [*kept, f"resume={quoted}", f"hydra.run.dir={quoted}", "hydra.output_subdir=null"]
+
+
+def job_overrides(overrides: list[str], multirun: bool) -> list[list[str]]:
+    """The override list of every job the command runs (a sweep's combinations; capped, see above)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    parsed = OverridesParser.create().parse_overrides(overrides)
+    choices: list[list[str]] = [
+        [f"{o.get_key_element()}={v}" for v in o.sweep_string_iterator()]
+        if multirun and o.is_sweep_override()
+        else [str(o.input_line)]
+        for o in parsed
+    ]
+    jobs = list(itertools.islice(itertools.product(*choices), MAX_JOBS_CHECKED + 1))
+    if len(jobs) > MAX_JOBS_CHECKED:
+        return [[c[min(i, len(c) - 1)] for c in choices] for i in range(max(map(len, choices)))]
+    return [list(job) for job in jobs]
+
+
+def check_jobs(argv: list[str]) -> None:
+    """Compose and validate the config of every job of the command; raise :class:`ConfigError` on the first bad one.
+
+    A command Hydra itself cannot parse or compose is left to Hydra, which reports it (writing nothing).
+    """
+    from hydra import compose, initialize_config_dir
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    from lander.schema import register_configs
+
+    multirun = any(a in ("-m", "--multirun") for a in argv)
+    overrides = [a for a in argv if not a.startswith("-") and not a.startswith("hydra.")]
+    check_launcher(argv)
+    register_configs()
+    try:
+        jobs = job_overrides(overrides, multirun)
+        with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+            search = [a for a in argv if a.startswith("hydra.searchpath=")]
+            for i, job in enumerate(jobs):
+                cfg = compose(config_name="config", overrides=[*search, *job])
+                validate(cfg)
+                if i == 0:
+                    check_logger(cfg)  # online W&B that cannot be reached fails now, not after a minute
+    except (HydraException, OmegaConfBaseException, ValueError) as exc:
+        if isinstance(exc, ConfigError):
+            raise
+        return  # Hydra reports it in its own words
+
+
+def check_launcher(argv: list[str]) -> None:
+    """``hydra.launcher.n_jobs`` must be a non-zero integer (joblib: -1 = one job per core)."""
+    for arg in argv:
+        if arg.startswith("hydra.launcher.n_jobs="):
+            value = arg.split("=", 1)[1]
+            if not re.fullmatch(r"-?\d+", value) or int(value) == 0:
+                raise ConfigError(
+                    f"hydra.launcher.n_jobs={value!r} is not allowed: it must be a positive number of parallel "
+                    "jobs, or -1 for one per CPU core"
+                )
+
+
+def check_command(argv: list[str]) -> list[str]:
+    """All checks of the command line ``argv``; return it as Hydra is to get it."""
+    argv = [a[1:] if a.startswith(("+experiment=", "+hparams_search=")) else a for a in argv]
+    check_override_keys(argv)
+    if any(a.startswith("resume=") for a in argv):
+        return resume_arguments(argv)
+    for arg in argv:
+        if arg.startswith("hydra.run.dir=") and "-m" not in argv and "--multirun" not in argv:
+            check_free(Path(arg.split("=", 1)[1].strip("'\"")))
+    check_jobs(argv)
+    return argv

@@ -1,0 +1,173 @@
+"""Fault injection on real runs: ``kill -9``, SIGINT and SIGTERM at each phase of a tiny run (``LANDER_FAULT``,
+:mod:`lander.faults`), a full disk, two writers on one directory. After each fault the whole run directory
+is consistent (:func:`helpers.consistency.assert_consistent`), and ``resume=`` ends exactly at the budget."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from helpers import REPO, lander, lander_env, read_json, run_lander
+from helpers.consistency import assert_consistent, temporaries
+
+BUDGET = 1024
+RUN = [
+    "algo=ppo",
+    "n_envs=2",
+    "algo.model.n_steps=128",
+    "algo.model.batch_size=64",
+    f"total_timesteps={BUDGET}",
+    "eval.freq=256",
+    "eval.episodes=3",
+    "eval.n_envs=3",
+    "checkpoint_freq=256",
+    "monitor_freq=256",
+    "video.max_steps=60",
+    "progress_bar=false",
+    "logger=none",
+]
+KILLS = [  # (LANDER_FAULT, whether the default suite runs it; the others are @slow)
+    ("start:summary:KILL", False),  # right after summary.json says running
+    ("start:snapshot:KILL", True),  # during the environment snapshot, before any checkpoint: resumes from 0
+    ("write:model_:KILL", False),  # the first checkpoint written to its temporary file, not yet renamed
+    ("write:model_@3:KILL", True),  # the third checkpoint, likewise
+    ("row:eval.csv@2:KILL", True),  # half of an evaluation's row written
+    ("row:eval_episodes.csv@4:KILL", False),  # an evaluation's episodes half written
+    ("row:train_episodes.csv@3:KILL", False),
+    ("row:resources.csv@2:KILL", False),
+    ("write:best_model.zip@2:KILL", False),
+    ("write:summary.json@2:KILL", False),
+    ("finish:trained:KILL", False),  # trained, before model.zip
+    ("write:eval.json:KILL", False),  # the final evaluation's rows written, eval.json not yet
+    ("finish:plot:KILL", False),
+    ("finish:video:KILL", True),
+]
+SIGNALS = [  # (LANDER_FAULT, status after the signal)
+    ("start:summary:INT", "interrupted"),
+    ("start:snapshot:TERM", "interrupted"),
+    ("row:train_episodes.csv@5:INT", "interrupted"),
+    ("write:model_@2:TERM", "interrupted"),
+    ("finish:trained:TERM", "interrupted"),
+    ("write:eval.json:INT", "interrupted"),
+    ("finish:video:INT", "interrupted"),
+    ("finish:completed:TERM", "completed"),  # after the run completed: it stays completed
+]
+
+
+def faulted_run(run_dir: Path, fault: str, *extra: str) -> subprocess.CompletedProcess:
+    return run_lander(run_dir, *RUN, *extra, env=lander_env(LANDER_FAULT=fault))
+
+
+def resume_to_budget(run_dir: Path) -> dict:
+    proc = lander(f"resume={run_dir}")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert not temporaries(run_dir), temporaries(run_dir)
+    return assert_consistent(run_dir, "completed", BUDGET)
+
+
+@pytest.mark.parametrize(
+    "fault", [pytest.param(f, marks=[] if quick else [pytest.mark.slow]) for f, quick in KILLS]
+)
+def test_kill_9_at_any_point_leaves_complete_files_and_resumes_to_the_budget(tmp_path, fault):
+    run_dir = tmp_path / "run"
+    proc = faulted_run(run_dir, fault)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr[-3000:]
+    assert_consistent(run_dir, "running")  # kill -9 leaves no chance to say more
+    resume_to_budget(run_dir)
+
+
+@pytest.mark.parametrize(
+    "fault, status",
+    [pytest.param(f, s, marks=[] if i in (0, 2, 5, 7) else [pytest.mark.slow]) for i, (f, s) in enumerate(SIGNALS)],
+)
+def test_a_signal_in_each_phase_leaves_a_true_status(tmp_path, fault, status):
+    run_dir = tmp_path / "run"
+    proc = faulted_run(run_dir, fault)
+    assert proc.returncode == 128 + signal.Signals[f"SIG{fault.rsplit(':', 1)[1]}"], proc.stderr[-3000:]
+    summary = assert_consistent(run_dir, status, BUDGET)
+    if status == "completed":
+        return
+    assert summary["error"].startswith("Interrupted: SIG")
+    resume_to_budget(run_dir)  # evaluated once at the budget, whatever phase the signal came in
+
+
+def test_wandb_run_id_is_recorded_at_once_and_resumed_into(tmp_path):
+    run_dir = tmp_path / "run"
+    proc = faulted_run(run_dir, "start:wandb:KILL", "logger=wandb")
+    assert proc.returncode == -signal.SIGKILL
+    run_id = read_json(run_dir / "summary.json")["wandb_run_id"]
+    assert run_id
+    proc = lander(f"resume={run_dir}")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert read_json(run_dir / "summary.json")["wandb_run_id"] == run_id
+    assert all(run_id in p.name for p in (run_dir / "wandb").glob("offline-run-*"))
+
+
+def test_a_signal_during_the_wandb_upload_leaves_the_run_completed(tmp_path):
+    run_dir = tmp_path / "run"
+    proc = faulted_run(run_dir, "finish:wandb:INT", "logger=wandb")
+    assert proc.returncode == 130
+    assert_consistent(run_dir, "completed", BUDGET)
+
+
+def test_a_background_run_stops_on_sigint_from_its_first_moment(tmp_path):
+    run_dir = tmp_path / "run"
+    cmd = [sys.executable, "-m", "lander.run", *RUN, f"hydra.run.dir={run_dir}"]
+    ignore_sigint = lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)  # noqa: E731  # as `cmd &` in a script
+    proc = subprocess.Popen(cmd, cwd=REPO, env=lander_env(), preexec_fn=ignore_sigint, stderr=subprocess.PIPE)
+    time.sleep(0.5)  # still importing
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=60) == 130
+    assert not (run_dir / "summary.json").is_file() or read_json(run_dir / "summary.json")["status"] != "running"
+
+
+def test_two_writers_are_refused_and_a_stale_lock_is_taken_over(tmp_path):
+    run_dir = tmp_path / "run"
+    assert faulted_run(run_dir, "write:model_@2:KILL").returncode == -signal.SIGKILL
+    stale = json.loads((run_dir / ".lander.lock").read_text())["pid"]  # its owner is dead: stale
+    first = subprocess.Popen(
+        [sys.executable, "-m", "lander.run", f"resume={run_dir}"], cwd=REPO, env=lander_env(), stderr=subprocess.PIPE
+    )
+    deadline = time.monotonic() + 60
+    while json.loads((run_dir / ".lander.lock").read_text() or "{}").get("pid") in (None, stale):
+        assert time.monotonic() < deadline and first.poll() is None
+        time.sleep(0.05)
+    first.send_signal(signal.SIGSTOP)  # holds the lock, mid-run
+    try:
+        summary_before = (run_dir / "summary.json").read_bytes()
+        second = lander(f"resume={run_dir}", timeout=120)
+        assert second.returncode == 2 and f"in use by process {first.pid}" in second.stderr
+        assert (run_dir / "summary.json").read_bytes() == summary_before  # the refused one wrote nothing
+        fresh = run_lander(run_dir, *RUN, timeout=120)  # nor may a new run be started into it
+        assert fresh.returncode == 2 and "in use by process" in fresh.stderr
+    finally:
+        first.send_signal(signal.SIGCONT)
+    assert first.wait(timeout=300) == 0
+    assert_consistent(run_dir, "completed", BUDGET)
+
+
+def test_a_full_disk_fails_the_run_truly_and_it_resumes_elsewhere(tmp_path):
+    mount = tmp_path / "small"
+    mount.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=360k", "tmpfs", str(mount)], capture_output=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here (needs root): {mounted.stderr.decode().strip()}")
+    try:
+        run_dir = mount / "run"
+        proc = run_lander(run_dir, *RUN)
+        assert proc.returncode == 1
+        summary = assert_consistent(run_dir, "failed")
+        assert "No space left on device" in summary["error"]
+        assert not temporaries(run_dir)  # nothing half-written left behind
+        moved = tmp_path / "moved"
+        shutil.copytree(run_dir, moved)
+    finally:
+        subprocess.run(["umount", str(mount)], check=True)
+    resume_to_budget(moved)

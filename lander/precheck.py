@@ -20,7 +20,7 @@ MAX_JOBS_CHECKED = 256  # beyond this, each value of each swept key is checked o
 
 
 def hydra_quote(value: str) -> str:
-    """``value`` as a quoted Hydra override value: commas, brackets, quotes, ``${`` and emoji kept as they are."""
+    """``value`` as a quoted Hydra override value: commas, brackets, quotes and emoji kept as they are."""
     value = re.sub(r"(\\+)('|$)", lambda m: m.group(1) * 2 + m.group(2), value)  # backslashes before a quote
     return "'" + value.replace("'", "\\'").replace("${", "\\${") + "'"
 
@@ -36,6 +36,10 @@ def resume_arguments(argv: list[str]) -> list[str]:
     others = [a for a in argv if not a.startswith(("resume=", "hydra."))]
     if others:
         raise ConfigError(f"resume= continues a run with its own saved config; remove {' '.join(others)}")
+    if "${" in str(run_dir.resolve()):
+        raise ConfigError(
+            f"resume={str(run_dir)!r}: Hydra reads '${{' in a path as an interpolation; rename the directory"
+        )
     check_free(run_dir)
     quoted = hydra_quote(str(run_dir.resolve()))
     kept = [a for a in argv if not a.startswith("resume=")]

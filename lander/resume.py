@@ -43,7 +43,9 @@ def resume_config(run_dir: Path) -> DictConfig:
     try:  # an edited config is checked as a composed one is: unknown keys and wrong types are errors
         cfg = OmegaConf.merge(OmegaConf.structured(LanderConfig), OmegaConf.load(paths.config))
     except (OmegaConfBaseException, ValueError, OSError) as exc:
-        raise ConfigError(f"{paths.config} is not a valid lander config: {str(exc).splitlines()[0]}") from exc
+        key = getattr(exc, "full_key", None)
+        where = f" at key {key!r}" if key else ""
+        raise ConfigError(f"{paths.config} is not a valid lander config{where}: {str(exc).splitlines()[0]}") from exc
     OmegaConf.set_struct(cfg, False)
     cfg.resume = str(run_dir)
     return cfg  # type: ignore[return-value]

@@ -72,9 +72,7 @@ def resume_to_budget(run_dir: Path) -> dict:
     return assert_consistent(run_dir, "completed", BUDGET)
 
 
-@pytest.mark.parametrize(
-    "fault", [pytest.param(f, marks=[] if quick else [pytest.mark.slow]) for f, quick in KILLS]
-)
+@pytest.mark.parametrize("fault", [pytest.param(f, marks=[] if quick else [pytest.mark.slow]) for f, quick in KILLS])
 def test_kill_9_at_any_point_leaves_complete_files_and_resumes_to_the_budget(tmp_path, fault):
     run_dir = tmp_path / "run"
     proc = faulted_run(run_dir, fault)

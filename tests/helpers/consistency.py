@@ -11,11 +11,30 @@ from pathlib import Path
 
 COLUMNS = {
     "train_episodes.csv": ["timesteps", "episode", "return", "length", "wall_time"],
-    "eval.csv": ["timesteps", "mean", "std", "sem", "n", "median", "min", "max", "success_rate", "mean_length",
-                 "wall_time", "eval_seconds"],  # fmt: skip
+    "eval.csv": [
+        "timesteps",
+        "mean",
+        "std",
+        "sem",
+        "n",
+        "median",
+        "min",
+        "max",
+        "success_rate",
+        "mean_length",
+        "wall_time",
+        "eval_seconds",
+    ],
     "eval_episodes.csv": ["timesteps", "seed", "return", "length"],
-    "resources.csv": ["timesteps", "steps_per_second", "episodes_per_minute", "rss_mb", "peak_rss_mb", "cpu_percent",
-                      "wall_time"],  # fmt: skip
+    "resources.csv": [
+        "timesteps",
+        "steps_per_second",
+        "episodes_per_minute",
+        "rss_mb",
+        "peak_rss_mb",
+        "cpu_percent",
+        "wall_time",
+    ],
 }
 TEMPORARY = re.compile(r"\..+\.\d+\.tmp(\.\w+)?")
 

@@ -1,0 +1,227 @@
+"""Hostile and bad input: planted pickles, zip bombs and malformed model files, out-of-range values, edited
+configs, odd paths, an unreachable W&B server. Each ends in one clear line, a non-zero exit, and no change."""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from helpers import REPO, lander, lander_env, read_json, run_lander
+
+RUN = ["algo=ppo", "n_envs=2", "algo.model.n_steps=128", "algo.model.batch_size=64", "total_timesteps=512",
+       "eval.freq=256", "eval.episodes=2", "eval.n_envs=2", "checkpoint_freq=256", "video.enabled=false",
+       "progress_bar=false", "logger=none"]  # fmt: skip
+
+
+class Payload:
+    """Unpickling this creates the file named: proof that code ran."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self):
+        return (Path.touch, (self.marker,))
+
+
+def snapshot(run_dir: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(run_dir)): p.read_bytes() for p in sorted(run_dir.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture(scope="module")
+def stopped_run(tmp_path_factory) -> Path:
+    """A run stopped by SIGTERM after its first checkpoint, with its replay buffer (DQN)."""
+    run_dir = tmp_path_factory.mktemp("stopped") / "run"
+    proc = run_lander(
+        run_dir, "algo=dqn", "total_timesteps=600", "algo.model.learning_starts=100", "algo.model.buffer_size=2000",
+        "eval.freq=300", "eval.episodes=2", "eval.n_envs=2", "checkpoint_freq=200", "checkpoint_replay_buffer=true",
+        "video.enabled=false", "progress_bar=false", "logger=none",
+        env=lander_env(LANDER_FAULT="write:model_@2:TERM"),
+    )  # fmt: skip
+    assert proc.returncode == 143, proc.stderr[-3000:]
+    return run_dir
+
+
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory) -> Path:
+    run_dir = tmp_path_factory.mktemp("finished") / "run"
+    assert run_lander(run_dir, *RUN).returncode == 0
+    return run_dir
+
+
+def test_a_planted_replay_buffer_pickle_is_never_loaded(stopped_run, tmp_path):
+    run_dir = tmp_path / "run"
+    shutil.copytree(stopped_run, run_dir)
+    marker = tmp_path / "pwned"
+    for npz in (run_dir / "checkpoints").glob("replay_buffer_*.npz"):  # the old format's name, beside each
+        npz.with_suffix(".pkl").write_bytes(pickle.dumps(Payload(marker)))
+    proc = lander(f"resume={run_dir}")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert not marker.exists()
+    assert read_json(run_dir / "summary.json")["status"] == "completed"
+
+
+def test_a_replay_buffer_holding_objects_stops_resume_and_changes_nothing(stopped_run, tmp_path):
+    run_dir = tmp_path / "run"
+    shutil.copytree(stopped_run, run_dir)
+    for npz in (run_dir / "checkpoints").glob("replay_buffer_*.npz"):
+        with npz.open("wb") as handle:  # an object array: loading it would unpickle
+            np.savez(handle, meta=np.array([Payload(tmp_path / "pwned")], dtype=object))
+    before = snapshot(run_dir)
+    proc = lander(f"resume={run_dir}")
+    assert proc.returncode == 1
+    output = proc.stdout + proc.stderr
+    error = [line for line in output.splitlines() if "cannot continue" in line]
+    assert len(error) == 1 and "replay_buffer_" in error[0] and "Traceback" not in output, output[-3000:]
+    assert not (tmp_path / "pwned").exists()
+    bookkeeping = (".log", ".lander.lock")  # its log line, and the lock it held while it checked
+    after = snapshot(run_dir)
+    assert {k: v for k, v in after.items() if not k.endswith(bookkeeping)} == {
+        k: v for k, v in before.items() if not k.endswith(bookkeeping)
+    }
+
+
+def rewrite_zip(source: Path, target: Path, replace: dict[str, bytes]) -> Path:
+    with zipfile.ZipFile(source) as old, zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as new:
+        for item in old.infolist():
+            new.writestr(item.filename, replace.get(item.filename, old.read(item.filename)))
+    return target
+
+
+def evaluate(run_dir: Path, model: str) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "lander.evaluate", f"run={run_dir}", f"model={model}", "n_episodes=2"]
+    return subprocess.run(cmd, cwd=REPO, env=lander_env(), capture_output=True, text=True, timeout=300)
+
+
+def test_a_zip_bomb_is_refused_without_inflating_it(finished_run, tmp_path):
+    bomb = tmp_path / "bomb.zip"
+    with zipfile.ZipFile(finished_run / "model.zip") as old, zipfile.ZipFile(bomb, "w", zipfile.ZIP_DEFLATED) as new:
+        for item in old.infolist():
+            if item.filename != "data":
+                new.writestr(item.filename, old.read(item.filename))
+        with new.open("data", "w") as handle:  # 300 MiB of zeros, about 300 kB compressed
+            for _ in range(300):
+                handle.write(bytes(2**20))
+    shutil.copy(bomb, finished_run / "bomb.zip")
+    proc = evaluate(finished_run, "bomb.zip")
+    assert proc.returncode == 1 and "would inflate to" in proc.stderr and "Traceback" not in proc.stderr
+    assert resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss < 1_000_000  # KiB: nothing near 300 MiB + copies
+
+
+@pytest.mark.parametrize(
+    "entry, content, message",
+    [
+        ("policy.pth", pickle.dumps(Payload(Path("/tmp/lander-pwned-by-pth"))), "objects other than tensors"),
+        ("data", b"[1, 2, 3]", "is a JSON list"),
+        ("data", b"{not json", "not a readable SB3 model file"),
+        ("evil.py", b"import os", "not part of an SB3 model"),
+    ],
+)
+def test_a_malformed_or_hostile_model_file_is_one_clear_error(finished_run, tmp_path, entry, content, message):
+    Path("/tmp/lander-pwned-by-pth").unlink(missing_ok=True)
+    name = f"bad_{entry.replace('.', '_')}_{abs(hash(content))}.zip"
+    rewrite_zip(finished_run / "model.zip", finished_run / name, {entry: content})
+    if entry == "evil.py":
+        with zipfile.ZipFile(finished_run / name, "a") as archive:
+            archive.writestr("evil.py", content)
+    proc = evaluate(finished_run, name)
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    assert message in proc.stderr and "Traceback" not in proc.stderr and "weights_only=False" not in proc.stderr
+    assert not Path("/tmp/lander-pwned-by-pth").exists()
+    assert not list((finished_run / "evaluations").glob(f"{Path(name).stem}*"))
+
+
+@pytest.mark.parametrize(
+    "override, key",
+    [
+        ("seed=-1", "seed"),
+        ("eval.seed=-1", "eval.seed"),
+        ("video.seed=-1", "video.seed"),
+        ("video.fps=0", "video.fps"),
+        ("video.fps=-5", "video.fps"),
+        ("algo.model.n_steps=0", "algo.model.n_steps"),
+        ("algo.model.batch_size=0", "algo.model.batch_size"),
+        ("algo.model.learning_rate=-1", "algo.model.learning_rate"),
+        ("device=cuda:7", "device"),
+    ],
+)
+def test_an_out_of_range_value_is_refused_before_any_directory_exists(tmp_path, override, key):
+    run_dir = tmp_path / "run"
+    proc = run_lander(run_dir, override, timeout=120)
+    assert proc.returncode == 2 and f"{key}=" in proc.stderr and "must be" in proc.stderr, proc.stderr[-2000:]
+    assert not run_dir.exists()
+
+
+def test_a_bad_sweep_value_or_launcher_setting_is_refused_before_the_sweep_starts(tmp_path):
+    for args, key in ((["seed=0,-1"], "seed"), (["seed=0,1", "hydra.launcher.n_jobs=0"], "hydra.launcher.n_jobs")):
+        proc = lander("--multirun", *args, f"hydra.sweep.dir={tmp_path / 'sweep'}", timeout=120)
+        assert proc.returncode == 2 and f"{key}=" in proc.stderr, proc.stderr[-2000:]
+        assert not (tmp_path / "sweep").exists()
+
+
+@pytest.mark.parametrize(
+    "edit, message",
+    [("surprise: 1\n", "surprise"), ("seed: abc\n", "seed"), ("eval:\n  episodes: 0\n", "eval.episodes")],
+)
+def test_an_edited_saved_config_is_validated_on_resume(stopped_run, tmp_path, edit, message):
+    run_dir = tmp_path / "run"
+    shutil.copytree(stopped_run, run_dir)
+    config = run_dir / ".hydra/config.yaml"
+    import yaml
+
+    saved = yaml.safe_load(config.read_text())
+    saved |= yaml.safe_load(edit) if "eval" not in edit else {"eval": saved["eval"] | {"episodes": 0}}
+    config.write_text(yaml.safe_dump(saved))
+    before = (run_dir / "summary.json").read_bytes()
+    proc = lander(f"resume={run_dir}", timeout=120)
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 2 and message in output and "Traceback" not in output, output[-2000:]
+    assert (run_dir / "summary.json").read_bytes() == before
+
+
+def test_a_run_directory_with_any_characters_resumes(stopped_run, tmp_path):
+    run_dir = tmp_path / "a,b 'c' \"d\" [e] {f} =g 😀"
+    shutil.copytree(stopped_run, run_dir)
+    proc = lander(f"resume={run_dir}")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert read_json(run_dir / "summary.json")["status"] == "completed"
+
+
+def test_online_wandb_that_cannot_be_reached_fails_in_seconds_or_falls_back(tmp_path):
+    unreachable = lander_env(WANDB_API_KEY="x" * 40, WANDB_BASE_URL="http://127.0.0.1:9")
+    proc = run_lander(tmp_path / "run", *RUN, "logger=wandb", "logger.mode=online", env=unreachable, timeout=60)
+    assert proc.returncode == 2 and "cannot be reached" in proc.stderr and "Traceback" not in proc.stderr
+    assert not (tmp_path / "run").exists()
+    run_dir = tmp_path / "fallback"
+    proc = run_lander(run_dir, *RUN, "logger=wandb", "logger.mode=online", "logger.offline_fallback=true",
+                      env=unreachable, timeout=300)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "logging offline instead" in (run_dir / "run.log").read_text()
+    assert list((run_dir / "wandb").glob("offline-run-*"))
+
+
+def test_sigint_to_a_sweep_stops_every_job_once_with_a_checkpoint(tmp_path):
+    sweep = tmp_path / "sweep"
+    cmd = [sys.executable, "-m", "lander.run", "--multirun", "seed=0,1", *RUN[:4], "total_timesteps=100000",
+           *RUN[5:], "hydra/launcher=basic", f"hydra.sweep.dir={sweep}"]  # fmt: skip
+    proc = subprocess.Popen(cmd, cwd=REPO, env=lander_env(), stderr=subprocess.PIPE, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while not list((sweep / "0/checkpoints").glob("model_*.zip")):
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.1)
+    os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C: the launcher and the job both get it
+    assert proc.wait(timeout=120) == 130
+    summary = json.loads((sweep / "0/summary.json").read_text())
+    assert summary["status"] == "interrupted" and summary["error"] == "Interrupted: SIGINT"
+    assert not (sweep / "1").exists()

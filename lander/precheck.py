@@ -79,9 +79,9 @@ def check_jobs(argv: list[str]) -> None:
     check_launcher(argv)
     register_configs()
     try:
-        jobs = job_overrides(overrides, multirun)
         with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
             search = [a for a in argv if a.startswith("hydra.searchpath=")]
+            jobs = job_overrides([*preset_sweeps(search, overrides), *overrides] if multirun else overrides, multirun)
             for i, job in enumerate(jobs):
                 cfg = compose(config_name="config", overrides=[*search, *job])
                 validate(cfg)
@@ -91,6 +91,19 @@ def check_jobs(argv: list[str]) -> None:
         if isinstance(exc, ConfigError):
             raise
         return  # Hydra reports it in its own words
+
+
+def preset_sweeps(search: list[str], overrides: list[str]) -> list[str]:
+    """The basic sweeper's ``hydra.sweeper.params`` of a preset (``experiment=...``), as overrides that the
+    command line's own overrides of the same keys replace."""
+    from hydra import compose
+
+    plain = [o for o in overrides if "," not in o]
+    cfg = compose(config_name="config", overrides=[*search, *plain], return_hydra_config=True)
+    if "BasicSweeper" not in str(cfg.hydra.sweeper.get("_target_", "")):
+        return []
+    given = {o.split("=", 1)[0] for o in overrides}
+    return [f"{k}={v}" for k, v in (cfg.hydra.sweeper.get("params") or {}).items() if k not in given]
 
 
 def check_launcher(argv: list[str]) -> None:

@@ -20,7 +20,7 @@ from omegaconf import DictConfig
 from lander.config import ConfigError, check_logger, validate
 from lander.interrupt import Interrupted
 from lander.lock import RunLock
-from lander.rerun import continue_job
+from lander.rerun import continue_job, plan_job
 from lander.rundir import RunFileError, RunPaths, RunSummary, Status
 from lander.schema import register_configs
 
@@ -65,6 +65,8 @@ def run_job(cfg: DictConfig, run_dir: Path, overrides: list[str], group: str | N
             cfg = resume_config(run_dir)
         validate(cfg)  # before importing torch and SB3, so bad input fails in a second
         check_logger(cfg)
+        if cfg.resume is None and plan_job(RunPaths(run_dir)) == "skip":  # a completed job of a re-run sweep:
+            return continue_job(cfg, RunPaths(run_dir)).final_eval_mean  # type: ignore[union-attr]  # untouched
         lock = RunLock(run_dir).acquire()  # one writer per run directory, until this process ends
         try:
             done = continue_job(cfg, RunPaths(run_dir))

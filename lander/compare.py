@@ -1,10 +1,11 @@
-"""Comparison of runs: configurations grouped across seeds, learning curves, a table and statistics.
+"""Comparison of runs: configurations grouped across seeds, compared at an equal budget, with statistics over runs.
 
 ``python -m lander.compare <sweep dir or run dirs...> [--baseline LABEL] [--out DIR] [--at-timesteps N]``
-writes the same report a sweep writes at its end: ``comparison/learning_curves_<env>.png``, ``table.csv``,
-``table.md`` and ``report.md`` (which also lists the runs that failed or have not finished). With
-``--at-timesteps N`` every run that got at least N steps far is compared as it stood at its last evaluation
-at or before N (finished or not): an equal budget for runs of different lengths or a sweep still running.
+writes the report a sweep writes at its end: ``comparison/table.csv``, ``table.md``, ``report.md`` and per env
+``learning_curves_<env>.png``, ``final_scores_<env>.png`` and ``performance_profile_<env>.png``. Every run of an
+env is compared at the largest evaluated timestep all of them reached (:mod:`lander.runset`); with
+``--at-timesteps N``, every run that got N steps far is compared as it stood at its last evaluation up to N
+(finished or not). The statistics are in :mod:`lander.table` and :mod:`lander.statistics`.
 """
 
 from __future__ import annotations
@@ -12,144 +13,33 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 
 import pandas as pd
-import yaml
 
-from lander.plots import plot_curves
-from lander.rundir import RunPaths, RunSummary, Status, atomic_write, find_run_dirs, read_json, write_text
-from lander.schema import neutral_keys
-from lander.statistics import table
+from lander.plots import plot_curves, plot_final_scores, plot_profile
+from lander.rundir import atomic_write, write_text
+from lander.runset import Run, RunSetError, configurations, drop_duplicates, find_runs, select
+from lander.table import across_envs, env_table, seed_notes
 
 log = logging.getLogger(__name__)
-# Overrides that are not part of a configuration: the seed (the repetition), keys declared neutral in the schema
-# (they do not change what is trained), and the names of the presets that set up the whole sweep
-NOT_CONFIGURATION = ("seed", "hydra", "experiment", "hparams_search", *neutral_keys())
+SHOWN = ["config", "seeds", "timesteps", "final_mean", "sem", "ci95_low", "ci95_high", "iqm", "success_rate",
+         "diff", "cohens_d", "test", "p_value", "p_holm", "prob_improvement", "seeds_needed"]  # fmt: skip
 
 
-@dataclass
-class Run:
-    """One run directory as the comparison sees it."""
-
-    path: Path
-    overrides: list[str]
-    seed: int
-    env: str
-    status: str
-    summary: dict = field(default_factory=dict)
-    evals: pd.DataFrame | None = None
-    final_returns: list[float] = field(default_factory=list)
-    threshold: float | None = None
-    final_mean: float = float("nan")
-    final_success: float = float("nan")
-
-    @property
-    def paths(self) -> RunPaths:
-        return RunPaths(self.path)
-
-    @property
-    def key(self) -> tuple[str, ...]:
-        """The configuration: every override except the seed and those that do not change training."""
-        return tuple(sorted(o for o in self.overrides if not changes_nothing(o)))
-
-
-def changes_nothing(override: str) -> bool:
-    """True for an override of a key in :data:`NOT_CONFIGURATION` (or below one: ``video.fps=10``)."""
-    key = override.lstrip("+~").split("=", 1)[0]
-    return any(key == k or key.startswith((k + ".", k + "/")) for k in NOT_CONFIGURATION)
-
-
-def load_run(path: Path) -> Run:
-    """Read a run directory (``.hydra/``, ``summary.json``, ``metrics/eval.csv``, ``eval.json``)."""
-    paths = RunPaths(path)
-    cfg = yaml.safe_load(paths.config.read_text())
-    overrides = yaml.safe_load(paths.overrides.read_text()) if paths.overrides.is_file() else []
-    summary = RunSummary.load(paths)
-    status = summary.status.value if summary else "failed before training"
-    evals = pd.read_csv(paths.eval_csv) if paths.eval_csv.is_file() and paths.eval_csv.stat().st_size else None
-    final = read_json(paths.eval_json) or {"episodes": []}
-    return Run(
-        path=path,
-        overrides=[str(o) for o in overrides or []],
-        seed=int(cfg["seed"]),
-        env=cfg["env"]["name"],
-        status=status,
-        summary=summary.to_dict() if summary else {},
-        evals=evals,
-        final_returns=[e["return"] for e in final["episodes"]],
-        threshold=cfg["env"].get("reward_threshold"),
-        final_mean=final.get("mean", float("nan")),
-        final_success=float(final["success_rate"]) if final.get("success_rate") is not None else float("nan"),
-    )
-
-
-def at_budget(run: Run, timesteps: int) -> Run | None:
-    """The run as it stood at its last evaluation at or before ``timesteps``; None if it stopped short of that.
-
-    Per-episode returns come from ``metrics/eval_episodes.csv`` (runs older than that file have none, so the
-    statistics that need episodes come out as NaN).
-    """
-    if run.evals is None or not len(run.evals) or run.evals["timesteps"].max() < timesteps:
-        return None
-    evals = run.evals[run.evals["timesteps"] <= timesteps].drop_duplicates("timesteps", keep="last")
-    if not len(evals):
-        return None
-    last = evals.iloc[-1]
-    episodes_csv = run.paths.eval_episodes
-    returns: list[float] = []
-    if episodes_csv.is_file():
-        episodes = pd.read_csv(episodes_csv)
-        returns = episodes.loc[episodes["timesteps"] == last["timesteps"], "return"].tolist()[-int(last["n"]) :]
-    reached = [] if run.threshold is None else evals.loc[evals["mean"] >= run.threshold, "timesteps"].tolist()
-    summary = {"first_timestep_reaching_threshold": int(reached[0]) if reached else None}
-    return replace(
-        run,
-        status=Status.COMPLETED.value,
-        evals=evals,
-        final_returns=returns,
-        summary=summary,
-        final_mean=float(last["mean"]),
-        final_success=float(last["success_rate"]),
-    )
-
-
-def find_runs(paths: list[Path]) -> list[Run]:
-    """Every run at or below ``paths`` (a sweep directory, run directories, or a mix), job 2 before job 10."""
-    return [load_run(run_dir) for run_dir in find_run_dirs(paths)]
-
-
-def labels(keys: list[tuple[str, ...]]) -> dict[tuple[str, ...], str]:
-    """Name each configuration by the overrides in which it differs from the others."""
-    common = set.intersection(*(set(k) for k in keys)) if len(keys) > 1 else set()
-    return {k: " ".join(o for o in k if o not in common) or " ".join(k) or "default" for k in keys}
-
-
-def select(runs: list[Run], at_timesteps: int | None) -> tuple[list[Run], list[Run], list[Run]]:
-    """``(compared, failed, unfinished)``: the runs compared (as they stood at ``at_timesteps`` if given)."""
-    if at_timesteps is None:
-        done = [r for r in runs if r.status == Status.COMPLETED and r.final_returns]
-        unfinished = [r for r in runs if r.status == Status.RUNNING]
-    else:
-        done = [b for b in (at_budget(r, at_timesteps) for r in runs) if b is not None]
-        compared = {b.path for b in done}
-        unfinished = [r for r in runs if r.path not in compared and r.status in (Status.COMPLETED, Status.RUNNING)]
-    failed = [r for r in runs if r.status not in (Status.COMPLETED, Status.RUNNING)]
-    return done, failed, unfinished
-
-
-def configurations(runs: list[Run], done: list[Run], env: str) -> dict[str, list[Run]]:
-    """The compared runs of ``env`` by configuration label, in the order configurations first appear, by seed."""
-    names = labels(list(dict.fromkeys(r.key for r in runs if r.env == env)))  # failed runs' configs count
-    groups: dict[str, list[Run]] = {}
-    for r in done:
-        if r.env == env:
-            groups.setdefault(names[r.key], []).append(r)
-    for runs_of_config in groups.values():
-        runs_of_config.sort(key=lambda r: r.seed)
-    return groups
+def check_envs(runs: list[Run]) -> None:
+    """A comparison spanning envs needs the same configurations in each (an ``env=...`` sweep over a grid)."""
+    by_env: dict[str, set[tuple[str, ...]]] = {}
+    for r in runs:
+        by_env.setdefault(r.env, set()).add(tuple(o for o in r.key if not o.lstrip("+").startswith("env=")))
+    if len({frozenset(keys) for keys in by_env.values()}) > 1:
+        listed = "; ".join(f"{env}: {', '.join(' '.join(k) or 'default' for k in sorted(keys))}"
+                           for env, keys in by_env.items())  # fmt: skip
+        raise RunSetError(
+            f"runs of different envs mixed ({listed}): compare the runs of one env at a time, "
+            "or sweep the same configurations over every env"
+        )
 
 
 def compare(
@@ -157,86 +47,145 @@ def compare(
 ) -> dict:
     """Write the comparison of the runs under ``paths`` to ``out_dir``; return what it found.
 
+    Everything is computed before the first file is written, so bad input (:class:`RunSetError`, naming the
+    file or value) leaves ``out_dir`` as it was.
+
     :param paths: a sweep directory, run directories, or both
     :param out_dir: where ``table.csv``, ``table.md``, ``report.md`` and the plots go
     :param baseline: the configuration label the others are tested against (default: the first)
-    :param at_timesteps: compare the runs as they stood at this many steps (see :func:`at_budget`)
-    :param band: the curves' standard-error band, ``"seeds"`` or ``"episodes"`` (see :func:`plot_curves`)
-    :return: ``{"table": DataFrame, "failed": [...], "unfinished": [...], "files": [...]}``
+    :param at_timesteps: compare the runs as they stood at this many steps (default: each env's common budget)
+    :param band: the curves' band, ``"seeds"`` (bootstrap over seeds) or ``"episodes"`` (s.e. over episodes)
+    :return: ``{"table", "across_envs", "failed", "unfinished", "duplicates", "files"}``
     """
     runs = find_runs(paths)
-    done, failed, unfinished = select(runs, at_timesteps)
+    if not runs:
+        raise RunSetError(f"no run directories (with .hydra/config.yaml) under {', '.join(map(str, paths))}")
+    check_envs(runs)
+    compared, failed, unfinished = select(runs, at_timesteps)
+    if not compared:
+        what = "completed" if at_timesteps is None else f"reached {at_timesteps} timesteps"
+        raise RunSetError(f"no run under {', '.join(map(str, paths))} {what}, nothing to compare: {len(runs)} "
+                          f"run(s), {len(failed)} failed, {len(unfinished)} not finished")  # fmt: skip
+    compared, duplicates = drop_duplicates(compared)
+    groups = {env: configurations(runs, compared, env) for env in sorted({r.env for r in compared})}
+    base = baseline or next((next(iter(g)) for g in groups.values()), None)
+    for env, by_label in groups.items():
+        if baseline is not None and baseline not in by_label:
+            raise RunSetError(f"baseline={baseline!r} is not a configuration of {env}; "
+                              f"configurations: {', '.join(by_label)}")  # fmt: skip
+    tables = {env: env_table(by_label, base) for env, by_label in groups.items()}  # type: ignore[arg-type]
+    result = pd.concat(tables.values(), ignore_index=True) if tables else pd.DataFrame()
+    spanning = across_envs(groups, base) if len(groups) > 1 else pd.DataFrame()  # type: ignore[arg-type]
     out_dir.mkdir(parents=True, exist_ok=True)
     files: list[Path] = []
-    frames = []
-    for env in sorted({r.env for r in done}):
-        groups = configurations(runs, done, env)
-        if baseline is not None and baseline not in groups:
-            raise ValueError(f"baseline={baseline!r} is not a configuration here; configurations: {', '.join(groups)}")
-        frames.append(table(groups, baseline or next(iter(groups))).assign(baseline=baseline or next(iter(groups))))
-        files.append(out_dir / f"learning_curves_{env}.png")
-        plot_curves(groups, env, files[-1], band)
-    result = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
-    files += write_tables(result, out_dir, runs, done, failed, unfinished, at_timesteps)
-    log.info(
-        "comparison of %d runs%s written to %s",
-        len(done),
-        "" if at_timesteps is None else f" at {at_timesteps}",
-        out_dir,
-    )
-    return {"table": result, "failed": failed, "unfinished": unfinished, "files": files}
+    for env, by_label in groups.items():
+        budget = max(r.timesteps for runs in by_label.values() for r in runs)
+        for name, plot in (("learning_curves", partial(plot_curves, band=band, budget=budget)),
+                           ("final_scores", plot_final_scores), ("performance_profile", plot_profile)):  # fmt: skip
+            files.append(out_dir / f"{name}_{env}.png")
+            plot(by_label, env, files[-1])
+    report = report_lines(runs, groups, tables, spanning, failed, unfinished, duplicates, at_timesteps)
+    files += write_tables(result, spanning, out_dir, report)
+    log.info("comparison of %d runs written to %s", len(compared), out_dir)
+    return {"table": result, "across_envs": spanning, "failed": failed, "unfinished": unfinished,
+            "duplicates": duplicates, "files": files}  # fmt: skip
 
 
-def write_tables(
-    result: pd.DataFrame,
-    out_dir: Path,
+def write_tables(result: pd.DataFrame, spanning: pd.DataFrame, out_dir: Path, report: list[str]) -> list[Path]:
+    """Write ``table.csv``, ``table.md``, ``report.md`` (and ``across_envs.csv`` when the comparison spans envs)."""
+    atomic_write(out_dir / "table.csv", partial(result.to_csv, index=False))
+    write_text(out_dir / "table.md", result.to_markdown(index=False, floatfmt=".4g") + "\n")
+    write_text(out_dir / "report.md", "\n".join(report))
+    files = [out_dir / "table.csv", out_dir / "table.md", out_dir / "report.md"]
+    if len(spanning):
+        atomic_write(out_dir / "across_envs.csv", partial(spanning.to_csv, index=False))
+        files.append(out_dir / "across_envs.csv")
+    return files
+
+
+def budget_lines(by_label: dict[str, list[Run]], at_timesteps: int | None) -> list[str]:
+    """Where the runs of one env are compared, and which ones trained further than that."""
+    runs = [r for group in by_label.values() for r in group]
+    at = max(r.timesteps for r in runs)
+    if at_timesteps is not None:
+        lines = [f"Compared at **{at_timesteps:,} timesteps**: every run that got that far (finished or not), "
+                 "as it stood at its last evaluation up to then."]  # fmt: skip
+    else:
+        limit = min(runs, key=lambda r: r.reached)
+        lines = [f"Compared at **{at:,} timesteps**: the largest evaluated timestep that every compared run "
+                 f"reached (the least: `{limit.path}`, {limit.reached:,})."]  # fmt: skip
+    further = [r for r in runs if r.reached > r.timesteps]
+    if further:
+        lines.append(f"{len(further)} run(s) trained further (up to {max(r.reached for r in further):,} steps, "
+                     "e.g. whole rollouts past the budget); they are compared at their evaluation at or before "
+                     "that point, not at their end.")  # fmt: skip
+    for label, group in by_label.items():
+        steps = sorted({r.timesteps for r in group})
+        if len(steps) > 1 or steps[0] != at:
+            lines.append(f"`{label}` is compared at its evaluation at {', '.join(f'{s:,}' for s in steps)} steps "
+                         "(its last one at or before that point).")  # fmt: skip
+    return lines
+
+
+def report_lines(
     runs: list[Run],
-    done: list[Run],
+    groups: dict[str, dict[str, list[Run]]],
+    tables: dict[str, pd.DataFrame],
+    spanning: pd.DataFrame,
     failed: list[Run],
     unfinished: list[Run],
+    duplicates: list[tuple[Run, Run]],
     at_timesteps: int | None,
-) -> list[Path]:
-    """Write ``table.csv``, ``table.md`` and ``report.md`` (which also lists failed and unfinished runs)."""
-    atomic_write(out_dir / "table.csv", partial(result.to_csv, index=False))
-    markdown = result.to_markdown(index=False, floatfmt=".4g") if len(result) else "(no finished runs)"
-    write_text(out_dir / "table.md", markdown + "\n")
-    budget = "" if at_timesteps is None else f" at {at_timesteps} timesteps (each run's last evaluation up to then)"
+) -> list[str]:
+    """``report.md``: per env the budget, the table, what its seeds allow and the best; then the run lists."""
+    compared = sum(len(g) for by_label in groups.values() for g in by_label.values())
     report = [
-        f"# Comparison{budget}",
+        "# Comparison",
         "",
-        f"Runs: {len(runs)}; compared: {len(done)}; failed: {len(failed)}; "
-        f"not finished{' or short of the budget' if budget else ''}: {len(unfinished)}.",
+        f"Runs: {len(runs)}; compared: {compared}; failed: {len(failed)}; not finished"
+        f"{' or short of the budget' if at_timesteps else ''}: {len(unfinished)}; duplicates not counted: "
+        f"{len(duplicates)}.",
         "",
-        markdown,
-        "",
-        *best_lines(result),
+        "Every statistic is over runs: a run's score is the mean return of its evaluation episodes at the compared "
+        "timestep, and intervals are 95% percentile bootstrap intervals over seeds (rliable's method).",
         "",
     ]
-    short_title = "Runs not finished" if at_timesteps is None else f"Runs short of {at_timesteps} timesteps"
-    for title, items in (("Failed runs", failed), (short_title, unfinished)):
-        if items:
-            report += (
-                [f"## {title}", ""]
-                + [
-                    f"- `{r.path}` ({r.status}): {' '.join(r.overrides)}"
-                    + (f": {r.summary['error']}" if r.summary.get("error") else "")
-                    for r in items
-                ]
-                + [""]
-            )
-    write_text(out_dir / "report.md", "\n".join(report))
-    return [out_dir / "table.csv", out_dir / "table.md", out_dir / "report.md"]
+    for env, by_label in groups.items():
+        table = tables[env]
+        report += [f"## {env}", "", *budget_lines(by_label, at_timesteps), "",
+                   f"Baseline: `{table['baseline'].iloc[0]}`.", ""]  # fmt: skip
+        report += [table[SHOWN].to_markdown(index=False, floatfmt=".4g"), ""]
+        report += [f"- {note}" for note in seed_notes(table)] + [""] + best_lines(table) + [""]
+    if len(spanning):
+        report += ["## Across envs", "", "P(improvement) over the baseline averaged over envs, with rliable's "
+                   "stratified bootstrap (seeds resampled within each env):", "",
+                   spanning.to_markdown(index=False, floatfmt=".4g"), ""]  # fmt: skip
+    listed = [
+        ("Duplicates not counted (the same configuration and seed; the newest is kept)",
+         [f"- `{r.path}` (seed {r.seed}): same as `{kept.path}`" for r, kept in duplicates]),
+        ("Failed runs", [run_line(r) for r in failed]),
+        ("Runs not finished" if at_timesteps is None else f"Runs short of {at_timesteps} timesteps",
+         [run_line(r) for r in unfinished]),
+    ]  # fmt: skip
+    for title, items in listed:
+        report += [f"## {title}", "", *items, ""] if items else []
+    return report
+
+
+def run_line(run: Run) -> str:
+    """A failed or unfinished run in the report: its path, status, overrides and error."""
+    error = f": {run.summary['error']}" if run.summary.get("error") else ""
+    return f"- `{run.path}` ({run.status}): {' '.join(run.overrides)}{error}"
 
 
 def best_lines(result: pd.DataFrame) -> list[str]:
-    """One line per env naming the configuration with the highest final mean (e.g. the best alpha)."""
+    """One line per env naming the configuration with the highest final mean, with its interval over seeds."""
     lines = []
     for env, rows in result.groupby("env", sort=False) if len(result) else []:
         best = rows.loc[rows["final_mean"].idxmax()]
-        lines.append(
-            f"Best on {env}: **{best['config']}** (final mean {best['final_mean']:.4g} "
-            f"± {best['sem']:.2g} s.e. over {best['seeds']} seed(s))."
-        )
+        spread = (f"95% CI [{best['ci95_low']:.4g}, {best['ci95_high']:.4g}] over {best['seeds']} seeds"
+                  if best["seeds"] > 1 else "n=1 seed: no interval")  # fmt: skip
+        lines.append(f"Highest final mean on {env}: **{best['config']}** ({best['final_mean']:.4g}, {spread}).")
     return lines
 
 
@@ -255,22 +204,23 @@ def main(argv: list[str] | None = None) -> int:
         "--band",
         choices=("seeds", "episodes"),
         default="seeds",
-        help="standard-error band of the curves: across seeds' means, or over all eval episodes",
+        help="band of the curves: 95%% bootstrap interval of the mean over seeds (seeds), or the standard error "
+        "over all evaluation episodes of all seeds (episodes)",
     )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     missing = [str(p) for p in args.paths if not p.is_dir()]
     if missing:
         parser.error(f"not a directory: {', '.join(missing)}")
+    if args.at_timesteps is not None and args.at_timesteps < 1:
+        parser.error(f"--at-timesteps={args.at_timesteps}: must be a number of timesteps >= 1")
     out = args.out or args.paths[0] / "comparison"
     try:
-        result = compare(args.paths, out, args.baseline, args.at_timesteps, args.band)
-    except ValueError as exc:
-        parser.error(str(exc))
-    print((out / "table.md").read_text())
-    print("\n".join(best_lines(result["table"])))
-    for r in result["failed"]:
-        print(f"failed: {r.path} ({' '.join(r.overrides)})", file=sys.stderr)
+        compare(args.paths, out, args.baseline, args.at_timesteps, args.band)
+    except RunSetError as exc:
+        log.error("lander.compare: %s", exc)
+        return 2
+    print((out / "report.md").read_text())
     return 0
 
 

@@ -31,8 +31,11 @@ class PeriodicEval(BaseCallback):
     :param threshold: "solved" return; the first timestep whose mean reaches it is kept
     :param deterministic: greedy/mean actions
     :param sinks: more receivers of the ``eval/...`` metrics
-    :param final_at: from this timestep on, periodic evaluation is left to the final one, which the caller
-        runs with :meth:`evaluate_now` after training (so the curve's last point is the final model's)
+    :param final_at: the budget: from this timestep on, periodic evaluation is left to the final one, which the
+        caller runs with :meth:`evaluate_now` after training (so the curve's last point is the final model's).
+        When training goes on past it (whole rollouts: PPO's 16 x 1024 steps), the policy in effect at the
+        budget is evaluated once too, recorded at the step that reached it, so runs of other algorithms can be
+        compared at the same budget
     :param after_eval: callbacks called after every periodic evaluation (``parent`` is this one); training
         stops when one returns False
 
@@ -83,6 +86,7 @@ class PeriodicEval(BaseCallback):
         self._csv: CsvLog | None = None
         self._episodes_csv: CsvLog | None = None
         self._start = 0.0
+        self._budget_step: int | None = None  # the step that reached final_at; -1 once evaluated (or not to be)
 
     def _init_callback(self) -> None:
         self.restore()
@@ -108,17 +112,35 @@ class PeriodicEval(BaseCallback):
         self._envs = self._envs or [self.env_fn() for _ in range(min(self.n_envs, self.n_episodes))]
         self._start = time.perf_counter()
         self.every.start(self.num_timesteps)
+        if self.final_at is not None and self.num_timesteps >= self.final_at:  # resumed past the budget
+            self._budget_step = -1
 
     def _on_step(self) -> bool:
-        if not self.every(self.num_timesteps) or (self.final_at is not None and self.num_timesteps >= self.final_at):
+        if self.final_at is not None and self.num_timesteps >= self.final_at:
+            self._at_budget()
+            return True
+        if not self.every(self.num_timesteps):
             return True
         self.evaluate_now()
         verdicts = [callback.on_step() for callback in self.after_eval]  # every rule sees every evaluation
         return all(verdicts)
 
-    def evaluate_now(self) -> EvalResult:
-        """Evaluate the model now: a row in ``eval.csv``, the sinks, ``best_model.zip`` if it is the best."""
-        self.num_timesteps = self.model.num_timesteps
+    def _at_budget(self) -> None:
+        """Past the budget within one rollout: the policy has not changed since the step that reached the budget
+        (SB3 updates it only between rollouts, and training stops after this one), so evaluate it once,
+        recorded at that step. A run that ends exactly at that step gets only its final evaluation."""
+        if self._budget_step is None:
+            self._budget_step = self.num_timesteps
+        elif 0 <= self._budget_step < self.num_timesteps:
+            self.evaluate_now(at=self._budget_step)
+            self._budget_step = -1
+
+    def evaluate_now(self, at: int | None = None) -> EvalResult:
+        """Evaluate the model now: a row in ``eval.csv``, the sinks, ``best_model.zip`` if it is the best.
+
+        :param at: the step to record it at (default: the model's step count)
+        """
+        self.num_timesteps = self.model.num_timesteps if at is None else at
         t0 = time.perf_counter()
         result = evaluate(
             self.model,

@@ -57,16 +57,16 @@ class ComparisonCallback(Callback):
         Path(config.hydra.sweep.dir).mkdir(parents=True, exist_ok=True)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
-        from lander.compare import compare
+        from lander.runset import RunSetError
 
         sweep_dir = Path(config.hydra.sweep.dir)
-        band = config.get("comparison_band", "seeds")
         try:
-            result = compare([sweep_dir], sweep_dir / "comparison", config.get("baseline"), band=band)
-        except ValueError as exc:  # a baseline that names no configuration: still compare, against the first
-            log.error("%s; the comparison tests against the first configuration instead", exc)
-            result = compare([sweep_dir], sweep_dir / "comparison", None, band=band)
-        if self.log_to_wandb and config.logger.backend == "wandb" and len(result["table"]):
+            result = self._compare(config, sweep_dir)
+        except RunSetError as exc:  # no job completed, or a completed job's files are unreadable
+            FAILED_JOBS[:] = [f"no comparison: {exc}"]
+            log.error("the sweep's comparison could not be written: %s", exc)
+            return
+        if self.log_to_wandb and config.logger.backend == "wandb":
             self._log_to_wandb(config, sweep_dir, result)
         FAILED_JOBS[:] = [
             f"job {r.path.name} ({' '.join(r.overrides)}): {r.status}" for r in result["failed"] + result["unfinished"]
@@ -78,6 +78,22 @@ class ComparisonCallback(Callback):
                 "; ".join(FAILED_JOBS),
                 sweep_dir / "comparison",
             )
+
+    @staticmethod
+    def _compare(config: DictConfig, sweep_dir: Path) -> dict:
+        """:func:`lander.compare.compare` into ``<sweep>/comparison``; a baseline that names no configuration
+        is reported and the first configuration used instead."""
+        from lander.compare import compare
+        from lander.runset import RunSetError
+
+        band = config.get("comparison_band", "seeds")
+        try:
+            return compare([sweep_dir], sweep_dir / "comparison", config.get("baseline"), band=band)
+        except RunSetError as exc:
+            if config.get("baseline") is None or "baseline=" not in str(exc):
+                raise
+            log.error("%s; the comparison tests against the first configuration instead", exc)
+            return compare([sweep_dir], sweep_dir / "comparison", None, band=band)
 
     @staticmethod
     def _log_to_wandb(config: DictConfig, sweep_dir: Path, result: dict) -> None:

@@ -47,8 +47,8 @@ def test_qcritic_preset_names_runs_like_the_assignment_and_pools_eval_episodes(t
     table = pd.read_csv(sweep_dir / "comparison/table.csv")
     assert list(table["config"]) == ["algo=a2c", "algo=mac", "algo=mac_adv"]
     assert (sweep_dir / "comparison/learning_curves_lunar_lander.png").is_file()
-    from lander.compare import find_runs
-    from lander.statistics import pooled_curve
+    from lander.curves import pooled_curve
+    from lander.runset import find_runs
 
     mac = [r for r in find_runs([sweep_dir]) if r.summary["algo"] == "mac"]
     curve = pooled_curve(mac)
@@ -71,14 +71,14 @@ def test_q_learning_alpha_preset_states_the_best_alpha_per_env(tmp_path):
         "baseline='algo.model.alpha=7'",
     )  # names no configuration: the first is the baseline instead
     assert proc.returncode == 0, proc.stderr[-4000:]
-    assert "baseline='algo.model.alpha=7' is not a configuration here" in proc.stdout + proc.stderr
+    assert "baseline='algo.model.alpha=7' is not a configuration of" in proc.stdout + proc.stderr
     table = pd.read_csv(sweep_dir / "comparison/table.csv")
     assert sorted(table["env"].unique()) == ["blackjack", "frozen_lake"]
     report = (sweep_dir / "comparison/report.md").read_text()
     for env in ("frozen_lake", "blackjack"):
         rows = table[table["env"] == env]
         best = rows.loc[rows["final_mean"].idxmax(), "config"]
-        assert best.startswith("algo.model.alpha=") and f"Best on {env}: **{best}**" in report
+        assert best.startswith("algo.model.alpha=") and f"Highest final mean on {env}: **{best}**" in report
     gammas = {
         read_json(j / "summary.json")["env"]: read_json(j / "summary.json")["gamma"]
         for j in sweep_dir.iterdir()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 
@@ -58,8 +59,8 @@ def test_every_job_leaves_its_record_and_the_table_matches_them(serial_sweep):
         assert row["final_mean"] == pytest.approx(np.mean(finals))
         assert row["sem"] == pytest.approx(np.std(finals, ddof=1) / np.sqrt(2))
         assert row["ci95_low"] <= row["final_mean"] <= row["ci95_high"]
-    assert np.isnan(table.iloc[0]["p_welch_vs_baseline"]) and 0 <= table.iloc[1]["p_welch_vs_baseline"] <= 1
-    assert 0 <= table.iloc[1]["prob_improvement"] <= 1
+    assert np.isnan(table.iloc[0]["p_value"]) and 0 <= table.iloc[1]["p_value"] <= 1
+    assert table.iloc[1]["test"] == "paired t" and 0 <= table.iloc[1]["prob_improvement"] <= 1  # seeds 0, 1 both
 
 
 def test_jobs_share_one_wandb_group_with_algorithm_job_types(serial_sweep):
@@ -101,36 +102,31 @@ def test_a_failing_job_does_not_stop_the_others(tmp_path):
     assert "## Failed runs" in report and "algo.model.batch_size=1" in report
 
 
-def test_compare_cli_on_hand_picked_runs_of_different_lengths(serial_sweep, tmp_path):
-    longer = tmp_path / "longer"
-    overrides = [o if o != "total_timesteps=1024" else "total_timesteps=2048" for o in TINY_SWEEP]
-    proc = run_lander(longer, "algo=a2c", "seed=5", *overrides, "logger=none")
-    assert proc.returncode == 0, proc.stderr[-3000:]
+def test_ppo_and_a2c_with_one_budget_are_compared_at_one_timestep(tmp_path):
+    """PPO's rollouts (2 envs x 256 steps) overshoot total_timesteps=1000 to 1024, A2C's (2 x 5) stop at 1000:
+    both are compared at 1000, and a copy of a run directory does not add a seed."""
+    tiny = [o for o in TINY_SWEEP if not o.startswith(("total_timesteps=", "eval.freq="))]
+    budget = ["total_timesteps=1000", "eval.freq=250", "logger=none", "video.enabled=false"]
+    ppo, a2c = tmp_path / "ppo", tmp_path / "a2c"
+    for run_dir, algo in ((ppo, ["algo=ppo"]), (a2c, ["algo=a2c", "algo.model.n_steps=5"])):
+        proc = run_lander(run_dir, *tiny, *algo, *budget)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+    assert read_json(ppo / "summary.json")["timesteps"] == 1024 and read_json(a2c / "summary.json")["timesteps"] == 1000
+    shutil.copytree(a2c, tmp_path / "a2c_copy")
     out = tmp_path / "report"
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "lander.compare",
-            str(serial_sweep / "0"),
-            str(longer),
-            "--out",
-            str(out),
-            "--baseline",
-            "algo=a2c total_timesteps=2048",
-        ],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    cmd = [sys.executable, "-m", "lander.compare", str(ppo), str(a2c), str(tmp_path / "a2c_copy"), "--out", str(out)]
+    proc = subprocess.run(cmd, cwd=REPO, env=lander_env(), capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     table = pd.read_csv(out / "table.csv")
-    configs = ["algo=ppo total_timesteps=1024", "algo=a2c total_timesteps=2048"]
-    assert list(table["config"]) == configs and set(table["baseline"]) == {configs[1]}
-    assert (out / "learning_curves_lunar_lander.png").is_file()
-    a2c = table[table["config"] == configs[1]].iloc[0]
-    assert a2c["final_mean"] == pytest.approx(read_json(longer / "eval.json")["mean"])
+    assert list(table["timesteps"]) == [1000, 1000] and list(table["seeds"]) == [1, 1]
+    for run_dir, row in zip((ppo, a2c), table.itertuples(), strict=True):
+        evals = pd.read_csv(run_dir / "metrics/eval.csv").set_index("timesteps")
+        assert row.final_mean == pytest.approx(evals.loc[1000, "mean"])
+    report = (out / "report.md").read_text()
+    assert "Compared at **1,000 timesteps**" in report and "1 run(s) trained further (up to 1,024" in report
+    assert "duplicates not counted: 1" in report and f"same as `{tmp_path / 'a2c_copy'}`" in report
+    for name in ("learning_curves", "final_scores", "performance_profile"):
+        assert (out / f"{name}_lunar_lander.png").stat().st_size > 10_000
 
 
 def test_compare_rejects_an_unknown_baseline(serial_sweep, tmp_path):
@@ -141,7 +137,8 @@ def test_compare_rejects_an_unknown_baseline(serial_sweep, tmp_path):
         text=True,
         timeout=300,
     )
-    assert proc.returncode == 2 and "baseline='algo=sac' is not a configuration here" in proc.stderr
+    assert proc.returncode == 2 and "baseline='algo=sac' is not a configuration of lunar_lander" in proc.stderr
+    assert not list(tmp_path.iterdir())  # nothing written
 
 
 def test_submitit_local_sweep_matches_the_serial_one(serial_sweep, tmp_path):
@@ -193,7 +190,7 @@ def test_compare_at_an_equal_budget_uses_each_runs_evaluation_at_that_point(seri
         assert [list(e["seed"]) for e in episodes] == [[1000000, 1000001, 1000002]] * 2  # the fixed eval seeds
         assert [e["return"].mean() for e in episodes] == pytest.approx([e["mean"] for e in evals])
         assert row["final_mean"] == pytest.approx(np.mean([e["mean"] for e in evals]))
-        assert row["episodes"] == 6 and row["ci95_low"] <= row["final_mean"] <= row["ci95_high"]
+        assert row["episode_count"] == 6 and row["ci95_low"] <= row["final_mean"] <= row["ci95_high"]
     assert "at 512 timesteps" in (tmp_path / "at512" / "report.md").read_text()
     beyond = compare([serial_sweep], tmp_path / "beyond", at_timesteps=10**9)
     assert beyond["table"].empty and len(beyond["unfinished"]) == 4

@@ -1,5 +1,5 @@
 """In-process tests of the parts that need no subprocess: the run record, run discovery, the periodic
-trigger, the schema's neutral keys, re-run planning and the comparison's statistics."""
+trigger, the schema's neutral keys, re-run planning and configuration labels (statistics: test_statistics.py)."""
 
 from __future__ import annotations
 
@@ -7,17 +7,14 @@ import json
 import os
 from pathlib import Path
 
-import numpy as np
-import pandas as pd
 import pytest
 
 from helpers import composed, lander
 from lander.callbacks import Every
-from lander.compare import Run, changes_nothing, labels
 from lander.rerun import plan_job, set_aside
 from lander.rundir import RunPaths, RunSummary, Status, atomic_write, find_run_dirs, write_json
+from lander.runset import Run, changes_nothing, labels
 from lander.schema import neutral_keys
-from lander.statistics import iqm, mean_curve, prob_improvement
 
 
 def test_every_fires_at_multiples_and_from_a_resumed_step() -> None:
@@ -95,25 +92,6 @@ def test_configuration_labels_name_what_differs() -> None:
     assert run.key == ("algo=ppo", "gamma=0.98")
     names = labels([run.key, ("algo=ppo", "gamma=0.99")])
     assert list(names.values()) == ["gamma=0.98", "gamma=0.99"]
-
-
-def test_statistics_of_known_values() -> None:
-    assert iqm(np.array([0.0, 1, 2, 3, 4, 5, 6, 100])) == pytest.approx(3.5)  # the outer quarters are cut
-    assert prob_improvement(np.array([2.0, 3]), np.array([1.0, 2])) == pytest.approx(0.875)
-    runs = [
-        Run(
-            path=Path(str(i)),
-            overrides=[],
-            seed=i,
-            env="e",
-            status="completed",
-            evals=pd.DataFrame({"timesteps": [10, 20], "mean": [m, m + 2], "sem": [0.0, 0.0]}),
-        )
-        for i, m in enumerate([1.0, 3.0])
-    ]
-    curve = mean_curve(runs)
-    assert list(curve["mean"]) == [2.0, 4.0]
-    assert list(curve["sem"]) == pytest.approx([1.0, 1.0])  # std 1.414 over sqrt(2) seeds
 
 
 def _job(tmp_path: Path, status: str | None, checkpoint: bool = False) -> RunPaths:

@@ -1,0 +1,193 @@
+"""The comparison's statistics, in-process and without training: rliable 1.2.0's reference values
+(``fixtures/rliable``), scipy's tests, Holm and power against statsmodels, and the comparison of run directories
+written here with known scores (equal budgets, duplicates, few seeds, bad input)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+from scipy import stats
+
+from helpers import REPO, lander_env
+from lander import statistics as st
+from lander.compare import compare
+from lander.rundir import RunPaths, RunSummary, Status
+from lander.runset import RunSetError
+
+REFERENCE = json.loads((Path(__file__).parent / "fixtures/rliable/reference.json").read_text())
+SEED, REPS = REFERENCE["seed"], REFERENCE["reps"]
+
+
+@pytest.mark.parametrize("name", sorted(REFERENCE["scores"]))
+def test_mean_iqm_and_profile_intervals_equal_rliables(name: str) -> None:
+    ref = REFERENCE["scores"][name]
+    scores = np.array(ref["scores"])
+    for metric, key in ((st.aggregate_mean, "mean"), (st.aggregate_iqm, "iqm")):
+        point, low, high = st.interval(scores, metric, REPS, SEED)
+        assert [point, low, high] == pytest.approx([ref[key][0], *np.ravel(ref[f"{key}_ci"])], abs=1e-9)
+    point, low, high = st.interval(
+        scores, lambda s: st.performance_profile(s, REFERENCE["taus"]), REFERENCE["profile_reps"], SEED
+    )
+    assert point.tolist() == pytest.approx(ref["profile"]) and low.tolist() == pytest.approx(ref["profile_ci"][0])
+    assert high.tolist() == pytest.approx(ref["profile_ci"][1])
+
+
+def test_the_issues_three_seed_interval_spans_the_seed_means() -> None:
+    ref = REFERENCE["scores"]["a2c_3_seeds"]
+    _, low, high = st.interval(np.array(ref["scores"]), st.aggregate_mean)
+    assert (low, high) == (-3725.0, -889.0)  # over runs; pooling episodes gave [-2796, -1581]
+
+
+@pytest.mark.parametrize("name", sorted(REFERENCE["pairs"]))
+def test_probability_of_improvement_and_its_interval_equal_rliables(name: str) -> None:
+    ref = REFERENCE["pairs"][name]
+    x, y = np.array(ref["x"]), np.array(ref["y"])
+    assert st.interval_of_improvement(x, y, REPS, SEED) == pytest.approx(
+        [ref["probability_of_improvement"], *ref["ci"]], abs=1e-12
+    )
+    if x.shape[1] == 1:  # the Mann-Whitney U statistic over all pairs, as scipy computes it
+        u = stats.mannwhitneyu(x[:, 0], y[:, 0], alternative="greater").statistic
+        assert st.probability_of_improvement(x, y) == pytest.approx(u / (len(x) * len(y)))
+
+
+def test_holm_and_power_equal_statsmodels() -> None:
+    assert st.holm(REFERENCE["holm"]["p"]) == pytest.approx(REFERENCE["holm"]["adjusted"])
+    adjusted = st.holm([0.04, float("nan"), 0.01])
+    assert np.isnan(adjusted[1]) and adjusted[0] == pytest.approx(0.04) and adjusted[2] == pytest.approx(0.02)
+    ref = REFERENCE["power"]
+    for d, two_sample, paired in zip(ref["effect_sizes"], ref["two_sample_n"], ref["paired_n"], strict=True):
+        assert st.required_n(d, paired=False) == pytest.approx(two_sample, rel=1e-6)
+        assert st.required_n(d, paired=True) == pytest.approx(paired, rel=1e-6)
+    assert st.required_n(0.0, paired=False) == float("inf") and st.required_n(0.01, paired=True) == float("inf")
+
+
+def test_paired_test_when_seeds_are_shared_welch_otherwise() -> None:
+    x, base = {0: 10.0, 1: 12.0, 2: 15.0, 3: 11.0}, {0: 9.0, 1: 11.5, 2: 13.0, 3: 10.0}
+    paired = st.versus_baseline(x, base)
+    assert paired["test"] == "paired t"
+    assert paired["p_value"] == pytest.approx(stats.ttest_rel(list(x.values()), list(base.values())).pvalue)
+    shifted = {seed + 10: value for seed, value in base.items()}
+    welch = st.versus_baseline(x, shifted)
+    assert welch["test"] == "Welch t"
+    assert welch["p_value"] == pytest.approx(stats.ttest_ind(list(x.values()), list(base.values()),
+                                                             equal_var=False).pvalue)  # fmt: skip
+    pooled_sd = np.sqrt((np.var(list(x.values()), ddof=1) + np.var(list(base.values()), ddof=1)) / 2)
+    assert welch["cohens_d"] == pytest.approx((np.mean(list(x.values())) - np.mean(list(base.values()))) / pooled_sd)
+    assert paired["p_value"] < welch["p_value"]  # the shared seeds remove the between-seed spread
+    single = st.versus_baseline({0: 1.0}, base)
+    assert single["test"] == "" and np.isnan(single["p_value"])
+
+
+# --- run directories with known scores ---------------------------------------------------------------------
+
+
+def fake_run(root: Path, name: str, overrides: list[str], seed: int, evals: dict[int, float], env: str = "lunar",
+             status: Status = Status.COMPLETED) -> Path:  # fmt: skip
+    """A run directory as lander leaves it (config, overrides, summary, eval.csv) with the given eval means."""
+    paths = RunPaths(root / name)
+    paths.hydra.mkdir(parents=True)
+    paths.config.write_text(yaml.safe_dump({"seed": seed, "env": {"name": env, "reward_threshold": 200}}))
+    paths.overrides.write_text(yaml.safe_dump([*overrides, f"seed={seed}"]))
+    RunSummary(status=status, seed=seed, overrides=overrides).save(paths)
+    paths.eval_csv.parent.mkdir(parents=True, exist_ok=True)
+    rows = [{"timesteps": t, "mean": m, "std": 1.0, "sem": 0.5, "n": 4, "success_rate": 0.5} for t, m in evals.items()]
+    pd.DataFrame(rows).to_csv(paths.eval_csv, index=False)
+    return paths.root
+
+
+def test_configurations_are_compared_at_the_timestep_all_runs_reached(tmp_path: Path) -> None:
+    for seed in range(3):  # "ppo" overshoots its 20k budget to 32768 (rollouts of 16384); "a2c" stops at 20000
+        fake_run(tmp_path, f"p{seed}", ["algo=ppo"], seed, {16384: 10.0 + seed, 32768: 100.0 + seed})
+        fake_run(tmp_path, f"a{seed}", ["algo=a2c"], seed, {10000: 5.0, 20000: 50.0 + 2 * seed})
+    result = compare([tmp_path], tmp_path / "out", baseline="algo=ppo")
+    table = result["table"].set_index("config")
+    assert table.loc["algo=ppo", "timesteps"] == 16384 and table.loc["algo=ppo", "final_mean"] == pytest.approx(11.0)
+    assert table.loc["algo=a2c", "timesteps"] == 20000 and table.loc["algo=a2c", "final_mean"] == pytest.approx(52.0)
+    assert table.loc["algo=a2c", "test"] == "paired t" and table.loc["algo=a2c", "prob_improvement"] == 1.0
+    report = (tmp_path / "out/report.md").read_text()
+    assert "Compared at **20,000 timesteps**" in report and "3 run(s) trained further (up to 32,768" in report
+    at = compare([tmp_path], tmp_path / "at", at_timesteps=32768)["table"]
+    assert list(at["config"]) == ["algo=ppo"] and at["final_mean"].iloc[0] == pytest.approx(101.0)
+
+
+def test_a_duplicated_run_counts_once_and_is_listed(tmp_path: Path) -> None:
+    for seed in range(2):
+        fake_run(tmp_path, f"x{seed}", ["gamma=0.9"], seed, {100: 1.0 + seed})
+        fake_run(tmp_path, f"y{seed}", ["gamma=0.99"], seed, {100: 3.0 + seed})
+    again = fake_run(tmp_path, "y1_again", ["gamma=0.99"], 1, {100: 9.0})  # the same configuration and seed
+    os.utime(again / "summary.json", (2e9, 2e9))  # ... finished later
+    result = compare([tmp_path], tmp_path / "out")
+    table = result["table"].set_index("config")
+    assert table.loc["gamma=0.99", "seeds"] == 2 and table.loc["gamma=0.99", "final_mean"] == pytest.approx(6.0)
+    assert [(r.path.name, kept.path.name) for r, kept in result["duplicates"]] == [("y1", "y1_again")]
+    assert "duplicates not counted: 1" in (tmp_path / "out/report.md").read_text()
+
+
+def test_one_seed_gets_no_interval_test_or_improvement_and_says_so(tmp_path: Path) -> None:
+    fake_run(tmp_path, "a", ["gamma=0.9"], 0, {100: 1.0})
+    for seed in range(3):
+        fake_run(tmp_path, f"b{seed}", ["gamma=0.99"], seed, {100: 2.0 + seed})
+    result = compare([tmp_path], tmp_path / "out", baseline="gamma=0.99")
+    row = result["table"].set_index("config").loc["gamma=0.9"]
+    assert row["seeds"] == 1 and row["test"] == ""
+    assert all(np.isnan(row[c]) for c in ("sem", "ci95_low", "ci95_high", "p_value", "prob_improvement"))
+    report = (tmp_path / "out/report.md").read_text()
+    assert "`gamma=0.9`: n=1 seed, so no interval" in report and "`gamma=0.99`: only 3 seeds" in report
+
+
+def test_few_seeds_report_how_many_the_difference_would_need(tmp_path: Path) -> None:
+    for seed, (a, b) in enumerate([(10.0, 11.0), (14.0, 16.5), (12.0, 12.5)]):
+        fake_run(tmp_path, f"a{seed}", ["lr=1"], seed, {100: a})
+        fake_run(tmp_path, f"b{seed}", ["lr=2"], seed, {100: b})
+    row = compare([tmp_path], tmp_path / "out")["table"].set_index("config").loc["lr=2"]
+    diffs = np.array([1.0, 2.5, 0.5])
+    assert row["seeds_needed"] == np.ceil(st.required_n(diffs.mean() / diffs.std(ddof=1), paired=True))
+    assert f"would need about {int(row['seeds_needed'])} seeds" in (tmp_path / "out/report.md").read_text()
+
+
+def test_holm_adjusts_the_configurations_tested_against_one_baseline(tmp_path: Path) -> None:
+    for seed in range(4):
+        for i, name in enumerate(("base", "c1", "c2")):
+            fake_run(tmp_path, f"{name}{seed}", [f"x={name}"], seed, {100: i * (1 + seed % 2) + seed * 0.3})
+    table = compare([tmp_path], tmp_path / "out")["table"]
+    assert table["p_holm"].tolist()[1:] == pytest.approx(st.holm(table["p_value"].tolist()[1:]))
+    assert all(table["p_holm"].iloc[1:] >= table["p_value"].iloc[1:])
+
+
+@pytest.mark.parametrize(
+    "make,message",
+    [
+        (lambda d: fake_run(d, "a", [], 0, {1: 1.0}, status=Status.FAILED), "no run under"),
+        (lambda d: [fake_run(d, "a", ["env=x"], 0, {1: 1.0}, env="x"), fake_run(d, "b", ["algo=q"], 0, {1: 1.0})],
+         "runs of different envs mixed"),
+        (lambda d: fake_run(d, "a", [], 0, {1: 1.0}).joinpath("metrics/eval.csv").write_text("timesteps,mean\n1,"),
+         "metrics/eval.csv lacks the column"),
+        (lambda d: fake_run(d, "a", [], 0, {1: 1.0}).joinpath("metrics/eval.csv").unlink(), "missing or empty"),
+        (lambda d: fake_run(d, "a", [], 0, {1: 1.0}).joinpath(".hydra/config.yaml").write_text("seed: [1"),
+         ".hydra/config.yaml cannot be read"),
+    ],
+    ids=["no-finished-run", "mixed-envs", "corrupt-eval-csv", "missing-eval-csv", "corrupt-config"],
+)  # fmt: skip
+def test_bad_input_is_named_and_nothing_is_written(tmp_path: Path, make, message: str) -> None:
+    make(tmp_path / "runs")
+    with pytest.raises(RunSetError, match=message.replace(".", r"\.")):
+        compare([tmp_path / "runs"], tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_command_line_names_a_baseline_that_is_not_there(tmp_path: Path) -> None:
+    for seed in range(2):
+        fake_run(tmp_path / "runs", f"a{seed}", ["gamma=0.9"], seed, {100: 1.0})
+        fake_run(tmp_path / "runs", f"b{seed}", ["gamma=0.99"], seed, {100: 2.0})
+    cmd = [sys.executable, "-m", "lander.compare", str(tmp_path / "runs"), "--baseline", "gamma=0.5"]
+    proc = subprocess.run(cmd, cwd=REPO, env=lander_env(), capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "baseline='gamma=0.5' is not a configuration of lunar" in proc.stderr
+    assert "gamma=0.9, gamma=0.99" in proc.stderr and not (tmp_path / "runs/comparison").exists()

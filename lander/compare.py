@@ -116,9 +116,9 @@ def budget_lines(by_label: dict[str, list[Run]], at_timesteps: int | None) -> li
                  f"reached (the least: `{limit.path}`, {limit.reached:,})."]  # fmt: skip
     further = [r for r in runs if r.reached > r.timesteps]
     if further:
-        lines.append(f"{len(further)} run(s) trained further (up to {max(r.reached for r in further):,} steps, "
-                     "e.g. whole rollouts past the budget); they are compared at their evaluation at or before "
-                     "that point, not at their end.")  # fmt: skip
+        lines.append(f"{len(further)} run(s) went further (up to {max(r.reached for r in further):,} steps: a longer "
+                     "budget, or whole rollouts past it); each is compared at its evaluation at or before that "
+                     "point, not at its end.")  # fmt: skip
     for label, group in by_label.items():
         steps = sorted({r.timesteps for r in group})
         if len(steps) > 1 or steps[0] != at:

@@ -101,15 +101,16 @@ def plot_final_scores(groups: dict[str, list[Run]], env: str, path: Path) -> Non
     fig, ax = plt.subplots(figsize=(max(5.0, 1.6 * len(groups) + 2), 5), dpi=110)
     for i, runs in enumerate(groups.values()):
         values = np.array([r.final_mean for r in runs])
-        jitter = np.linspace(-0.12, 0.12, len(values)) if len(values) > 1 else np.zeros(1)
-        ax.scatter(i + jitter, values, s=22, alpha=0.7, zorder=3)
+        jitter = np.linspace(-0.1, 0.1, len(values)) if len(values) > 1 else np.zeros(1)
+        ax.scatter(i - 0.1 + jitter, values, s=22, alpha=0.7, zorder=3)
         if len(values) > 1:
             mean, low, high = st.interval(values[:, None], st.aggregate_mean)
-            ax.errorbar(i + 0.3, mean, yerr=[[mean - low], [high - mean]], fmt="D", color="black", capsize=5, ms=5)
+            ax.errorbar(i + 0.2, mean, yerr=[[mean - low], [high - mean]], fmt="D", color="black", capsize=5, ms=5)
         else:
-            ax.plot(i + 0.3, values[0], "D", color="black", ms=5)
+            ax.plot(i + 0.2, values[0], "D", color="black", ms=5)
     draw_threshold(ax, groups)
     ax.set_xticks(range(len(groups)), [f"{label}\n(n={len(runs)})" for label, runs in groups.items()], fontsize=8)
+    ax.set_xlim(-0.6, len(groups) - 0.4)
     ax.set(ylabel="evaluation mean return per seed", title=f"{env}: final scores (mean, 95% bootstrap CI)")
     finish(fig, ax, path)
 

@@ -117,18 +117,19 @@ def seed_notes(table: pd.DataFrame) -> list[str]:
         if n == 1:
             notes.append(f"`{row['config']}`: n=1 seed, so no interval, test or P(improvement) across seeds.")
         elif n < 5:
-            needed = row["seeds_needed"]
-            need = (
-                ""
-                if np.isnan(needed)
-                else " A difference as large as the one observed would need more than "
-                f"{st.MAX_SEEDS} seeds per configuration to detect."
-                if np.isinf(needed)
-                else f" The observed difference from the baseline (d = {row['cohens_d']:.2g}) would need about "
-                f"{int(needed)} seeds per configuration for 80% power ({row['test']} test, alpha 0.05)."
-            )
-            notes.append(
-                f"`{row['config']}`: only {n} seeds: the interval over seeds is wide "
-                f"(with 3 seeds it is close to their range).{need}"
-            )
+            notes.append(f"`{row['config']}`: only {n} seeds: the interval over seeds is wide (with 3 seeds it is "
+                         f"close to their range).{needed_note(row)}")  # fmt: skip
     return notes
+
+
+def needed_note(row: pd.Series) -> str:
+    """How many seeds the observed difference from the baseline would need for 80% power ('' for the baseline)."""
+    needed = row["seeds_needed"]
+    if np.isnan(needed):
+        return ""
+    if row["diff"] == 0:
+        return " It scored the same as the baseline."
+    if np.isinf(needed):
+        return f" The observed difference ({row['diff']:+.4g}) is too small to detect with {st.MAX_SEEDS} seeds."
+    return (f" The observed difference from the baseline ({row['diff']:+.4g}) would need about "
+            f"{int(needed)} seeds per configuration for 80% power ({row['test']} test, alpha 0.05).")  # fmt: skip

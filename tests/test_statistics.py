@@ -113,7 +113,7 @@ def test_configurations_are_compared_at_the_timestep_all_runs_reached(tmp_path: 
     assert table.loc["algo=a2c", "timesteps"] == 20000 and table.loc["algo=a2c", "final_mean"] == pytest.approx(52.0)
     assert table.loc["algo=a2c", "test"] == "paired t" and table.loc["algo=a2c", "prob_improvement"] == 1.0
     report = (tmp_path / "out/report.md").read_text()
-    assert "Compared at **20,000 timesteps**" in report and "3 run(s) trained further (up to 32,768" in report
+    assert "Compared at **20,000 timesteps**" in report and "3 run(s) went further (up to 32,768" in report
     at = compare([tmp_path], tmp_path / "at", at_timesteps=32768)["table"]
     assert list(at["config"]) == ["algo=ppo"] and at["final_mean"].iloc[0] == pytest.approx(101.0)
 

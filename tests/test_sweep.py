@@ -123,7 +123,7 @@ def test_ppo_and_a2c_with_one_budget_are_compared_at_one_timestep(tmp_path):
         evals = pd.read_csv(run_dir / "metrics/eval.csv").set_index("timesteps")
         assert row.final_mean == pytest.approx(evals.loc[1000, "mean"])
     report = (out / "report.md").read_text()
-    assert "Compared at **1,000 timesteps**" in report and "1 run(s) trained further (up to 1,024" in report
+    assert "Compared at **1,000 timesteps**" in report and "1 run(s) went further (up to 1,024" in report
     assert "duplicates not counted: 1" in report and f"same as `{tmp_path / 'a2c_copy'}`" in report
     for name in ("learning_curves", "final_scores", "performance_profile"):
         assert (out / f"{name}_lunar_lander.png").stat().st_size > 10_000
@@ -172,6 +172,8 @@ def test_optuna_search_stores_a_resumable_study(tmp_path):
     study = optuna.load_study(study_name="ppo_lunar_lander", storage=f"sqlite:///{sweep_dir}/optuna.db")
     finished = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
     assert len(finished) == 3, "the second invocation continues the stored study to n_trials"
+    params = {tuple(sorted(t.params.items())) for t in finished}
+    assert len(params) == 3, "a resumed study samples new trials (its sampler is reseeded), never the same ones"
     finals = sorted(read_json(p)["mean"] for p in sweep_dir.glob("*/eval.json"))
     assert sorted(t.value for t in finished) == pytest.approx(finals)
     assert (sweep_dir / "optimization_results.yaml").is_file()
@@ -191,7 +193,9 @@ def test_compare_at_an_equal_budget_uses_each_runs_evaluation_at_that_point(seri
         assert [e["return"].mean() for e in episodes] == pytest.approx([e["mean"] for e in evals])
         assert row["final_mean"] == pytest.approx(np.mean([e["mean"] for e in evals]))
         assert row["episode_count"] == 6 and row["ci95_low"] <= row["final_mean"] <= row["ci95_high"]
-    assert "at 512 timesteps" in (tmp_path / "at512" / "report.md").read_text()
+    assert (
+        "Compared at **512 timesteps**: every run that got that far" in (tmp_path / "at512" / "report.md").read_text()
+    )
     beyond = compare([serial_sweep], tmp_path / "beyond", at_timesteps=10**9)
     assert beyond["table"].empty and len(beyond["unfinished"]) == 4
 

@@ -24,8 +24,28 @@ from lander.runset import Run, RunSetError, configurations, drop_duplicates, fin
 from lander.table import across_envs, env_table, seed_notes
 
 log = logging.getLogger(__name__)
-SHOWN = ["config", "seeds", "timesteps", "final_mean", "sem", "ci95_low", "ci95_high", "iqm", "success_rate",
-         "diff", "cohens_d", "test", "p_value", "p_holm", "prob_improvement", "seeds_needed"]  # fmt: skip
+
+
+def readable(table: pd.DataFrame) -> str:
+    """The report's table: values with their intervals side by side, blanks where a statistic does not apply."""
+
+    def number(value: float, fmt: str = ".4g") -> str:
+        return "" if pd.isna(value) else "inf" if value == float("inf") else format(value, fmt)
+
+    def with_ci(row: pd.Series, name: str, low: str, high: str) -> str:
+        value = number(row[name])
+        return f"{value} [{number(row[low])}, {number(row[high])}]" if value and not pd.isna(row[low]) else value
+
+    rows = [{"config": r["config"], "seeds": r["seeds"], "timesteps": f"{r['timesteps']:,}",
+             "mean [95% CI]": with_ci(r, "final_mean", "ci95_low", "ci95_high"), "s.e.": number(r["sem"]),
+             "IQM [95% CI]": with_ci(r, "iqm", "iqm_ci95_low", "iqm_ci95_high"),
+             "success": number(r["success_rate"], ".2f"), "diff": number(r["diff"]), "d": number(r["cohens_d"], ".2f"),
+             "test": r["test"], "p": number(r["p_value"], ".3g"), "p (Holm)": number(r["p_holm"], ".3g"),
+             "P(improvement) [95% CI]": with_ci(r, "prob_improvement", "prob_improvement_ci95_low",
+                                                "prob_improvement_ci95_high"),
+             "seeds for 80% power": number(r["seeds_needed"], ".0f")}
+            for _, r in table.iterrows()]  # fmt: skip
+    return pd.DataFrame(rows).to_markdown(index=False, disable_numparse=True)
 
 
 def check_envs(runs: list[Run]) -> None:
@@ -112,8 +132,10 @@ def budget_lines(by_label: dict[str, list[Run]], at_timesteps: int | None) -> li
                  "as it stood at its last evaluation up to then."]  # fmt: skip
     else:
         limit = min(runs, key=lambda r: r.reached)
+        least = ("every run ended there" if all(r.reached == limit.reached for r in runs)
+                 else f"the one that stopped first: `{limit.path}`, at {limit.reached:,}")  # fmt: skip
         lines = [f"Compared at **{at:,} timesteps**: the largest evaluated timestep that every compared run "
-                 f"reached (the least: `{limit.path}`, {limit.reached:,})."]  # fmt: skip
+                 f"reached ({least})."]  # fmt: skip
     further = [r for r in runs if r.reached > r.timesteps]
     if further:
         lines.append(f"{len(further)} run(s) went further (up to {max(r.reached for r in further):,} steps: a longer "
@@ -154,7 +176,7 @@ def report_lines(
         table = tables[env]
         report += [f"## {env}", "", *budget_lines(by_label, at_timesteps), "",
                    f"Baseline: `{table['baseline'].iloc[0]}`.", ""]  # fmt: skip
-        report += [table[SHOWN].to_markdown(index=False, floatfmt=".4g"), ""]
+        report += [readable(table), ""]
         report += [f"- {note}" for note in seed_notes(table)] + [""] + best_lines(table) + [""]
     if len(spanning):
         report += ["## Across envs", "", "P(improvement) over the baseline averaged over envs, with rliable's "

@@ -74,11 +74,14 @@ def interval_of_improvement(
     """P(X > Y) and its percentile interval, the runs of X and of Y resampled independently within each env."""
     rng = np.random.RandomState(seed)
     (nx, envs), ny = x.shape, y.shape[0]
-    index_x = np.empty((reps, nx, envs), dtype=np.int64)
-    index_y = np.empty((reps, ny, envs), dtype=np.int64)
-    for r in range(reps):  # rliable's order: per resample, X's indices then Y's
-        index_x[r] = rng.randint(0, nx, size=(nx, envs))
-        index_y[r] = rng.randint(0, ny, size=(ny, envs))
+    if nx == ny:  # one draw, in rliable's order: per resample, X's indices then Y's
+        index_x, index_y = np.moveaxis(rng.randint(0, nx, size=(reps, 2, nx, envs)), 1, 0)
+    else:
+        index_x = np.empty((reps, nx, envs), dtype=np.int64)
+        index_y = np.empty((reps, ny, envs), dtype=np.int64)
+        for r in range(reps):
+            index_x[r] = rng.randint(0, nx, size=(nx, envs))
+            index_y[r] = rng.randint(0, ny, size=(ny, envs))
     columns = np.arange(envs)
     boot = np.concatenate(
         [

@@ -162,6 +162,23 @@ def test_holm_adjusts_the_configurations_tested_against_one_baseline(tmp_path: P
     assert all(table["p_holm"].iloc[1:] >= table["p_value"].iloc[1:])
 
 
+def test_a_grid_over_envs_gets_a_stratified_improvement_across_envs(tmp_path: Path) -> None:
+    scores = {("cart", "a"): [1.0, 2.0, 3.0], ("cart", "b"): [2.5, 2.0, 4.0],
+              ("lunar", "a"): [-100.0, 50.0, 20.0], ("lunar", "b"): [80.0, 60.0, -10.0]}  # fmt: skip
+    for (env, config), values in scores.items():
+        for seed, value in enumerate(values):
+            fake_run(tmp_path, f"{env}{config}{seed}", [f"env={env}", f"x={config}"], seed, {10: value}, env=env)
+    result = compare([tmp_path], tmp_path / "out")
+    assert sorted(result["table"]["env"].unique()) == ["cart", "lunar"]
+    row = pd.read_csv(tmp_path / "out/across_envs.csv").iloc[0]
+    x = np.array([scores["cart", "b"], scores["lunar", "b"]]).T  # runs x envs, as rliable takes them
+    y = np.array([scores["cart", "a"], scores["lunar", "a"]]).T
+    assert row["config"] == "x=b" and [row["prob_improvement"], row["prob_improvement_ci95_low"],
+                                       row["prob_improvement_ci95_high"]] == pytest.approx(
+        st.interval_of_improvement(x, y))  # fmt: skip
+    assert "## Across envs" in (tmp_path / "out/report.md").read_text()
+
+
 @pytest.mark.parametrize(
     "make,message",
     [

@@ -75,13 +75,13 @@ def compare(
     :param baseline: the configuration label the others are tested against (default: the first)
     :param at_timesteps: compare the runs as they stood at this many steps (default: each env's common budget)
     :param band: the curves' band, ``"seeds"`` (bootstrap over seeds) or ``"episodes"`` (s.e. over episodes)
-    :return: ``{"table", "across_envs", "failed", "unfinished", "duplicates", "files"}``
+    :return: ``{"table", "across_envs", "files", "failed", "unfinished", "unevaluated", "duplicates"}``
     """
     runs = find_runs(paths)
     if not runs:
         raise RunSetError(f"no run directories (with .hydra/config.yaml) under {', '.join(map(str, paths))}")
     check_envs(runs)
-    compared, failed, unfinished = select(runs, at_timesteps)
+    compared, failed, unfinished, unevaluated = select(runs, at_timesteps)
     if not compared:
         what = "completed" if at_timesteps is None else f"reached {at_timesteps} timesteps"
         raise RunSetError(f"no run under {', '.join(map(str, paths))} {what}, nothing to compare: {len(runs)} "
@@ -104,11 +104,16 @@ def compare(
                            ("final_scores", plot_final_scores), ("performance_profile", plot_profile)):  # fmt: skip
             files.append(out_dir / f"{name}_{env}.png")
             plot(by_label, env, files[-1])
-    report = report_lines(runs, groups, tables, spanning, failed, unfinished, duplicates, at_timesteps)
+    left_out: dict[str, list] = {
+        "failed": failed,
+        "unfinished": unfinished,
+        "unevaluated": unevaluated,
+        "duplicates": duplicates,
+    }
+    report = report_lines(runs, groups, tables, spanning, left_out, at_timesteps)
     files += write_tables(result, spanning, out_dir, report)
     log.info("comparison of %d runs written to %s", len(compared), out_dir)
-    return {"table": result, "across_envs": spanning, "failed": failed, "unfinished": unfinished,
-            "duplicates": duplicates, "files": files}  # fmt: skip
+    return {"table": result, "across_envs": spanning, "files": files} | left_out
 
 
 def write_tables(result: pd.DataFrame, spanning: pd.DataFrame, out_dir: Path, report: list[str]) -> list[Path]:
@@ -154,19 +159,18 @@ def report_lines(
     groups: dict[str, dict[str, list[Run]]],
     tables: dict[str, pd.DataFrame],
     spanning: pd.DataFrame,
-    failed: list[Run],
-    unfinished: list[Run],
-    duplicates: list[tuple[Run, Run]],
+    left_out: dict[str, list],
     at_timesteps: int | None,
 ) -> list[str]:
-    """``report.md``: per env the budget, the table, what its seeds allow and the best; then the run lists."""
+    """``report.md``: per env the budget, the table, what its seeds allow and the best; then the runs left out."""
     compared = sum(len(g) for by_label in groups.values() for g in by_label.values())
+    names = {"failed": "failed", "unfinished": "not finished" if at_timesteps is None else "short of the budget",
+             "unevaluated": "not evaluated by then", "duplicates": "duplicates not counted"}  # fmt: skip
+    counts = "; ".join(f"{names[key]}: {len(items)}" for key, items in left_out.items())
     report = [
         "# Comparison",
         "",
-        f"Runs: {len(runs)}; compared: {compared}; failed: {len(failed)}; not finished"
-        f"{' or short of the budget' if at_timesteps else ''}: {len(unfinished)}; duplicates not counted: "
-        f"{len(duplicates)}.",
+        f"Runs: {len(runs)}; compared: {compared}; {counts}.",
         "",
         "Every statistic is over runs: a run's score is the mean return of its evaluation episodes at the compared "
         "timestep, and intervals are 95% percentile bootstrap intervals over seeds (rliable's method).",
@@ -184,10 +188,12 @@ def report_lines(
                    spanning.to_markdown(index=False, floatfmt=".4g"), ""]  # fmt: skip
     listed = [
         ("Duplicates not counted (the same configuration and seed; the newest is kept)",
-         [f"- `{r.path}` (seed {r.seed}): same as `{kept.path}`" for r, kept in duplicates]),
-        ("Failed runs", [run_line(r) for r in failed]),
+         [f"- `{r.path}` (seed {r.seed}): same as `{kept.path}`" for r, kept in left_out["duplicates"]]),
+        ("Failed runs", [run_line(r) for r in left_out["failed"]]),
         ("Runs not finished" if at_timesteps is None else f"Runs short of {at_timesteps} timesteps",
-         [run_line(r) for r in unfinished]),
+         [run_line(r) for r in left_out["unfinished"]]),
+        ("Runs with no evaluation at or before their env's compared timestep (e.g. eval.freq=0 and a longer budget)",
+         [f"{run_line(r)} (compared timestep {r.timesteps:,})" for r in left_out["unevaluated"]]),
     ]  # fmt: skip
     for title, items in listed:
         report += [f"## {title}", "", *items, ""] if items else []

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import NamedTuple
 
 import pandas as pd
 import yaml
@@ -152,26 +153,34 @@ def common_budget(runs: list[Run]) -> int:
     return min(r.reached for r in runs)
 
 
-def select(runs: list[Run], at_timesteps: int | None) -> tuple[list[Run], list[Run], list[Run]]:
-    """``(compared, failed, unfinished)``.
+class Selection(NamedTuple):
+    """What :func:`select` found: the runs compared (as they stood at their budget) and the others."""
 
-    Without ``at_timesteps`` the completed runs are compared, each env's at its :func:`common_budget`;
-    with it, every run (finished or not) that reached ``at_timesteps``, as it stood there.
-    """
+    compared: list[Run]
+    failed: list[Run]
+    unfinished: list[Run]  # running; with ``at_timesteps``, also runs short of it
+    unevaluated: list[Run]  # completed, but with no evaluation at or before their env's common budget
+
+
+def select(runs: list[Run], at_timesteps: int | None) -> Selection:
+    """Without ``at_timesteps`` the completed runs are compared, each env's at its :func:`common_budget`;
+    with it, every run (finished or not) that reached ``at_timesteps``, as it stood there."""
     failed = [r for r in runs if r.status not in (Status.COMPLETED, Status.RUNNING)]
-    if at_timesteps is None:
-        done = [r for r in runs if r.status == Status.COMPLETED]
-        for r in done:
-            if r.evals is None:
-                raise RunSetError(f"{r.paths.eval_csv} is missing or empty, but {r.path} completed")
-        budgets = {env: common_budget([r for r in done if r.env == env]) for env in {r.env for r in done}}
-        compared = [at_budget(r, budgets[r.env]) for r in done]
-        unfinished = [r for r in runs if r.status == Status.RUNNING]
-    else:
-        compared = [at_budget(r, at_timesteps) for r in runs if r.status in (Status.COMPLETED, Status.RUNNING)]
-        kept = {b.path for b in compared if b is not None}
+    if at_timesteps is not None:
+        standing = [at_budget(r, at_timesteps) for r in runs if r.status in (Status.COMPLETED, Status.RUNNING)]
+        reached = [b for b in standing if b is not None]
+        kept = {b.path for b in reached}
         unfinished = [r for r in runs if r.path not in kept and r.status in (Status.COMPLETED, Status.RUNNING)]
-    return [b for b in compared if b is not None], failed, unfinished
+        return Selection(reached, failed, unfinished, [])
+    done = [r for r in runs if r.status == Status.COMPLETED]
+    for r in done:
+        if r.evals is None:
+            raise RunSetError(f"{r.paths.eval_csv} is missing or empty, but {r.path} completed")
+    budgets = {env: common_budget([r for r in done if r.env == env]) for env in {r.env for r in done}}
+    at: dict[Path, Run | None] = {r.path: at_budget(r, budgets[r.env]) for r in done}
+    unevaluated = [replace(r, timesteps=budgets[r.env]) for r in done if at[r.path] is None]
+    compared = [b for b in at.values() if b is not None]
+    return Selection(compared, failed, [r for r in runs if r.status == Status.RUNNING], unevaluated)
 
 
 def drop_duplicates(runs: list[Run]) -> tuple[list[Run], list[tuple[Run, Run]]]:

@@ -118,6 +118,17 @@ def test_configurations_are_compared_at_the_timestep_all_runs_reached(tmp_path: 
     assert list(at["config"]) == ["algo=ppo"] and at["final_mean"].iloc[0] == pytest.approx(101.0)
 
 
+def test_a_run_not_evaluated_by_the_common_timestep_is_listed_not_compared(tmp_path: Path) -> None:
+    fake_run(tmp_path, "final_only", ["algo=ppo"], 0, {50000: 200.0})  # eval.freq=0: only its final evaluation
+    for seed in range(2):
+        fake_run(tmp_path, f"short{seed}", ["algo=a2c"], seed, {10000: 1.0, 20000: 2.0})
+    result = compare([tmp_path], tmp_path / "out")
+    assert list(result["table"]["config"]) == ["algo=a2c"]
+    assert [r.path.name for r in result["unevaluated"]] == ["final_only"]
+    report = (tmp_path / "out/report.md").read_text()
+    assert "## Runs with no evaluation at or before" in report and "(compared timestep 20,000)" in report
+
+
 def test_a_duplicated_run_counts_once_and_is_listed(tmp_path: Path) -> None:
     for seed in range(2):
         fake_run(tmp_path, f"x{seed}", ["gamma=0.9"], seed, {100: 1.0 + seed})

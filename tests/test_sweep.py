@@ -181,6 +181,7 @@ def test_optuna_search_stores_a_resumable_study(tmp_path):
 
 def test_compare_at_an_equal_budget_uses_each_runs_evaluation_at_that_point(serial_sweep, tmp_path):
     from lander.compare import compare
+    from lander.runset import RunSetError
 
     result = compare([serial_sweep], tmp_path / "at512", at_timesteps=512)
     table = result["table"]
@@ -196,8 +197,9 @@ def test_compare_at_an_equal_budget_uses_each_runs_evaluation_at_that_point(seri
     assert (
         "Compared at **512 timesteps**: every run that got that far" in (tmp_path / "at512" / "report.md").read_text()
     )
-    beyond = compare([serial_sweep], tmp_path / "beyond", at_timesteps=10**9)
-    assert beyond["table"].empty and len(beyond["unfinished"]) == 4
+    with pytest.raises(RunSetError, match=r"no run under .* reached 1000000000 timesteps.*4 not finished"):
+        compare([serial_sweep], tmp_path / "beyond", at_timesteps=10**9)
+    assert not (tmp_path / "beyond").exists()
 
 
 def test_evaluate_cli_on_a_sweep_evaluates_every_job(serial_sweep):

@@ -11,49 +11,19 @@ import logging
 import netrc
 import os
 import re
-from dataclasses import fields, is_dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
 from omegaconf import DictConfig, OmegaConf
 
-from lander.schema import ACTION_SPACES, OBSERVATION_SPACES, EnvConfig, LanderConfig
+from lander.schema import ACTION_SPACES, OBSERVATION_SPACES, EnvConfig
 
 CONF_DIR = Path(__file__).resolve().parent / "conf"
 
 
 class ConfigError(ValueError):
     """A configuration value that cannot be run; the message names the key and the allowed values."""
-
-
-def check_override_keys(overrides: list[str]) -> None:
-    """Reject an unknown key in command-line overrides, listing the keys that exist.
-
-    Hydra rejects it too, but without naming the allowed keys; this runs before Hydra composes.
-    Keys with ``+``/``~``/``++``, Hydra's own (``hydra.*``, ``--flags``) and ``algo.*`` are left to Hydra.
-    """
-    schema = LanderConfig()
-    groups = {p.name for p in CONF_DIR.iterdir() if p.is_dir()}  # experiment=, hparams_search=, ...
-    for override in overrides:
-        if override.startswith(("+", "~", "-")) or "=" not in override:
-            continue
-        key, value = override.split("=", 1)
-        parts = key.split(".")
-        if parts[0] in ("hydra", "algo") or "/" in key or key in groups:  # Hydra's, free-form algo.model, groups
-            continue
-        if not hasattr(schema, parts[0]):
-            raise ConfigError(
-                f"unknown key {key!r} in override {override!r}: top-level keys are "
-                f"{', '.join(sorted(LanderConfig.__dataclass_fields__))}; algorithm hyperparameters "
-                f"go under algo.model (e.g. algo.model.{key}={value})"
-            )
-        node = getattr(schema, parts[0])
-        if len(parts) == 2 and is_dataclass(node) and not hasattr(node, parts[1]):
-            raise ConfigError(
-                f"unknown key {key!r} in override {override!r}: keys of {parts[0]} are "
-                f"{', '.join(sorted(f.name for f in fields(node)))}"
-            )
 
 
 def group_options(group: str) -> list[str]:
@@ -103,6 +73,7 @@ MODEL_MINIMA: dict[str, tuple[float, bool, str]] = {  # algo.model keys lander k
 CHOICES: dict[str, tuple[str, ...]] = {
     "vec_env": ("dummy", "subproc"),
     "comparison_band": ("seeds", "episodes"),
+    "budget_rounding": ("up", "down"),
     "logger.backend": ("wandb", "none"),
     "logger.mode": ("offline", "online", "disabled"),
     "env.action_space": ACTION_SPACES,

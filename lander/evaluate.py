@@ -17,7 +17,7 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from lander.rundir import RunPaths, find_run_dirs, write_json
+from lander.rundir import RunPaths, find_checkpoints, find_run_dirs, write_json
 
 log = logging.getLogger("lander.evaluate")
 
@@ -34,9 +34,32 @@ class EvaluateConfig:
     name: str | None = None  # output file name without suffix; default from model, episodes, mode, seed
 
 
+def usage() -> str:
+    """The ``--help`` text: the command line and every key with its default and comment."""
+    import inspect
+
+    lines = ["usage: python -m lander.evaluate run=DIR [key=value ...]", "",
+             "Evaluates a run's saved model (every job's, for a sweep directory) on fixed seeds and writes",
+             "<run>/evaluations/<name>.json (and .mp4); the run's own results stay as they are.",
+             "", "keys:"]  # fmt: skip
+    for line in inspect.getsource(EvaluateConfig).splitlines()[2:]:
+        name, _, rest = line.strip().partition(":")
+        default, _, comment = rest.partition("#")
+        default = default.split("=", 1)[-1].strip().replace('"???"', "(required)")
+        lines.append(f"  {name + '=' + default:<28} {comment.strip()}")
+    return "\n".join(lines)
+
+
 def parse(argv: list[str]) -> DictConfig:
     """``key=value`` arguments checked against :class:`EvaluateConfig` (unknown keys and bad types rejected)."""
+    from lander.keys import did_you_mean
+
     schema = OmegaConf.structured(EvaluateConfig)
+    keys = list(EvaluateConfig.__dataclass_fields__)
+    for arg in argv:
+        key = arg.split("=", 1)[0]
+        if key not in keys:
+            raise ValueError(f"unknown key {key!r}.{did_you_mean(key, keys)} Keys: {', '.join(keys)}")
     cfg = OmegaConf.merge(schema, OmegaConf.from_dotlist(argv))
     if cfg.n_episodes < 1 or cfg.n_envs < 1:
         raise ValueError(f"n_episodes={cfg.n_episodes}, n_envs={cfg.n_envs}: both must be integers >= 1")
@@ -51,6 +74,17 @@ def run_dirs(path: Path) -> list[Path]:
     return found
 
 
+def model_file(paths: RunPaths, name: str) -> Path:
+    """``<run>/<name>``; for a run stopped before its end (no ``model.zip``), its newest checkpoint, said so."""
+    path = paths.root / name
+    if path.is_file() or name != "model.zip" or not find_checkpoints(paths.checkpoints):
+        return path
+    steps, newest = find_checkpoints(paths.checkpoints)[0]
+    log.warning("%s has no model.zip (the run stopped before its end): evaluating its newest checkpoint, "
+                "%s (%d timesteps)", paths.root, newest.relative_to(paths.root), steps)  # fmt: skip
+    return newest
+
+
 def evaluate_run(run_dir: Path, args: DictConfig) -> Path:
     """Evaluate one run's model as ``args`` say; return the JSON file written."""
     from lander.envs import make_env, make_train_env
@@ -61,9 +95,10 @@ def evaluate_run(run_dir: Path, args: DictConfig) -> Path:
     paths = RunPaths(run_dir)
     cfg = OmegaConf.load(paths.config)
     seed = cfg.eval.seed if args.seed is None else args.seed
+    source = model_file(paths, args.model)
     env = make_train_env(cfg.env, 1, seed)
     try:
-        model = safe_load(cfg, run_dir / args.model, env)  # type: ignore[arg-type]
+        model = safe_load(cfg, source, env)  # type: ignore[arg-type]
     finally:
         env.close()
     result = evaluate(
@@ -76,15 +111,15 @@ def evaluate_run(run_dir: Path, args: DictConfig) -> Path:
         cfg.env.get("reward_threshold"),
     )
     mode = "deterministic" if args.deterministic else "stochastic"
-    name = args.name or f"{Path(args.model).stem}_{args.n_episodes}ep_{mode}_seed-{seed}"
+    name = args.name or f"{source.stem}_{args.n_episodes}ep_{mode}_seed-{seed}"
     paths.evaluations.mkdir(exist_ok=True)
-    record = result.to_dict() | {"model": str(args.model), "timesteps": int(model.num_timesteps),
+    record = result.to_dict() | {"model": str(source.relative_to(paths.root)), "timesteps": int(model.num_timesteps),
                                  "deterministic": args.deterministic, "env_id": cfg.env.id}  # fmt: skip
     if args.video:
         video_cfg = OmegaConf.create({"seed": seed, "fps": cfg.video.fps, "max_steps": cfg.video.max_steps})
         record["video"] = write_video(model, cfg.env, video_cfg, paths.evaluations / f"{name}.mp4")
     path = write_json(paths.evaluations / f"{name}.json", record)
-    log.info("%s: %s mean %.4g +- %.2g (sem) over %d episodes -> %s", run_dir, args.model, record["mean"],
+    log.info("%s: %s mean %.4g +- %.2g (sem) over %d episodes -> %s", run_dir, record["model"], record["mean"],
              record["sem"], record["n"], path)  # fmt: skip
     return path
 
@@ -92,16 +127,16 @@ def evaluate_run(run_dir: Path, args: DictConfig) -> Path:
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     try:
-        args = parse(sys.argv[1:] if argv is None else argv)
+        argv = sys.argv[1:] if argv is None else argv
+        if {"-h", "--help"} & set(argv):
+            print(usage())
+            return 0
+        args = parse(argv)
         if OmegaConf.is_missing(args, "run"):
             raise ValueError("run=<run dir or sweep dir> is required")
         runs = run_dirs(Path(args.run))
     except (ValueError, OmegaConfBaseException) as exc:
-        print(
-            f"lander.evaluate: {exc}\nusage: python -m lander.evaluate run=DIR [model=model.zip] [n_episodes=20] "
-            "[seed=N] [deterministic=true] [video=false]",
-            file=sys.stderr,
-        )
+        print(f"lander.evaluate: {exc}\n{usage().splitlines()[0]}", file=sys.stderr)
         return 2
     from lander.loading import ModelLoadError
 

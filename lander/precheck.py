@@ -12,7 +12,8 @@ import itertools
 import re
 from pathlib import Path
 
-from lander.config import CONF_DIR, ConfigError, check_logger, check_override_keys, validate
+from lander.config import CONF_DIR, ConfigError, check_logger, validate
+from lander.keys import check_model_keys, check_override_keys
 from lander.lock import check_free
 from lander.rundir import RunPaths
 
@@ -33,9 +34,12 @@ def resume_arguments(argv: list[str]) -> list[str]:
     run_dir = Path(resume[-1].split("=", 1)[1])
     if not RunPaths(run_dir).is_run():
         raise ConfigError(f"resume={str(run_dir)!r} is not a lander run directory (no .hydra/config.yaml)")
-    others = [a for a in argv if not a.startswith(("resume=", "hydra."))]
+    others = [a for a in argv if not a.startswith(("resume=", "hydra.", "total_timesteps="))]
     if others:
-        raise ConfigError(f"resume= continues a run with its own saved config; remove {' '.join(others)}")
+        raise ConfigError(
+            f"resume= continues a run with its own saved config; remove {' '.join(others)} (the one key it "
+            "takes is total_timesteps=N, to train a run further)"
+        )
     if "${" in str(run_dir.resolve()):
         raise ConfigError(
             f"resume={str(run_dir)!r}: Hydra reads '${{' in a path as an interpolation; rename the directory"
@@ -81,16 +85,41 @@ def check_jobs(argv: list[str]) -> None:
     try:
         with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
             search = [a for a in argv if a.startswith("hydra.searchpath=")]
+            if not multirun and (swept := preset_sweeps(search, overrides)):
+                raise ConfigError(
+                    f"this preset is a sweep ({'; '.join(swept)}) and runs with --multirun: python -m lander.run "
+                    f"--multirun {' '.join(argv)}  (or give every swept key one value to run a single job)"
+                )
             jobs = job_overrides([*preset_sweeps(search, overrides), *overrides] if multirun else overrides, multirun)
             for i, job in enumerate(jobs):
                 cfg = compose(config_name="config", overrides=[*search, *job])
                 validate(cfg)
+                check_model_keys(cfg)
                 if i == 0:
                     check_logger(cfg)  # online W&B that cannot be reached fails now, not after a minute
     except (HydraException, OmegaConfBaseException, ValueError) as exc:
         if isinstance(exc, ConfigError):
             raise
+        explain_model_override(str(exc), search, overrides)
         return  # Hydra reports it in its own words
+
+
+def explain_model_override(error: str, search: list[str], overrides: list[str]) -> None:
+    """Hydra's "Could not override 'algo.model.X'" (X not in the algorithm's config), said in lander's words:
+    a parameter the model class does not take (with the closest names), or one it takes, to add with ``+``."""
+    from hydra import compose, initialize_config_dir
+
+    found = re.search(r"Could not override '(algo\.model\.[\w.]+)'", error)
+    if not found:
+        return
+    key = found.group(1)
+    added = [f"+{o}" if o.split("=", 1)[0] == key else o for o in overrides if "," not in o]
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        cfg = compose(config_name="config", overrides=[*search, *added])
+    check_model_keys(cfg)  # raises for a name the model class does not take
+    value = next(o.split("=", 1)[1] for o in overrides if o.split("=", 1)[0] == key)
+    raise ConfigError(f"{key} is a parameter of {cfg.algo.model._target_} that algo={cfg.algo.name} does not set; "
+                      f"add it with a '+': +{key}={value}")  # fmt: skip
 
 
 def preset_sweeps(search: list[str], overrides: list[str]) -> list[str]:

@@ -1,5 +1,6 @@
-"""What a finished training leaves: the saved model, the final evaluation (``eval.json``), the learning-curve
-plot and the video, and the summary fields that describe them."""
+"""What a training leaves: when it finishes, the saved model, the final evaluation (``eval.json``), the
+learning-curve plot and the video, and the summary fields that describe them; when it stops (a signal, an
+error), its summary, a checkpoint if it was interrupted, and the learning curve of what it recorded."""
 
 from __future__ import annotations
 
@@ -10,9 +11,11 @@ from typing import Any
 from omegaconf import DictConfig
 
 from lander.algos import effective_gamma
+from lander.checkpoints import Checkpointer
 from lander.eval_callback import PeriodicEval
 from lander.faults import fault
-from lander.rundir import RunPaths, atomic_write, write_json
+from lander.monitoring import check_finite, nonfinite_parameters
+from lander.rundir import RunPaths, RunSummary, Status, atomic_write, write_json
 from lander.tracking import run_name
 
 log = logging.getLogger(__name__)
@@ -76,3 +79,46 @@ def record_results(
         fault("finish:video")
         out["video"] = write_video(model, cfg.env, cfg.video, paths.video)
     return out
+
+
+def record_stop(
+    cfg: DictConfig, exc: BaseException, model: Any, checkpointer: Checkpointer, paths: RunPaths, summary: RunSummary
+) -> None:
+    """Record a failed or interrupted run: ``summary.json``, a checkpoint if interrupted, the learning curve of
+    what it recorded, and one block on the console (a traceback only for a failure)."""
+    status = Status.INTERRUPTED if isinstance(exc, KeyboardInterrupt) else Status.FAILED
+    broken = model is not None and bool(nonfinite_parameters(model))
+    if broken and not isinstance(exc, FloatingPointError):  # e.g. SB3's ValueError on NaN logits: say what it is
+        try:
+            check_finite(model, f" ({type(exc).__name__}: {str(exc).splitlines()[0][:200]})")
+        except FloatingPointError as nan_error:
+            exc = nan_error
+    summary.update(
+        status=status,
+        error=f"{type(exc).__name__}: {exc}",
+        timesteps=int(model.num_timesteps) if model is not None else summary.timesteps,
+    )
+    saved = []
+    if model is not None and status == Status.INTERRUPTED and not broken:
+        summary.timesteps, path = checkpointer.save_now(model)
+        saved.append(f"checkpoints/{path.name}")
+    summary.save(paths)
+    saved += ["summary.json", "metrics/"] + (["learning_curve.png"] if plot_recorded(cfg, paths) else [])
+    if status == Status.FAILED:
+        log.exception("run failed at %d timesteps: %s", summary.timesteps, exc)
+        return
+    resume = f"python -m lander.run resume={paths.root}" if saved[0].startswith("checkpoints/") else "(no checkpoint)"
+    log.warning("interrupted by %s at %d timesteps.\n  saved in %s: %s\n  continue: %s",
+                exc, summary.timesteps, paths.root, ", ".join(saved), resume)  # fmt: skip
+
+
+def plot_recorded(cfg: DictConfig, paths: RunPaths) -> bool:
+    """The learning curve of a stopped run, from what it recorded; False if there was nothing (or it failed)."""
+    from lander.plots import plot_learning_curve
+
+    try:
+        title = f"{run_name(cfg, effective_gamma(cfg))} ({cfg.env.id}), stopped"
+        return plot_learning_curve(paths.root, title, cfg.env.reward_threshold) is not None
+    except Exception as exc:  # a stopping run must still exit cleanly; the plot is a convenience
+        log.warning("no learning curve for the stopped run: %s", exc)
+        return False

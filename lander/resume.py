@@ -27,8 +27,12 @@ from lander.rundir import RunFileError, RunPaths, RunSummary, Status, atomic_wri
 log = logging.getLogger(__name__)
 
 
-def resume_config(run_dir: Path) -> DictConfig:
-    """The saved config of the run in ``run_dir``, with ``resume`` set; an error if it cannot be resumed."""
+def resume_config(run_dir: Path, total_timesteps: int | None = None) -> DictConfig:
+    """The saved config of the run in ``run_dir``, with ``resume`` set; an error if it cannot be resumed.
+
+    :param total_timesteps: a new budget (``resume=<run> total_timesteps=N``): a completed run is trained
+        further, to N steps
+    """
     from lander.schema import LanderConfig
 
     paths = RunPaths(run_dir)
@@ -38,8 +42,15 @@ def resume_config(run_dir: Path) -> DictConfig:
         summary = RunSummary.load(paths)
     except (ValueError, TypeError) as exc:
         raise ConfigError(f"resume={str(run_dir)!r}: {paths.summary} is unreadable ({exc})") from exc
-    if summary is not None and summary.status == Status.COMPLETED:
-        raise ConfigError(f"resume={str(run_dir)!r}: that run is already completed (summary.json)")
+    done = summary.timesteps if summary is not None else 0
+    if summary is not None and summary.status == Status.COMPLETED and total_timesteps is None:
+        raise ConfigError(
+            f"resume={str(run_dir)!r}: that run is already completed (summary.json); to train it further, "
+            f"give a larger budget: resume={run_dir} total_timesteps=N (N > {done})"
+        )
+    if total_timesteps is not None and total_timesteps <= done:
+        raise ConfigError(f"total_timesteps={total_timesteps}: the run in {run_dir} has trained {done} steps "
+                          "already; give a larger budget to train it further")  # fmt: skip
     try:  # an edited config is checked as a composed one is: unknown keys and wrong types are errors
         cfg = OmegaConf.merge(OmegaConf.structured(LanderConfig), OmegaConf.load(paths.config))
     except (OmegaConfBaseException, ValueError, OSError) as exc:
@@ -48,6 +59,8 @@ def resume_config(run_dir: Path) -> DictConfig:
         raise ConfigError(f"{paths.config} is not a valid lander config{where}: {str(exc).splitlines()[0]}") from exc
     OmegaConf.set_struct(cfg, False)
     cfg.resume = str(run_dir)
+    if total_timesteps is not None:
+        cfg.total_timesteps = total_timesteps
     return cfg  # type: ignore[return-value]
 
 
@@ -55,6 +68,9 @@ def load_newest_checkpoint(cfg: DictConfig, paths: RunPaths, env: VecEnv) -> Bas
     """The newest checkpoint of the run that loads (with its replay buffer), on ``env``; None if the run has
     no checkpoint (it starts again from step 0); an error if it has checkpoints and none loads."""
     found = find_checkpoints(paths.checkpoints)
+    summary = RunSummary.load(paths)
+    if summary is not None and summary.status == Status.COMPLETED and (not found or found[0][0] < summary.timesteps):
+        found.insert(0, (summary.timesteps, paths.model))  # trained further: from its final model
     reasons = []
     for steps, path in found:
         try:
@@ -62,6 +78,8 @@ def load_newest_checkpoint(cfg: DictConfig, paths: RunPaths, env: VecEnv) -> Bas
             replay = replay_buffer_path(paths.checkpoints, steps)
             if replay.is_file() and getattr(model, "replay_buffer", None) is not None:
                 load_buffer(model.replay_buffer, replay)  # type: ignore[attr-defined]
+            elif getattr(model, "replay_buffer", None) is not None:
+                log.warning("no replay buffer saved at %d steps: training goes on with an empty one", steps)
         except RunFileError as exc:
             log.warning("checkpoint %s not used: %s; trying the one before", path.name, exc)
             reasons.append(str(exc))

@@ -62,7 +62,8 @@ def run_job(cfg: DictConfig, run_dir: Path, overrides: list[str], group: str | N
             from lander.resume import resume_config
 
             run_dir = Path(cfg.resume)
-            cfg = resume_config(run_dir)
+            budget = [int(o.split("=", 1)[1]) for o in overrides if o.startswith("total_timesteps=")]
+            cfg = resume_config(run_dir, budget[-1] if budget else None)
         validate(cfg)  # before importing torch and SB3, so bad input fails in a second
         check_logger(cfg)
         if cfg.resume is None and plan_job(RunPaths(run_dir)) == "skip":  # a completed job of a re-run sweep:
@@ -74,7 +75,10 @@ def run_job(cfg: DictConfig, run_dir: Path, overrides: list[str], group: str | N
                 return done.final_eval_mean
             from lander.train import train
 
-            return train(cfg, run_dir, group=group, overrides=overrides).final_eval_mean
+            summary = train(cfg, run_dir, group=group, overrides=overrides)
+            if not sweep:
+                log.info("%s", closing_block(summary, RunPaths(run_dir)))
+            return summary.final_eval_mean
         finally:
             lock.release()
     except (ConfigError, RunFileError) as exc:
@@ -82,14 +86,26 @@ def run_job(cfg: DictConfig, run_dir: Path, overrides: list[str], group: str | N
         if sweep:  # the other jobs go on; the sweep's end lists this one as failed
             return None
         sys.exit(2 if isinstance(exc, ConfigError) else 1)
-    except Interrupted as exc:
-        log.error("interrupted by %s; the run directory keeps what was recorded", exc)
+    except Interrupted as exc:  # lander.results.record_stop said what was saved and how to continue
         sys.exit(exc.exit_code)
     except Exception:
         if sweep:  # the other jobs go on; the sweep's end reports this one as failed
             log.exception("job failed")  # in this job's run.log, also when it failed before training
             return None
         raise
+
+
+def closing_block(summary: RunSummary, paths: RunPaths) -> str:
+    """What a finished run printed last (after W&B's own lines): its result and where its files are."""
+    lines = [f"done: {summary.algo} on {summary.env_id}, seed {summary.seed}: {summary.timesteps:,} steps "
+             f"in {summary.wall_seconds or 0:.0f} s" + (f" (stopped early: {summary.stopped_early})"
+                                                       if summary.stopped_early else "")]  # fmt: skip
+    if summary.final_eval_mean is not None:
+        lines.append(f"  final evaluation: {summary.final_eval_mean:.4g} +- {summary.final_eval_sem or 0:.2g} (s.e.)"
+                     f", success rate {summary.final_eval_success_rate}")  # fmt: skip
+    files = [p.name for p in (paths.model, paths.eval_json, paths.learning_curve, paths.video) if p.is_file()]
+    lines += [f"  run directory: {paths.root}", f"  files: {', '.join(files)}, metrics/"]
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

@@ -102,6 +102,7 @@ class LanderConfig:
     seed: int = MISSING
     gamma: float | None = MISSING
     total_timesteps: int | None = MISSING
+    budget_rounding: str = MISSING  # up or down: whole rollouts past or within the budget (lander/budget.py)
     n_envs: int | None = MISSING
     device: str = MISSING
     torch_threads: int = MISSING  # not neutral: the sums of a matrix product depend on the thread count

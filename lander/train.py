@@ -18,6 +18,7 @@ from stable_baselines3.common.logger import Logger
 from stable_baselines3.common.utils import set_random_seed
 
 from lander.algos import build_model, effective_gamma
+from lander.budget import BudgetProgressBar, DurationForecast, plan
 from lander.callbacks import ContinuedCSV
 from lander.checkpoints import Checkpointer
 from lander.config import ConfigError, check_logger, validate
@@ -25,8 +26,7 @@ from lander.envs import action_space_kind, make_train_env, observation_space_kin
 from lander.eval_callback import PeriodicEval
 from lander.faults import fault
 from lander.interrupt import deferred, signals_blocked, stop_on_signals
-from lander.monitoring import check_finite, nonfinite_parameters
-from lander.results import record_results
+from lander.results import record_results, record_stop
 from lander.resume import load_newest_checkpoint, truncate_metrics
 from lander.rundir import RunPaths, RunSummary, Status, remove_temporaries
 from lander.snapshot import write_snapshot
@@ -132,7 +132,7 @@ def _record(
         if summary.status != Status.COMPLETED:  # a completed run stays completed (a signal during the upload)
             summary.wall_seconds = round(time.perf_counter() - start, 2)
             with signals_blocked():  # another signal now would cut the record short: it waits until it is written
-                record_stop(exc, model, checkpointer, paths, summary)
+                record_stop(cfg, exc, model, checkpointer, paths, summary)
         raise
     finally:
         if wandb_run:
@@ -162,6 +162,8 @@ def new_summary(
     """The run's summary as it starts (a resumed run keeps its record, less the error that stopped it)."""
     resuming = cfg.get("resume") is not None
     summary = (RunSummary.load(paths) if resuming else None) or RunSummary(overrides=overrides)
+    if summary.stopped_early and total_timesteps > summary.total_timesteps:  # trained further on purpose
+        summary.stopped_early = None
     gamma = effective_gamma(cfg)
     return summary.update(
         status=Status.RUNNING,
@@ -207,29 +209,6 @@ def start_model(cfg: DictConfig, paths: RunPaths, env: Any, summary: RunSummary,
     return resumed
 
 
-def record_stop(
-    exc: BaseException, model: Any, checkpointer: Checkpointer, paths: RunPaths, summary: RunSummary
-) -> None:
-    """Record a failed or interrupted run: ``summary.json``, the log, and a checkpoint if interrupted."""
-    status = Status.INTERRUPTED if isinstance(exc, KeyboardInterrupt) else Status.FAILED
-    broken = model is not None and bool(nonfinite_parameters(model))
-    if broken and not isinstance(exc, FloatingPointError):  # e.g. SB3's ValueError on NaN logits: say what it is
-        try:
-            check_finite(model, f" ({type(exc).__name__}: {str(exc).splitlines()[0][:200]})")
-        except FloatingPointError as nan_error:
-            exc = nan_error
-    summary.update(
-        status=status,
-        error=f"{type(exc).__name__}: {exc}",
-        timesteps=int(model.num_timesteps) if model is not None else summary.timesteps,
-    )
-    if model is not None and status == Status.INTERRUPTED and not broken:
-        summary.timesteps, path = checkpointer.save_now(model)
-        log.info("checkpoint %s saved; python -m lander.run resume=%s continues the run", path.name, paths.root)
-    summary.save(paths)
-    log.exception("run %s at %d timesteps: %s", status.value, summary.timesteps, exc)
-
-
 def learn(
     cfg: DictConfig,
     model: Any,
@@ -249,6 +228,9 @@ def learn(
     sinks = [wandb_run.log] if wandb_run else []
     writers = [ContinuedCSV(str(paths.sb3_progress)), *([WandbWriter(wandb_run)] if wandb_run else [])]
     model.set_logger(Logger(str(paths.metrics), writers))
+    end = plan(model, total_timesteps, cfg.budget_rounding)  # whole rollouts: may differ from the budget
+    if end < total_timesteps:  # rounded down: SB3 is given that budget (its schedules end there too)
+        total_timesteps = end
     evaluator, rules, callbacks = callbacks_for(cfg, paths, sinks, total_timesteps)
     done = int(model.num_timesteps)
     stopped = summary.stopped_early if summary.stopped_early and done >= summary.timesteps else None
@@ -256,20 +238,24 @@ def learn(
         "training %s from %d to %d timesteps on %d envs (gamma=%g, seed=%d) in %s",
         cfg.algo.name,
         done,
-        total_timesteps,
+        end,
         model.n_envs,
         effective_gamma(cfg),
         cfg.seed,
         paths.root,
     )
     start, cpu_start = time.perf_counter(), time.process_time()
-    with deferred():
-        model.learn(
-            total_timesteps=0 if stopped else total_timesteps - done,
-            callback=[*callbacks, checkpointer, *extra, SignalCheck()],
-            progress_bar=cfg.progress_bar,
-            reset_num_timesteps=done == 0,
-        )
+    bar = [BudgetProgressBar(end)] if cfg.progress_bar and not stopped else []
+    try:
+        with deferred():
+            model.learn(
+                total_timesteps=0 if stopped else total_timesteps - done,
+                callback=[*callbacks, checkpointer, *extra, SignalCheck(), DurationForecast(end), *bar],
+                reset_num_timesteps=done == 0,
+            )
+    finally:
+        for progress in bar:
+            progress.close()  # before anything else is printed, however training ended
     stop_reason = stopped or next((rule.stop_reason for rule in rules if rule.stop_reason), None)
     if stop_reason:
         log.info("stopped early at %d timesteps: %s", model.num_timesteps, stop_reason)

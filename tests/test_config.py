@@ -122,12 +122,36 @@ BAD_INPUT = [
     (["comparison_band=wide"], "comparison_band='wide' is not allowed: comparison_band must be one of: seeds, "),
     (["algo=nope"], "Available options in 'algo'"),
     (["env=mars"], "Available options in 'env'"),
-    (["learning_rate=0.1"], "unknown key 'learning_rate' in override 'learning_rate=0.1': top-level keys are algo, "),
+    (["learning_rate=0.1"], "unknown key 'learning_rate' in override 'learning_rate=0.1'. Top-level keys are algo, "),
     (["learning_rate=0.1"], "algorithm hyperparameters go under algo.model (e.g. algo.model.learning_rate=0.1)"),
     (
+        ["total_timestep=3000"],
+        "unknown key 'total_timestep' in override 'total_timestep=3000'. Did you mean 'total_timesteps'?",
+    ),
+    (
         ["eval.episode=5"],
-        "unknown key 'eval.episode' in override 'eval.episode=5': keys of eval are deterministic, "
-        "episodes, freq, n_envs, seed",
+        "unknown key 'eval.episode' in override 'eval.episode=5'. Did you mean 'episodes'? Keys of eval are "
+        "deterministic, episodes, freq, n_envs, seed",
+    ),
+    (["algo.model.lr=0.1"], "stable_baselines3.PPO takes no parameter 'lr'. Did you mean 'learning_rate'?"),
+    (["+algo.model.lr=0.1"], "stable_baselines3.PPO takes no parameter 'lr'. Did you mean 'learning_rate'?"),
+    (
+        ["algo=q_learning", "env=frozen_lake", "algo.model.alfa=0.5"],
+        "QLearning takes no parameter 'alfa'. Did you mean 'alpha'?",
+    ),
+    (
+        ["algo.model.sde_sample_freq=4"],
+        "algo.model.sde_sample_freq is a parameter of stable_baselines3.PPO that "
+        "algo=ppo does not set; add it with a '+': +algo.model.sde_sample_freq=4",
+    ),
+    (
+        ["+experiment=gamma_sweep"],
+        "this preset is a sweep (gamma=0.98,0.99,0.999; seed=0,1,2) and runs with "
+        "--multirun: python -m lander.run --multirun experiment=gamma_sweep",
+    ),
+    (
+        ["budget_rounding=sideways"],
+        "budget_rounding='sideways' is not allowed: budget_rounding must be one of: up, down",
     ),
     (["seed=abc"], "seed"),
     (["logger.mode=online"], "logger.mode=online needs a W&B API key"),

@@ -1,0 +1,114 @@
+"""What a new user meets first: --help, a typo, the real budget, Ctrl-C, evaluating a stopped run, training a
+finished run further, and the closing lines of a run. Real subprocess runs with tiny budgets."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from helpers import REPO, lander, lander_env, read_json, run_lander
+from helpers.wandb_reader import read_runs
+
+TINY = ["n_envs=2", "algo.model.n_steps=256", "eval.freq=512", "eval.episodes=3", "eval.n_envs=3",
+        "video.max_steps=50", "checkpoint_freq=0"]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "module,expected",
+    [
+        ("lander.run", ["python -m lander.run --multirun experiment=gamma_sweep", "algo: a2c, dqn", "experiment: "]),
+        ("lander.evaluate", ["usage: python -m lander.evaluate run=DIR", "n_episodes=20"]),
+        ("lander.compare", ["usage: python -m lander.compare", "--at-timesteps"]),
+    ],
+)
+def test_every_entry_point_has_help(module: str, expected: list[str]) -> None:
+    proc = subprocess.run([sys.executable, "-m", module, "--help"], cwd=REPO, capture_output=True, text=True,
+                          timeout=120, env=lander_env())  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    for text in expected:
+        assert text in proc.stdout
+
+
+def test_a_typo_is_named_with_the_key_meant_and_leaves_no_directory(tmp_path: Path) -> None:
+    proc = lander("total_timestep=3000", cwd=tmp_path, timeout=120)
+    assert proc.returncode == 2 and "Did you mean 'total_timesteps'?" in proc.stderr
+    assert "Traceback" not in proc.stdout + proc.stderr and not list(tmp_path.iterdir())  # no outputs/ either
+
+
+def test_the_real_budget_is_said_and_counted_and_can_be_rounded_down(tmp_path: Path) -> None:
+    up = run_lander(tmp_path / "up", *TINY, "total_timesteps=1000", "logger=none", "progress_bar=true")
+    assert up.returncode == 0, up.stderr[-3000:]
+    said = "budget: total_timesteps=1000 becomes 1024 steps: PPO collects whole rollouts of 2 envs x 256 steps"
+    assert said in up.stdout + up.stderr and "1,024/1,024" in up.stdout + up.stderr  # the bar counts to 1,024
+    evals = pd.read_csv(tmp_path / "up/metrics/eval.csv")["timesteps"].tolist()
+    assert evals == [512, 1000, 1024]  # 1000: the policy in effect at the budget (rollouts overshoot it)
+    down = run_lander(tmp_path / "down", *TINY, "total_timesteps=1000", "logger=none", "budget_rounding=down")
+    assert down.returncode == 0, down.stderr[-3000:]
+    assert read_json(tmp_path / "down/summary.json")["timesteps"] == 512  # one whole rollout within 1000
+    assert pd.read_csv(tmp_path / "down/metrics/eval.csv")["timesteps"].tolist() == [512]
+
+
+def test_ctrl_c_prints_one_block_keeps_a_curve_and_the_checkpoint_can_be_evaluated(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    cmd = [sys.executable, "-m", "lander.run", *TINY, "total_timesteps=1000000", "logger=none", "progress_bar=true",
+           "checkpoint_freq=1024", f"hydra.run.dir={run_dir}"]  # fmt: skip
+    proc = subprocess.Popen(cmd, cwd=REPO, env=lander_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)  # fmt: skip
+    deadline = time.monotonic() + 240
+    while not list((run_dir / "checkpoints").glob("model_*_steps.zip")) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    output = proc.communicate(timeout=120)[0]
+    assert proc.returncode == 130, output[-3000:]
+    assert "Traceback" not in output and "interrupted by SIGINT at" in output
+    assert f"continue: python -m lander.run resume={run_dir}" in output
+    assert output.rindex("it/s") < output.index("interrupted by SIGINT")  # the bar was closed first
+    assert (run_dir / "learning_curve.png").stat().st_size > 10_000 and not (run_dir / "model.zip").exists()
+    evaluate = subprocess.run([sys.executable, "-m", "lander.evaluate", f"run={run_dir}", "n_episodes=2"], cwd=REPO,
+                              env=lander_env(), capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert evaluate.returncode == 0, evaluate.stderr
+    assert "has no model.zip (the run stopped before its end): evaluating its newest checkpoint" in evaluate.stderr
+    (record,) = (run_dir / "evaluations").glob("*.json")
+    assert read_json(record)["model"].startswith("checkpoints/model_")
+
+
+def test_a_finished_run_is_trained_further_in_the_same_wandb_run(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    first = run_lander(run_dir, *TINY, "total_timesteps=1024", "progress_bar=false")
+    assert first.returncode == 0, first.stderr[-3000:]
+    output = first.stdout + first.stderr
+    assert output.rstrip().splitlines()[-1].startswith("  files: model.zip, eval.json, learning_curve.png")
+    assert "done: ppo on LunarLander-v3, seed 0: 1,024 steps" in output and "final evaluation:" in output
+    again = lander(f"resume={run_dir}", timeout=120)
+    assert again.returncode == 2 and "to train it further, give a larger budget" in again.stderr + again.stdout
+    further = lander(f"resume={run_dir}", "total_timesteps=2048", timeout=300)
+    assert further.returncode == 0, further.stderr[-3000:]
+    summary = read_json(run_dir / "summary.json")
+    assert (summary["status"], summary["timesteps"], summary["resumed_at"]) == ("completed", 2048, [1024])
+    assert pd.read_csv(run_dir / "metrics/eval.csv")["timesteps"].tolist() == [512, 1024, 1536, 2048]
+    assert read_json(run_dir / "eval.json")["timesteps"] == 2048
+    parts = read_runs(run_dir)
+    assert len(parts) == 2 and {p["id"] for p in parts} == {summary["wandb_run_id"]}
+    assert max(row["global_step"] for row in parts[1]["history"] if "global_step" in row) == 2048
+
+
+def test_a_long_run_says_how_long_it_will_take(caplog: pytest.LogCaptureFixture) -> None:
+    from stable_baselines3 import PPO
+
+    from lander.budget import DurationForecast
+
+    model = PPO("MlpPolicy", "CartPole-v1", n_steps=64, batch_size=32, n_epochs=1, seed=0, device="cpu")
+    with caplog.at_level("WARNING", logger="lander.budget"):
+        model.learn(128, callback=DurationForecast(end=10**9, after=0.0, threshold=1.0))
+    (message,) = [r.getMessage() for r in caplog.records]
+    assert message.startswith("at ") and "steps/s so far, training to 1000000000 steps takes about " in message
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="lander.budget"):  # a short run says nothing
+        model.learn(128, callback=DurationForecast(end=256, after=0.0))
+    assert not caplog.records

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import math
+import sys
 import time
 from typing import Any
 
@@ -71,13 +72,24 @@ class BudgetProgressBar(ProgressBarCallback):
     def _on_training_start(self) -> None:
         from tqdm.rich import tqdm
 
+        originals = (sys.stdout, sys.stderr)
         self.pbar = tqdm(total=self.end - self.model.num_timesteps)
+        # on a terminal, rich now draws the bar and takes sys.stdout/stderr over so that what is printed goes
+        # above it; the log's handlers still hold the original streams, so they are pointed at rich's too
+        self._moved = [(h, h.stream) for h in logging.getLogger().handlers
+                       if isinstance(h, logging.StreamHandler) and h.stream in originals]  # fmt: skip
+        for handler, stream in self._moved:
+            handler.setStream(sys.stdout if stream is originals[0] else sys.stderr)
 
     def close(self) -> None:
-        """Close the bar if it is open (after training, or when a signal or an error stopped it)."""
+        """Close the bar if it is open (after training, or when a signal or an error stopped it), and give the
+        log its own streams back."""
         if self.pbar is not None:
             self.pbar.close()
             self.pbar = None  # type: ignore[assignment]
+        for handler, stream in getattr(self, "_moved", []):
+            handler.setStream(stream)
+        self._moved = []
 
     def _on_training_end(self) -> None:
         if self.pbar is not None:

@@ -113,7 +113,8 @@ def evaluate_run(run_dir: Path, args: DictConfig) -> Path:
     mode = "deterministic" if args.deterministic else "stochastic"
     name = args.name or f"{source.stem}_{args.n_episodes}ep_{mode}_seed-{seed}"
     paths.evaluations.mkdir(exist_ok=True)
-    record = result.to_dict() | {"model": str(source.relative_to(paths.root)), "timesteps": int(model.num_timesteps),
+    shown = source.relative_to(paths.root) if source.is_relative_to(paths.root) else source
+    record = result.to_dict() | {"model": str(shown), "timesteps": int(model.num_timesteps),
                                  "deterministic": args.deterministic, "env_id": cfg.env.id}  # fmt: skip
     if args.video:
         video_cfg = OmegaConf.create({"seed": seed, "fps": cfg.video.fps, "max_steps": cfg.video.max_steps})

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import resource
+import time
 from typing import Any
 
 from omegaconf import DictConfig
@@ -77,7 +78,11 @@ def record_results(
     plot_learning_curve(paths.root, f"{run_name(cfg, effective_gamma(cfg))} ({cfg.env.id})", cfg.env.reward_threshold)
     if cfg.video.enabled:
         fault("finish:video")
+        log.info("recording video.mp4: one episode on seed %d, up to %d steps ...", cfg.video.seed, cfg.video.max_steps)
+        started = time.perf_counter()
         out["video"] = write_video(model, cfg.env, cfg.video, paths.video)
+        log.info("video.mp4: %d frames, return %.4g, %.0f s", out["video"]["frames"], out["video"]["return"],
+                 time.perf_counter() - started)  # fmt: skip
     return out
 
 

@@ -142,6 +142,7 @@ def _record(
 def finish_wandb(wandb_run: WandbRun, paths: RunPaths, summary: RunSummary, log_model: bool) -> None:
     """Upload the completed run's files to W&B; a signal meanwhile leaves the run completed."""
     fault("finish:wandb")
+    log.info("W&B: logging the run's files and summary (%s mode) ...", wandb_run.run.settings.mode)
     wandb_run.log_files(paths, summary.to_dict(), log_model)
 
 

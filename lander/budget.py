@@ -46,7 +46,7 @@ def plan(model: Any, budget: int, rounding: str) -> int:
     rollouts = (budget - done) / size
     end = done + size * max(1, math.ceil(rollouts) if rounding == "up" else math.floor(rollouts))
     if end != budget:
-        log.warning(
+        log.info(
             "budget: total_timesteps=%d becomes %d steps: %s collects %s (budget_rounding=%s; %s)",
             budget,
             end,

@@ -80,7 +80,7 @@ def record_results(
         fault("finish:video")
         log.info("recording video.mp4: one episode on seed %d, up to %d steps ...", cfg.video.seed, cfg.video.max_steps)
         started = time.perf_counter()
-        out["video"] = write_video(model, cfg.env, cfg.video, paths.video)
+        out["video"] = write_video(model, cfg.env, cfg.video, paths.video, progress=cfg.progress_bar)
         log.info("video.mp4: %d frames, return %.4g, %.0f s", out["video"]["frames"], out["video"]["return"],
                  time.perf_counter() - started)  # fmt: skip
     return out
@@ -113,8 +113,10 @@ def record_stop(
         log.exception("run failed at %d timesteps: %s", summary.timesteps, exc)
         return
     resume = f"python -m lander.run resume={paths.root}" if saved[0].startswith("checkpoints/") else "(no checkpoint)"
-    log.warning("interrupted by %s at %d timesteps.\n  saved in %s: %s\n  continue: %s",
-                exc, summary.timesteps, paths.root, ", ".join(saved), resume)  # fmt: skip
+    exc.report = (  # type: ignore[attr-defined]  # lander.run prints it last, after W&B's lines
+        f"interrupted by {exc} at {summary.timesteps} timesteps.\n  saved in {paths.root}: {', '.join(saved)}\n"
+        f"  continue: {resume}"
+    )
 
 
 def plot_recorded(cfg: DictConfig, paths: RunPaths) -> bool:

@@ -86,7 +86,9 @@ def run_job(cfg: DictConfig, run_dir: Path, overrides: list[str], group: str | N
         if sweep:  # the other jobs go on; the sweep's end lists this one as failed
             return None
         sys.exit(2 if isinstance(exc, ConfigError) else 1)
-    except Interrupted as exc:  # lander.results.record_stop said what was saved and how to continue
+    except Interrupted as exc:  # what was saved and how to continue (lander.results.record_stop), last
+        if getattr(exc, "report", None):
+            log.warning("%s", exc.report)  # type: ignore[attr-defined]
         sys.exit(exc.exit_code)
     except Exception:
         if sweep:  # the other jobs go on; the sweep's end reports this one as failed

@@ -64,7 +64,8 @@ def kill_when(proc: subprocess.Popen, ready, timeout: float = 300) -> None:
     proc.wait(timeout=60)
 
 
-@pytest.mark.parametrize("launcher", ["basic", "joblib"])
+@pytest.mark.parametrize("launcher", [pytest.param("basic", marks=pytest.mark.slow), "joblib"])  # the logic is in
+# the job, the same under every launcher; the default suite keeps the default launcher (its time budget)
 def test_a_killed_sweep_is_completed_by_rerunning_its_command(tmp_path: Path, launcher: str) -> None:
     sweep_dir = tmp_path / "sweep"
     job0, job1 = sweep_dir / "0", sweep_dir / "1"
@@ -115,6 +116,7 @@ def test_a_rerun_with_other_overrides_is_refused_before_anything_is_written(tmp_
     )
 
 
+@pytest.mark.slow  # 35 s; the default suite keeps test_sweep.py's resumed (not killed) Optuna study
 def test_a_killed_optuna_search_is_completed_to_n_trials(tmp_path: Path) -> None:
     import optuna
 

@@ -35,6 +35,9 @@ def resume_arguments(argv: list[str]) -> list[str]:
     if not RunPaths(run_dir).is_run():
         raise ConfigError(f"resume={str(run_dir)!r} is not a lander run directory (no .hydra/config.yaml)")
     others = [a for a in argv if not a.startswith(("resume=", "hydra.", "total_timesteps="))]
+    for arg in argv:
+        if arg.startswith("total_timesteps=") and not re.fullmatch(r"[1-9]\d*", arg.split("=", 1)[1]):
+            raise ConfigError(f"{arg}: with resume=, total_timesteps is the new budget, a positive integer")
     if others:
         raise ConfigError(
             f"resume= continues a run with its own saved config; remove {' '.join(others)} (the one key it "
@@ -109,16 +112,21 @@ def explain_model_override(error: str, search: list[str], overrides: list[str]) 
     """Hydra's "Could not override 'algo.model.X'" (X not in the algorithm's config), said in lander's words:
     a parameter the model class does not take (with the closest names), or one it takes, to add with ``+``."""
     from hydra import compose, initialize_config_dir
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
 
     found = re.search(r"Could not override '(algo\.model\.[\w.]+)'", error)
     if not found:
         return
     key = found.group(1)
     added = [f"+{o}" if o.split("=", 1)[0] == key else o for o in overrides if "," not in o]
-    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-        cfg = compose(config_name="config", overrides=[*search, *added])
+    try:
+        with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+            cfg = compose(config_name="config", overrides=[*search, *added])
+    except (HydraException, OmegaConfBaseException):
+        return  # something else is wrong too: Hydra reports it
     check_model_keys(cfg)  # raises for a name the model class does not take
-    value = next(o.split("=", 1)[1] for o in overrides if o.split("=", 1)[0] == key)
+    value = next((o.split("=", 1)[1] for o in overrides if o.split("=", 1)[0] == key), "...")
     raise ConfigError(f"{key} is a parameter of {cfg.algo.model._target_} that algo={cfg.algo.name} does not set; "
                       f"add it with a '+': +{key}={value}")  # fmt: skip
 

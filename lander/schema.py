@@ -82,6 +82,7 @@ class LoggerConfig:
     log_model: bool = MISSING
     offline_fallback: bool = MISSING
     connect_timeout: float = MISSING
+    tensorboard: bool = MISSING  # also write TensorBoard event files (lander/tensorboard.py)
 
 
 @dataclass

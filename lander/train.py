@@ -14,7 +14,7 @@ from typing import Any
 import torch
 from omegaconf import DictConfig
 from stable_baselines3.common.callbacks import BaseCallback
-from stable_baselines3.common.logger import Logger
+from stable_baselines3.common.logger import KVWriter, Logger
 from stable_baselines3.common.utils import set_random_seed
 
 from lander.algos import build_model, effective_gamma
@@ -32,6 +32,7 @@ from lander.rundir import RunPaths, RunSummary, Status, remove_temporaries
 from lander.snapshot import write_snapshot
 from lander.speed import distribution_checks, fast_paths, use_foreach
 from lander.stopping import SignalCheck
+from lander.tensorboard import TensorBoardRun, TensorBoardWriter
 from lander.tracking import WandbRun, WandbWriter, run_name
 from lander.training_callbacks import callbacks_for, user_callbacks
 
@@ -106,14 +107,16 @@ def _record(
     checkpointer = Checkpointer(
         cfg.checkpoint_freq, paths.checkpoints, cfg.checkpoint_keep, cfg.checkpoint_replay_buffer
     )
-    exit_code, start, model, wandb_run = 1, time.perf_counter(), None, None
+    exit_code, start, model, wandb_run, board = 1, time.perf_counter(), None, None, None
     try:
         start_files(cfg, paths, summary)
         wandb_run = start_wandb(cfg, paths, summary, group)
         model = start_model(cfg, paths, env, summary, resumed)
         done = int(model.num_timesteps)
+        board = start_tensorboard(cfg, paths, done)
+        trackers = [t for t in (wandb_run, board) if t is not None]
         evaluator, stop_reason, seconds, cpu_seconds = learn(
-            cfg, model, paths, wandb_run, checkpointer, extra_callbacks, summary
+            cfg, model, paths, trackers, checkpointer, extra_callbacks, summary
         )
         summary.update(
             **record_results(cfg, model, evaluator, paths, seconds, done),
@@ -135,6 +138,8 @@ def _record(
                 record_stop(cfg, exc, model, checkpointer, paths, summary)
         raise
     finally:
+        if board:
+            board.close()
         if wandb_run:
             wandb_run.finish(exit_code)
 
@@ -144,6 +149,13 @@ def finish_wandb(wandb_run: WandbRun, paths: RunPaths, summary: RunSummary, log_
     fault("finish:wandb")
     log.info("W&B: logging the run's files and summary (%s mode) ...", wandb_run.run.settings.mode)
     wandb_run.log_files(paths, summary.to_dict(), log_model)
+
+
+def start_tensorboard(cfg: DictConfig, paths: RunPaths, start_step: int) -> TensorBoardRun | None:
+    """The run's TensorBoard event files (``logger.tensorboard``), from ``start_step`` on; None when off."""
+    if not cfg.logger.get("tensorboard"):
+        return None
+    return TensorBoardRun(paths.root / "tensorboard" / run_name(cfg, effective_gamma(cfg)), start_step)
 
 
 def start_wandb(cfg: DictConfig, paths: RunPaths, summary: RunSummary, group: str | None) -> WandbRun | None:
@@ -214,7 +226,7 @@ def learn(
     cfg: DictConfig,
     model: Any,
     paths: RunPaths,
-    wandb_run: WandbRun | None,
+    trackers: list[WandbRun | TensorBoardRun],
     checkpointer: Checkpointer,
     extra: list[BaseCallback],
     summary: RunSummary,
@@ -226,8 +238,10 @@ def learn(
         and CPU seconds (this process) ``learn`` took
     """
     total_timesteps, _ = budget(cfg)
-    sinks = [wandb_run.log] if wandb_run else []
-    writers = [ContinuedCSV(str(paths.sb3_progress)), *([WandbWriter(wandb_run)] if wandb_run else [])]
+    sinks = [tracker.log for tracker in trackers]  # W&B and/or TensorBoard: the same keys in each
+    writers: list[KVWriter] = [ContinuedCSV(str(paths.sb3_progress))] + [
+        WandbWriter(t) if isinstance(t, WandbRun) else TensorBoardWriter(t) for t in trackers
+    ]
     model.set_logger(Logger(str(paths.metrics), writers))
     end = plan(model, total_timesteps, cfg.budget_rounding)  # whole rollouts: may differ from the budget
     if end < total_timesteps:  # rounded down: SB3 is given that budget (its schedules end there too)

@@ -34,7 +34,7 @@ def test_groups_have_the_documented_options():
         "pong",
         "half_cheetah",
     }
-    assert set(group_options("logger")) == {"wandb", "none"}
+    assert set(group_options("logger")) == {"wandb", "none", "tensorboard"}
 
 
 @pytest.mark.parametrize(

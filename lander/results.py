@@ -112,10 +112,9 @@ def record_stop(
     if status == Status.FAILED:
         log.exception("run failed at %d timesteps: %s", summary.timesteps, exc)
         return
-    resume = f"python -m lander.run resume={paths.root}" if saved[0].startswith("checkpoints/") else "(no checkpoint)"
     exc.report = (  # type: ignore[attr-defined]  # lander.run prints it last, after W&B's lines
         f"interrupted by {exc} at {summary.timesteps} timesteps.\n  saved in {paths.root}: {', '.join(saved)}\n"
-        f"  continue: {resume}"
+        f"  continue: python -m lander.run resume={paths.root}"  # from its newest checkpoint, or step 0 if none
     )
 
 

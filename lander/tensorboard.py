@@ -6,16 +6,12 @@ the checkpoint's step (``purge_step``), so the curves go on without a split or a
 
 from __future__ import annotations
 
-import numbers
 from pathlib import Path
 from typing import Any
 
 from stable_baselines3.common.logger import KVWriter
 
-
-def real_numbers(values: dict[str, Any]) -> dict[str, float]:
-    """The values that are real numbers (numpy scalars included; booleans left out), as floats."""
-    return {k: float(v) for k, v in values.items() if isinstance(v, numbers.Real) and not isinstance(v, bool)}
+from lander.tracking import real_numbers
 
 
 class TensorBoardRun:

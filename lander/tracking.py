@@ -92,6 +92,15 @@ class WandbRun:
         self.run.finish(exit_code=exit_code)
 
 
+def real_numbers(values: dict[str, Any]) -> dict[str, int | float]:
+    """The values that are real numbers, numpy scalars included (booleans left out), as Python ints and floats."""
+    return {
+        k: int(v) if isinstance(v, numbers.Integral) else float(v)
+        for k, v in values.items()
+        if isinstance(v, numbers.Real) and not isinstance(v, bool)
+    }
+
+
 class WandbWriter(KVWriter):
     """Forwards SB3's logger records (``train/loss``, ``time/fps``, ``rollout/...``) to W&B.
 
@@ -102,11 +111,7 @@ class WandbWriter(KVWriter):
         self.run = run
 
     def write(self, key_values: dict[str, Any], key_excluded: dict[str, Any], step: int = 0) -> None:
-        values = {
-            k: int(v) if isinstance(v, numbers.Integral) else float(v)
-            for k, v in key_values.items()
-            if isinstance(v, numbers.Real) and not isinstance(v, bool)
-        }
+        values = real_numbers(key_values)
         if values:
             self.run.log(values, step)
 

@@ -13,39 +13,20 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
 import pandas as pd
 
 from lander.plots import plot_curves, plot_final_scores, plot_profile
+from lander.report_md import report_lines
+from lander.report_sweep import write_sweep_report
 from lander.rundir import atomic_write, write_text
 from lander.runset import Run, RunSetError, configurations, drop_duplicates, find_runs, select
-from lander.table import across_envs, env_table, seed_notes
+from lander.table import across_envs, env_table
 
 log = logging.getLogger(__name__)
-
-
-def readable(table: pd.DataFrame) -> str:
-    """The report's table: values with their intervals side by side, blanks where a statistic does not apply."""
-
-    def number(value: float, fmt: str = ".4g") -> str:
-        return "" if pd.isna(value) else "inf" if value == float("inf") else format(value, fmt)
-
-    def with_ci(row: pd.Series, name: str, low: str, high: str) -> str:
-        value = number(row[name])
-        return f"{value} [{number(row[low])}, {number(row[high])}]" if value and not pd.isna(row[low]) else value
-
-    rows = [{"config": r["config"], "seeds": r["seeds"], "timesteps": f"{r['timesteps']:,}",
-             "mean [95% CI]": with_ci(r, "final_mean", "ci95_low", "ci95_high"), "s.e.": number(r["sem"]),
-             "IQM [95% CI]": with_ci(r, "iqm", "iqm_ci95_low", "iqm_ci95_high"),
-             "success": number(r["success_rate"], ".2f"), "diff": number(r["diff"]), "d": number(r["cohens_d"], ".2f"),
-             "test": r["test"], "p": number(r["p_value"], ".3g"), "p (Holm)": number(r["p_holm"], ".3g"),
-             "P(improvement) [95% CI]": with_ci(r, "prob_improvement", "prob_improvement_ci95_low",
-                                                "prob_improvement_ci95_high"),
-             "seeds for 80% power": number(r["seeds_needed"], ".0f")}
-            for _, r in table.iterrows()]  # fmt: skip
-    return pd.DataFrame(rows).to_markdown(index=False, disable_numparse=True)
 
 
 def check_envs(runs: list[Run]) -> None:
@@ -62,20 +43,40 @@ def check_envs(runs: list[Run]) -> None:
         )
 
 
-def compare(
-    paths: list[Path], out_dir: Path, baseline: str | None = None, at_timesteps: int | None = None, band: str = "seeds"
-) -> dict:
-    """Write the comparison of the runs under ``paths`` to ``out_dir``; return what it found.
+@dataclass
+class Comparison:
+    """What :func:`analyse` found: the runs, the compared ones by env and configuration, the tables, the others.
 
-    Everything is computed before the first file is written, so bad input (:class:`RunSetError`, naming the
-    file or value) leaves ``out_dir`` as it was.
+    :param runs: every run found
+    :param groups: per env, the compared runs by configuration label (each as it stood at its compared budget)
+    :param tables: per env, the table of :func:`lander.table.env_table`
+    :param table: the tables of every env, one after the other (``table.csv``)
+    :param spanning: P(improvement) across envs (``across_envs.csv``); empty for one env
+    :param left_out: the runs not compared: ``failed``, ``unfinished``, ``unevaluated``, ``duplicates``
+    """
 
-    :param paths: a sweep directory, run directories, or both
-    :param out_dir: where ``table.csv``, ``table.md``, ``report.md`` and the plots go
-    :param baseline: the configuration label the others are tested against (default: the first)
-    :param at_timesteps: compare the runs as they stood at this many steps (default: each env's common budget)
-    :param band: the curves' band, ``"seeds"`` (bootstrap over seeds) or ``"episodes"`` (s.e. over episodes)
-    :return: ``{"table", "across_envs", "files", "failed", "unfinished", "unevaluated", "duplicates"}``
+    runs: list[Run]
+    groups: dict[str, dict[str, list[Run]]]
+    tables: dict[str, pd.DataFrame]
+    table: pd.DataFrame
+    spanning: pd.DataFrame
+    left_out: dict[str, list] = field(default_factory=dict)
+    at_timesteps: int | None = None
+
+    @property
+    def compared(self) -> int:
+        """How many runs are compared."""
+        return sum(len(runs) for by_label in self.groups.values() for runs in by_label.values())
+
+    def budget(self, env: str) -> int:
+        """The timestep ``env``'s runs are compared at."""
+        return max(r.timesteps for runs in self.groups[env].values() for r in runs)
+
+
+def analyse(paths: list[Path], baseline: str | None = None, at_timesteps: int | None = None) -> Comparison:
+    """Find the runs under ``paths``, select those to compare and compute the statistics; write nothing.
+
+    :raise RunSetError: runs that cannot be compared as asked (the message names the file or value)
     """
     runs = find_runs(paths)
     if not runs:
@@ -94,26 +95,47 @@ def compare(
             raise RunSetError(f"baseline={baseline!r} is not a configuration of {env}; "
                               f"configurations: {', '.join(by_label)}")  # fmt: skip
     tables = {env: env_table(by_label, base) for env, by_label in groups.items()}  # type: ignore[arg-type]
-    result = pd.concat(tables.values(), ignore_index=True) if tables else pd.DataFrame()
-    spanning = across_envs(groups, base) if len(groups) > 1 else pd.DataFrame()  # type: ignore[arg-type]
+    left_out: dict[str, list] = {"failed": failed, "unfinished": unfinished, "unevaluated": unevaluated,
+                                 "duplicates": duplicates}  # fmt: skip
+    return Comparison(
+        runs=runs,
+        groups=groups,
+        tables=tables,
+        table=pd.concat(tables.values(), ignore_index=True) if tables else pd.DataFrame(),
+        spanning=across_envs(groups, base) if len(groups) > 1 else pd.DataFrame(),  # type: ignore[arg-type]
+        left_out=left_out,
+        at_timesteps=at_timesteps,
+    )
+
+
+def compare(
+    paths: list[Path], out_dir: Path, baseline: str | None = None, at_timesteps: int | None = None, band: str = "seeds"
+) -> dict:
+    """Write the comparison of the runs under ``paths`` to ``out_dir``; return what it found.
+
+    Everything is computed before the first file is written, so bad input (:class:`RunSetError`, naming the
+    file or value) leaves ``out_dir`` as it was.
+
+    :param paths: a sweep directory, run directories, or both
+    :param out_dir: where ``table.csv``, ``table.md``, ``report.md``, ``report.html`` and the plots go
+    :param baseline: the configuration label the others are tested against (default: the first)
+    :param at_timesteps: compare the runs as they stood at this many steps (default: each env's common budget)
+    :param band: the curves' band, ``"seeds"`` (bootstrap over seeds) or ``"episodes"`` (s.e. over episodes)
+    :return: ``{"table", "across_envs", "files", "failed", "unfinished", "unevaluated", "duplicates"}``
+    """
+    found = analyse(paths, baseline, at_timesteps)
     out_dir.mkdir(parents=True, exist_ok=True)
     files: list[Path] = []
-    for env, by_label in groups.items():
-        budget = max(r.timesteps for runs in by_label.values() for r in runs)
-        for name, plot in (("learning_curves", partial(plot_curves, band=band, budget=budget)),
+    for env, by_label in found.groups.items():
+        for name, plot in (("learning_curves", partial(plot_curves, band=band, budget=found.budget(env))),
                            ("final_scores", plot_final_scores), ("performance_profile", plot_profile)):  # fmt: skip
             files.append(out_dir / f"{name}_{env}.png")
             plot(by_label, env, files[-1])
-    left_out: dict[str, list] = {
-        "failed": failed,
-        "unfinished": unfinished,
-        "unevaluated": unevaluated,
-        "duplicates": duplicates,
-    }
-    report = report_lines(runs, groups, tables, spanning, left_out, at_timesteps)
-    files += write_tables(result, spanning, out_dir, report)
-    log.info("comparison of %d runs written to %s", len(compared), out_dir)
-    return {"table": result, "across_envs": spanning, "files": files} | left_out
+    report = report_lines(found.runs, found.groups, found.tables, found.spanning, found.left_out, at_timesteps)
+    files += write_tables(found.table, found.spanning, out_dir, report)
+    files.append(write_sweep_report(found, out_dir / "report.html", band))
+    log.info("comparison of %d runs written to %s", found.compared, out_dir)
+    return {"table": found.table, "across_envs": found.spanning, "files": files, "comparison": found} | found.left_out
 
 
 def write_tables(result: pd.DataFrame, spanning: pd.DataFrame, out_dir: Path, report: list[str]) -> list[Path]:
@@ -126,95 +148,6 @@ def write_tables(result: pd.DataFrame, spanning: pd.DataFrame, out_dir: Path, re
         atomic_write(out_dir / "across_envs.csv", partial(spanning.to_csv, index=False))
         files.append(out_dir / "across_envs.csv")
     return files
-
-
-def budget_lines(by_label: dict[str, list[Run]], at_timesteps: int | None) -> list[str]:
-    """Where the runs of one env are compared, and which ones trained further than that."""
-    runs = [r for group in by_label.values() for r in group]
-    at = max(r.timesteps for r in runs)
-    if at_timesteps is not None:
-        lines = [f"Compared at **{at_timesteps:,} timesteps**: every run that got that far (finished or not), "
-                 "as it stood at its last evaluation up to then."]  # fmt: skip
-    else:
-        limit = min(runs, key=lambda r: r.reached)
-        least = ("every run ended there" if all(r.reached == limit.reached for r in runs)
-                 else f"the one that stopped first: `{limit.path}`, at {limit.reached:,}")  # fmt: skip
-        lines = [f"Compared at **{at:,} timesteps**: the largest evaluated timestep that every compared run "
-                 f"reached ({least})."]  # fmt: skip
-    further = [r for r in runs if r.reached > r.timesteps]
-    if further:
-        lines.append(f"{len(further)} run(s) went further (up to {max(r.reached for r in further):,} steps: a longer "
-                     "budget, or whole rollouts past it); each is compared at its evaluation at or before that "
-                     "point, not at its end.")  # fmt: skip
-    for label, group in by_label.items():
-        steps = sorted({r.timesteps for r in group})
-        if len(steps) > 1 or steps[0] != at:
-            lines.append(f"`{label}` is compared at its evaluation at {', '.join(f'{s:,}' for s in steps)} steps "
-                         "(its last one at or before that point).")  # fmt: skip
-    return lines
-
-
-def report_lines(
-    runs: list[Run],
-    groups: dict[str, dict[str, list[Run]]],
-    tables: dict[str, pd.DataFrame],
-    spanning: pd.DataFrame,
-    left_out: dict[str, list],
-    at_timesteps: int | None,
-) -> list[str]:
-    """``report.md``: per env the budget, the table, what its seeds allow and the best; then the runs left out."""
-    compared = sum(len(g) for by_label in groups.values() for g in by_label.values())
-    names = {"failed": "failed", "unfinished": "not finished" if at_timesteps is None else "short of the budget",
-             "unevaluated": "not evaluated by then", "duplicates": "duplicates not counted"}  # fmt: skip
-    counts = "; ".join(f"{names[key]}: {len(items)}" for key, items in left_out.items())
-    report = [
-        "# Comparison",
-        "",
-        f"Runs: {len(runs)}; compared: {compared}; {counts}.",
-        "",
-        "Every statistic is over runs: a run's score is the mean return of its evaluation episodes at the compared "
-        "timestep, and intervals are 95% percentile bootstrap intervals over seeds (rliable's method).",
-        "",
-    ]
-    for env, by_label in groups.items():
-        table = tables[env]
-        report += [f"## {env}", "", *budget_lines(by_label, at_timesteps), "",
-                   f"Baseline: `{table['baseline'].iloc[0]}`.", ""]  # fmt: skip
-        report += [readable(table), ""]
-        report += [f"- {note}" for note in seed_notes(table)] + [""] + best_lines(table) + [""]
-    if len(spanning):
-        report += ["## Across envs", "", "P(improvement) over the baseline averaged over envs, with rliable's "
-                   "stratified bootstrap (seeds resampled within each env):", "",
-                   spanning.to_markdown(index=False, floatfmt=".4g"), ""]  # fmt: skip
-    listed = [
-        ("Duplicates not counted (the same configuration and seed; the newest is kept)",
-         [f"- `{r.path}` (seed {r.seed}): same as `{kept.path}`" for r, kept in left_out["duplicates"]]),
-        ("Failed runs", [run_line(r) for r in left_out["failed"]]),
-        ("Runs not finished" if at_timesteps is None else f"Runs short of {at_timesteps} timesteps",
-         [run_line(r) for r in left_out["unfinished"]]),
-        ("Runs with no evaluation at or before their env's compared timestep (e.g. eval.freq=0 and a longer budget)",
-         [f"{run_line(r)} (compared timestep {r.timesteps:,})" for r in left_out["unevaluated"]]),
-    ]  # fmt: skip
-    for title, items in listed:
-        report += [f"## {title}", "", *items, ""] if items else []
-    return report
-
-
-def run_line(run: Run) -> str:
-    """A failed or unfinished run in the report: its path, status, overrides and error."""
-    error = f": {run.summary['error']}" if run.summary.get("error") else ""
-    return f"- `{run.path}` ({run.status}): {' '.join(run.overrides)}{error}"
-
-
-def best_lines(result: pd.DataFrame) -> list[str]:
-    """One line per env naming the configuration with the highest final mean, with its interval over seeds."""
-    lines = []
-    for env, rows in result.groupby("env", sort=False) if len(result) else []:
-        best = rows.loc[rows["final_mean"].idxmax()]
-        spread = (f"95% CI [{best['ci95_low']:.4g}, {best['ci95_high']:.4g}] over {best['seeds']} seeds"
-                  if best["seeds"] > 1 else "n=1 seed: no interval")  # fmt: skip
-        lines.append(f"Highest final mean on {env}: **{best['config']}** ({best['final_mean']:.4g}, {spread}).")
-    return lines
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -76,8 +76,7 @@ def run_job(cfg: DictConfig, run_dir: Path, overrides: list[str], group: str | N
             from lander.train import train
 
             summary = train(cfg, run_dir, group=group, overrides=overrides)
-            if not sweep:
-                log.info("%s", closing_block(summary, RunPaths(run_dir)))
+            log.info("%s", closing_block(summary, RunPaths(run_dir)))
             return summary.final_eval_mean
         finally:
             lock.release()
@@ -107,6 +106,10 @@ def closing_block(summary: RunSummary, paths: RunPaths) -> str:
                      f", success rate {summary.final_eval_success_rate}")  # fmt: skip
     files = [p.name for p in (paths.model, paths.eval_json, paths.learning_curve, paths.video) if p.is_file()]
     lines += [f"  run directory: {paths.root}", f"  files: {', '.join(files)}, metrics/"]
+    if paths.report.is_file():
+        lines.append(f"  report: {paths.report}")
+    if any((paths.root / "wandb").glob("offline-run-*")):  # the artifact's files are recorded relative to the run
+        lines.append(f"  W&B upload: cd {paths.root} && wandb sync wandb/offline-run-*")
     return "\n".join(lines)
 
 

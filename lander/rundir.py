@@ -97,6 +97,7 @@ class RunPaths:
         self.best_model = self.root / "best_model.zip"  # the model of the best evaluation
         self.learning_curve = self.root / "learning_curve.png"
         self.video = self.root / "video.mp4"
+        self.report = self.root / "report.html"  # interactive, self-contained (lander.report_run)
         self.checkpoints = self.root / "checkpoints"
         self.environment = self.root / "environment"  # pip freeze, versions, git commit
         self.evaluations = self.root / "evaluations"  # python -m lander.evaluate writes here

@@ -119,6 +119,7 @@ class LanderConfig:
     final_eval: bool = MISSING
     baseline: str | None = neutral()
     comparison_band: str = neutral()
+    report: bool = neutral()  # write report.html (lander/report_run.py)
 
 
 def register_configs() -> None:

@@ -12,10 +12,13 @@ from __future__ import annotations
 import logging
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
+
+if TYPE_CHECKING:
+    from lander.compare import Comparison
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +71,7 @@ class ComparisonCallback(Callback):
             return
         if self.log_to_wandb and config.logger.backend == "wandb":
             self._log_to_wandb(config, sweep_dir, result)
+        log.info("%s", closing_block(result["comparison"], sweep_dir / "comparison"))
         FAILED_JOBS[:] = [
             f"job {r.path.name} ({' '.join(r.overrides)}): {r.status}" for r in result["failed"] + result["unfinished"]
         ]
@@ -113,9 +117,28 @@ class ComparisonCallback(Callback):
             settings=wandb.Settings(console="off"),
         )
         try:
+            report = sweep_dir / "comparison" / "report.html"
             run.log(
                 {"comparison/table": wandb.Table(dataframe=result["table"])}
                 | {f"comparison/{p.stem}": wandb.Image(str(p)) for p in result["files"] if p.suffix == ".png"}
+                | ({"comparison/report": wandb.Html(str(report), inject=False)} if report.is_file() else {})
             )
         finally:
             run.finish()
+
+
+def closing_block(found: Comparison, out_dir: Path) -> str:
+    """What a sweep prints last: per env and configuration the mean with its interval over seeds, the test
+    against the baseline, and where the report is."""
+    lines = [f"sweep done: {len(found.runs)} job(s), {found.compared} compared"
+             + "".join(f", {len(v)} {k}" for k, v in found.left_out.items() if v)]  # fmt: skip
+    for env, table in found.tables.items():
+        lines.append(f"  {env} at {found.budget(env):,} timesteps (mean [95% CI] over seeds):")
+        width = max(len(str(c)) for c in table["config"])
+        for _, row in table.iterrows():
+            interval = f" [{row['ci95_low']:.4g}, {row['ci95_high']:.4g}]" if row["seeds"] > 1 else ""
+            tested = isinstance(row["test"], str) and row["test"]  # the baseline's row has no test
+            test = f"  {row['diff']:+.4g} vs baseline, {row['test']} p={row['p_value']:.3g}" if tested else ""
+            lines.append(f"    {row['config']:<{width}}  {row['final_mean']:.4g}{interval}  n={row['seeds']}{test}")
+    lines.append(f"  report: {out_dir / 'report.html'} (also report.md, table.csv)")
+    return "\n".join(lines)

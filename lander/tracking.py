@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import numbers
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -69,7 +70,7 @@ class WandbRun:
         self.run.log({**metrics, "global_step": step})
 
     def log_files(self, paths: RunPaths, summary: dict[str, Any], log_model: bool) -> None:
-        """The final evaluation summary, the plot, the video and (optionally) the model artifact."""
+        """The final evaluation summary, the plot, the video, the report and (optionally) the model artifact."""
         wandb = self.wandb
         for key, value in summary.items():
             if isinstance(value, (int, float, str, bool)) or value is None:
@@ -79,14 +80,33 @@ class WandbRun:
             media["plots/learning_curve"] = wandb.Image(str(paths.learning_curve))
         if paths.video.is_file():
             media["media/video"] = wandb.Video(str(paths.video), format="mp4")
+        if paths.report.is_file():
+            media["report"] = wandb.Html(str(paths.report), inject=False)  # as written: no stylesheet fetched
         if media:
             self.run.log(media)
         if log_model and paths.model.is_file():
-            artifact = wandb.Artifact(f"model-{self.run.id}", type="model", metadata=summary)
-            artifact.add_file(str(paths.model))
-            if paths.eval_json.is_file():
-                artifact.add_file(str(paths.eval_json))
-            self.run.log_artifact(artifact)
+            self.run.log_artifact(self.model_artifact(paths, summary))
+
+    def model_artifact(self, paths: RunPaths, summary: dict[str, Any]) -> Any:
+        """``model.zip`` and ``eval.json`` as a W&B artifact whose bytes stay in the run directory.
+
+        W&B would copy them to a staging folder under the home directory and record that path, so a run
+        directory copied elsewhere could not be synced. They are copied to ``wandb/artifact_files/`` instead
+        (a later resume may overwrite ``model.zip``; the copy stays as logged), and an offline run records them
+        relative to the run directory: ``cd <run dir> && wandb sync wandb/offline-run-*`` works wherever the
+        directory is.
+        """
+        name = f"model-{self.run.id}"
+        folder = paths.root / "wandb" / "artifact_files" / f"{name}_{summary.get('timesteps', 0)}"
+        folder.mkdir(parents=True, exist_ok=True)
+        artifact = self.wandb.Artifact(name, type="model", metadata=summary)
+        for source in (paths.model, paths.eval_json):
+            if source.is_file():
+                copy = Path(shutil.copy2(source, folder / source.name))
+                entry = artifact.add_file(str(copy), policy="immutable")
+                if self.run.settings.mode != "online":  # uploaded by `wandb sync`, run in the run directory
+                    entry.local_path = copy.relative_to(paths.root).as_posix()
+        return artifact
 
     def finish(self, exit_code: int) -> None:
         self.run.finish(exit_code=exit_code)

@@ -19,13 +19,14 @@ from stable_baselines3.common.utils import set_random_seed
 
 from lander.algos import build_model, effective_gamma
 from lander.budget import BudgetProgressBar, DurationForecast, plan
-from lander.callbacks import ContinuedCSV
+from lander.callbacks import ContinuedCSV, FlushLogs
 from lander.checkpoints import Checkpointer
 from lander.config import ConfigError, check_logger, validate
 from lander.envs import action_space_kind, make_train_env, observation_space_kind
 from lander.eval_callback import PeriodicEval
 from lander.faults import fault
 from lander.interrupt import deferred, signals_blocked, stop_on_signals
+from lander.report_run import try_run_report
 from lander.results import record_results, record_stop
 from lander.resume import load_newest_checkpoint, truncate_metrics
 from lander.rundir import RunPaths, RunSummary, Status, remove_temporaries
@@ -128,6 +129,8 @@ def _record(
         summary.save(paths)
         fault("finish:completed")
         exit_code = 0
+        if cfg.report:
+            try_run_report(paths.root)
         if wandb_run:
             finish_wandb(wandb_run, paths, summary, cfg.logger.log_model)
         return summary
@@ -265,7 +268,7 @@ def learn(
         with deferred():
             model.learn(
                 total_timesteps=0 if stopped else total_timesteps - done,
-                callback=[*callbacks, checkpointer, *extra, SignalCheck(), DurationForecast(end), *bar],
+                callback=[*callbacks, checkpointer, *extra, SignalCheck(), DurationForecast(end), *bar, FlushLogs()],
                 reset_num_timesteps=done == 0,
             )
     finally:

@@ -1,0 +1,165 @@
+"""lander's Python API: a run or a sweep as tables and interactive figures, for notebooks and scripts.
+
+.. code-block:: python
+
+    from lander.api import load_run, load_sweep
+
+    run = load_run("outputs/2026-11-23/10-00-00_ppo_lunar_lander_seed-0")
+    run.summary["final_eval_mean"], run.evals.tail()  # summary.json, metrics/eval.csv as a DataFrame
+    run.figures()["returns"]  # the figures of report.html (Plotly): returns, eval_episodes, training, speed
+
+    sweep = load_sweep("multirun/2026-11-23/10-05-00")
+    sweep.table  # the comparison table (table.csv): mean, CI, IQM, tests, P(improvement), per configuration
+    sweep.scores  # one row per compared run: env, configuration, seed, score, timesteps, path
+    sweep.figures()["lunar_lander"]["learning_curves"]  # per env: learning_curves, final_scores, ...
+
+Both read the directories as they are (a failed or running run too) and write nothing unless asked
+(:meth:`RunRecord.report`, :meth:`SweepRecord.report`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from omegaconf import DictConfig, OmegaConf
+
+from lander.compare import Comparison, analyse, compare
+from lander.figures_run import read_metrics, run_figures
+from lander.figures_sweep import sweep_figures
+from lander.rundir import RunPaths, find_run_dirs, read_json
+from lander.runset import RunSetError
+
+METRICS = {  # attribute: the file under metrics/
+    "train_episodes": "train_episodes.csv",
+    "evals": "eval.csv",
+    "eval_episodes": "eval_episodes.csv",
+    "progress": "sb3_progress.csv",
+    "resources": "resources.csv",
+}
+
+
+@dataclass
+class RunRecord:
+    """One run directory: its summary, config, metrics (DataFrames) and figures."""
+
+    path: Path
+
+    @property
+    def paths(self) -> RunPaths:
+        return RunPaths(self.path)
+
+    @cached_property
+    def summary(self) -> dict[str, Any]:
+        """``summary.json``: status, budget, final evaluation, timings (empty if the run never started)."""
+        return read_json(self.paths.summary)
+
+    @cached_property
+    def config(self) -> DictConfig:
+        """The run's composed config (``.hydra/config.yaml``)."""
+        return OmegaConf.load(self.paths.config)  # type: ignore[return-value]
+
+    def metrics(self, name: str) -> pd.DataFrame:
+        """A metrics file by attribute name (``train_episodes``, ``evals``, ``eval_episodes``, ``progress``,
+        ``resources``) as numbers; empty if the run did not write it."""
+        if name not in METRICS:
+            raise KeyError(f"{name!r}: one of {', '.join(METRICS)}")
+        return read_metrics(self.paths.metrics / METRICS[name])
+
+    @property
+    def train_episodes(self) -> pd.DataFrame:
+        """Every training episode: ``timesteps``, ``episode``, ``return``, ``length``, ``wall_time``."""
+        return self.metrics("train_episodes")
+
+    @property
+    def evals(self) -> pd.DataFrame:
+        """Every periodic evaluation: ``timesteps``, ``mean``, ``std``, ``sem``, ``n``, ``success_rate``, ..."""
+        return self.metrics("evals")
+
+    @property
+    def eval_episodes(self) -> pd.DataFrame:
+        """Every evaluation episode: ``timesteps``, ``seed``, ``return``, ``length``."""
+        return self.metrics("eval_episodes")
+
+    @property
+    def progress(self) -> pd.DataFrame:
+        """SB3's own logger records (``train/loss``, ``train/entropy_loss``, ``time/fps``, ...)."""
+        return self.metrics("progress")
+
+    def figures(self) -> dict[str, Any]:
+        """The run's Plotly figures by name: ``returns``, ``eval_episodes``, ``training``, ``speed``."""
+        return run_figures(self.paths, self.config.env.get("reward_threshold"))
+
+    def report(self) -> Path:
+        """Write the run's ``report.html`` anew; return its path."""
+        from lander.report_run import write_run_report
+
+        return write_run_report(self.path)
+
+
+@dataclass
+class SweepRecord:
+    """Runs compared as :mod:`lander.compare` compares them (equal budgets, statistics over seeds).
+
+    :param comparison: what :func:`lander.compare.analyse` found (groups of runs, tables, runs left out)
+    """
+
+    path: Path
+    comparison: Comparison
+
+    @property
+    def runs(self) -> list[RunRecord]:
+        """Every run found, compared or not."""
+        return [RunRecord(r.path) for r in self.comparison.runs]
+
+    @property
+    def table(self) -> pd.DataFrame:
+        """The comparison table, every env's rows (the columns of ``table.csv``)."""
+        return self.comparison.table
+
+    @property
+    def scores(self) -> pd.DataFrame:
+        """One row per compared run: ``env``, ``config``, ``seed``, ``score`` (its evaluation mean at the compared
+        timestep), ``timesteps``, ``path``."""
+        rows = []
+        for env, by_label in self.comparison.groups.items():
+            for label, runs in by_label.items():
+                rows += [{"env": env, "config": label, "seed": r.seed, "score": r.final_mean,
+                          "timesteps": r.timesteps, "path": str(r.path)} for r in runs]  # fmt: skip
+        return pd.DataFrame(rows)
+
+    def figures(self, band: str = "seeds") -> dict[str, dict[str, Any]]:
+        """Per env, the Plotly figures by name: ``learning_curves``, ``final_scores``, ``performance_profile``."""
+        found = self.comparison
+        return {env: sweep_figures(by_label, env, band, found.budget(env)) for env, by_label in found.groups.items()}
+
+    def report(self, band: str = "seeds") -> Path:
+        """Write ``comparison/`` (tables, plots, ``report.html``) anew; return the HTML report's path."""
+        compare([self.path], self.path / "comparison", band=band)
+        return self.path / "comparison" / "report.html"
+
+
+def load_run(path: str | Path) -> RunRecord:
+    """A run directory (one with ``.hydra/config.yaml``)."""
+    record = RunRecord(Path(path))
+    if not record.paths.is_run():
+        raise RunSetError(f"{path} is not a lander run directory (no .hydra/config.yaml)")
+    return record
+
+
+def load_sweep(path: str | Path, baseline: str | None = None, at_timesteps: int | None = None) -> SweepRecord:
+    """A sweep directory (or any directory of runs), compared as ``python -m lander.compare`` compares it."""
+    return SweepRecord(Path(path), analyse([Path(path)], baseline, at_timesteps))
+
+
+def latest(root: str | Path, sweep: bool = False) -> Path:
+    """The newest run directory under ``root`` (e.g. ``outputs``), or with ``sweep`` the newest sweep directory
+    (one holding run directories, e.g. under ``multirun``)."""
+    runs = find_run_dirs([Path(root)])
+    if not runs:
+        raise RunSetError(f"no run directories under {root}")
+    candidates = {run.parent for run in runs} if sweep else set(runs)
+    return max(candidates, key=lambda p: p.stat().st_mtime)

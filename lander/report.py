@@ -1,0 +1,55 @@
+"""``python -m lander.report <run or sweep dirs...>``: write the HTML reports anew from the files there.
+
+A run directory gets its ``report.html`` (also a run killed by ``kill -9``, which could not write its own); a
+sweep directory gets ``comparison/report.html`` (with the rest of ``python -m lander.compare``'s output) and
+every job its ``report.html``. Nothing is trained and no other file is changed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+
+from lander.rundir import RunPaths, find_run_dirs
+from lander.runset import RunSetError
+
+log = logging.getLogger(__name__)
+
+
+def write_reports(path: Path, band: str = "seeds") -> list[Path]:
+    """The reports of one run directory, or of every run under ``path`` and their comparison; their paths."""
+    from lander.compare import compare
+    from lander.report_run import write_run_report
+
+    if RunPaths(path).is_run():
+        return [write_run_report(path)]
+    written = [write_run_report(run) for run in find_run_dirs([path])]
+    if not written:
+        raise RunSetError(f"no run directories (with .hydra/config.yaml) under {path}")
+    result = compare([path], path / "comparison", band=band)
+    return written + [p for p in result["files"] if p.suffix == ".html"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m lander.report", description=__doc__.split("\n")[0])
+    parser.add_argument("paths", nargs="+", type=Path, help="run directories and/or sweep directories")
+    parser.add_argument("--band", choices=("seeds", "episodes"), default="seeds", help="band of a sweep's curves")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    missing = [str(p) for p in args.paths if not p.is_dir()]
+    if missing:
+        parser.error(f"not a directory: {', '.join(missing)}")
+    try:
+        for path in args.paths:
+            for report in write_reports(path, args.band):
+                print(report)
+    except RunSetError as exc:
+        log.error("lander.report: %s", exc)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

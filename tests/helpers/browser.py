@@ -1,0 +1,83 @@
+"""A real browser for the HTML reports: Debian's headless Chromium, driven by Playwright (no browser download).
+
+Where no Chromium is installed the tests that need it are skipped, except under ``LANDER_REQUIRE_BROWSER=1``
+(``.ci/run`` sets it after installing ``chromium``), where they fail.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+CHROMIUM = ("chromium", "chromium-browser", "google-chrome")
+
+
+def chromium_path() -> str:
+    """The installed Chromium; skips the test where there is none (fails under ``LANDER_REQUIRE_BROWSER=1``)."""
+    found = next((shutil.which(name) for name in CHROMIUM if shutil.which(name)), None)
+    if found is None:
+        message = "no chromium installed (apt-get install chromium)"
+        if os.environ.get("LANDER_REQUIRE_BROWSER") == "1":
+            pytest.fail(message)
+        pytest.skip(message)
+    return found
+
+
+@dataclass
+class Visit:
+    """What the page did: every request it made, the JavaScript errors it raised, its console errors."""
+
+    requests: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    console: list[str] = field(default_factory=list)
+    dialogs: list[str] = field(default_factory=list)
+
+    def outside(self, allowed: Path) -> list[str]:
+        """Requests for anything but files under ``allowed`` (and the page's own data: URIs)."""
+        prefix = allowed.resolve().as_uri()
+        return [u for u in self.requests if not u.startswith((prefix, "data:"))]
+
+
+@contextmanager
+def open_page(path: Path, width: int = 1280) -> Iterator[tuple[object, Visit]]:
+    """``path`` opened in headless Chromium, with the network cut off; yields the Playwright page and its visit."""
+    from playwright.sync_api import sync_playwright
+
+    visit = Visit()
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium_path(), args=["--no-sandbox"])
+        try:
+            context = browser.new_context(viewport={"width": width, "height": 900}, offline=True)
+            page = context.new_page()
+            page.on("request", lambda request: visit.requests.append(request.url))
+            page.on("pageerror", lambda error: visit.errors.append(str(error)))
+            page.on("console", lambda m: visit.console.append(m.text) if m.type == "error" else None)
+            page.on("dialog", lambda d: (visit.dialogs.append(d.message), d.dismiss()))
+            page.goto(path.resolve().as_uri(), wait_until="load")
+            yield page, visit
+        finally:
+            browser.close()
+
+
+def wait_for_plots(page, count: int, timeout_ms: int = 30000) -> None:  # type: ignore[no-untyped-def]
+    """Wait until ``count`` Plotly plots have drawn their SVG."""
+    page.wait_for_function(
+        "n => document.querySelectorAll('.js-plotly-plot .main-svg').length >= n", arg=count, timeout=timeout_ms
+    )
+
+
+def not_blank(png: Path) -> float:
+    """The share of the screenshot's pixels that differ from its most common colour (0: a blank page)."""
+    import imageio.v2 as imageio
+
+    pixels = imageio.imread(png)[..., :3].reshape(-1, 3)
+    colours, counts = np.unique(pixels, axis=0, return_counts=True)
+    background = colours[counts.argmax()]
+    return float(np.mean(np.any(pixels != background, axis=1)))

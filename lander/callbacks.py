@@ -107,18 +107,3 @@ class ContinuedCSV(CSVOutputFormat):
             self.file.flush()
             self.keys = old.splitlines()[0].split(self.separator)
 
-
-class FlushLogs(BaseCallback):
-    """Writes SB3's last records when training ends.
-
-    SB3 writes its logger's records at the start of the next iteration, so the losses of the last update
-    (``train/*``) would never reach the CSV, W&B or TensorBoard; they are written here, at the final step.
-    """
-
-    def _on_step(self) -> bool:
-        return True
-
-    def _on_training_end(self) -> None:
-        if self.logger.name_to_value:
-            self.logger.record("time/total_timesteps", self.num_timesteps)
-            self.logger.dump(self.num_timesteps)

@@ -19,7 +19,7 @@ from stable_baselines3.common.utils import set_random_seed
 
 from lander.algos import build_model, effective_gamma
 from lander.budget import BudgetProgressBar, DurationForecast, plan
-from lander.callbacks import ContinuedCSV, FlushLogs
+from lander.callbacks import ContinuedCSV
 from lander.checkpoints import Checkpointer
 from lander.config import ConfigError, check_logger, validate
 from lander.envs import action_space_kind, make_train_env, observation_space_kind
@@ -268,7 +268,7 @@ def learn(
         with deferred():
             model.learn(
                 total_timesteps=0 if stopped else total_timesteps - done,
-                callback=[*callbacks, checkpointer, *extra, SignalCheck(), DurationForecast(end), *bar, FlushLogs()],
+                callback=[*callbacks, checkpointer, *extra, SignalCheck(), DurationForecast(end), *bar],
                 reset_num_timesteps=done == 0,
             )
     finally:

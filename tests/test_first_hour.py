@@ -83,7 +83,9 @@ def test_a_finished_run_is_trained_further_in_the_same_wandb_run(tmp_path: Path)
     first = run_lander(run_dir, *TINY, "total_timesteps=1024", "progress_bar=false")
     assert first.returncode == 0, first.stderr[-3000:]
     output = first.stdout + first.stderr
-    assert output.rstrip().splitlines()[-1].startswith("  files: model.zip, eval.json, learning_curve.png")
+    last = output.rstrip().splitlines()
+    assert last[-1] == f"  W&B upload: cd {run_dir} && wandb sync wandb/offline-run-*"  # after W&B's own lines
+    assert last[-2] == f"  report: {run_dir / 'report.html'}" and last[-3].startswith("  files: model.zip, eval.json")
     assert "done: ppo on LunarLander-v3, seed 0: 1,024 steps" in output and "final evaluation:" in output
     again = lander(f"resume={run_dir}", timeout=120)
     assert again.returncode == 2 and "to train it further, give a larger budget" in again.stderr + again.stdout

@@ -79,8 +79,8 @@ def test_run_report_opens_offline_and_interactive(algo_run, tmp_path):
         assert returns["training episode"]["y"] == pytest.approx(episodes["return"].tolist(), rel=1e-6)
         progress = pd.read_csv(run_dir / "metrics/sb3_progress.csv")
         titles = page.locator("#plot-training .gtitle, #plot-training .annotation-text").all_text_contents()
-        trained = {c for c in progress.columns if c.startswith("train/") and progress[c].notna().any()}
-        assert trained and trained <= set(titles), trained - set(titles)  # every loss SB3 logged has its plot
+        logged = {c for c in progress.columns if not c.startswith("time/") and progress[c].notna().any()}
+        assert logged and logged <= set(titles), logged - set(titles)  # every loss SB3 wrote has its plot
         page.locator("#plot-returns .legendtoggle").first.click()  # a series toggled off from its legend
         page.wait_for_function("document.getElementById('plot-returns').data[0].visible === 'legendonly'")
         assert hover_text(page, "plot-returns")  # the mouse over the plot shows the values under it
@@ -161,6 +161,9 @@ def test_wandb_run_holds_the_report_and_an_artifact_that_syncs_from_its_director
         data = (copied / entry.local_path).read_bytes()
         assert base64.b64encode(hashlib.md5(data).digest()).decode() == entry.digest
     assert (copied / entries[0].local_path).read_bytes() == (run_dir / entries[0].path).read_bytes()
+    comparison = read_run(sweep_dir)  # the sweep's own W&B run, in its group
+    assert comparison["job_type"] == "comparison"
+    assert [row for row in comparison["history"] if row.get("comparison/report/_type") == "html-file"]
 
 
 def test_interrupted_run_leaves_a_report_of_what_it_recorded(tmp_path):

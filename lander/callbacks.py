@@ -106,4 +106,3 @@ class ContinuedCSV(CSVOutputFormat):
             self.file.write(old)
             self.file.flush()
             self.keys = old.splitlines()[0].split(self.separator)
-

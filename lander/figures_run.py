@@ -41,6 +41,7 @@ def band(x: pd.Series, low: pd.Series, high: pd.Series, color: str, name: str, g
     return go.Scatter(
         x=list(x) + list(x)[::-1],
         y=list(high) + list(low)[::-1],
+        mode="lines",
         fill="toself",
         fillcolor=rgba(color, 0.2),
         line={"width": 0},

@@ -62,19 +62,20 @@ def final_scores_figure(groups: dict[str, list[Run]], env: str) -> go.Figure:
     for i, (label, runs) in enumerate(groups.items()):
         color, values = COLORS[i % len(COLORS)], np.array([r.final_mean for r in runs])
         fig.add_scatter(x=[label] * len(runs), y=values, mode="markers", name=f"{label}: seeds",
-                        marker={"size": 9, "color": rgba(color, 0.6)}, legendgroup=label,
+                        marker={"size": 9, "color": rgba(color, 0.6)}, legendgroup=label, offsetgroup="seeds",
                         customdata=[[r.seed, str(r.path), f"{r.timesteps:,}"] for r in runs],
                         hovertemplate="seed %{customdata[0]}: %{y:.4g} at %{customdata[2]} steps"
                                       "<br>%{customdata[1]}<extra></extra>")  # fmt: skip
         mean, low, high = (st.interval(values[:, None], st.aggregate_mean) if len(values) > 1
                            else (values[0], np.nan, np.nan))  # fmt: skip
         error = {"type": "data", "array": [high - mean], "arrayminus": [mean - low]} if len(values) > 1 else None
-        fig.add_scatter(x=[label], y=[mean], mode="markers", error_y=error, legendgroup=label,
+        fig.add_scatter(x=[label], y=[mean], mode="markers", error_y=error, legendgroup=label, offsetgroup="mean",
                         marker={"symbol": "diamond", "size": 12, "color": "black"}, name=f"{label}: mean, 95% CI",
                         hovertemplate=f"mean %{{y:.4g}} [{low:.4g}, {high:.4g}]<extra></extra>")  # fmt: skip
     threshold_line(fig, groups)
     fig.update_layout(title=f"{env}: final scores (each seed; mean and 95% bootstrap CI)",
-                      yaxis_title="evaluation mean return per seed", **(LAYOUT | {"hovermode": "closest"}))  # fmt: skip
+                      yaxis_title="evaluation mean return per seed", scattermode="group",
+                      **(LAYOUT | {"hovermode": "closest"}))  # fmt: skip
     return fig
 
 

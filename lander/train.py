@@ -222,6 +222,7 @@ def start_model(cfg: DictConfig, paths: RunPaths, env: Any, summary: RunSummary,
     set_random_seed(cfg.seed + done)  # the resumed part is seeded too, from the checkpoint's step
     env.seed(cfg.seed + done)
     summary.resumed_at = [*summary.resumed_at, done]
+    summary.save(paths)  # at once: whoever watches the run sees where it resumed from
     return resumed
 
 

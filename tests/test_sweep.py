@@ -100,6 +100,10 @@ def test_a_failing_job_does_not_stop_the_others(tmp_path):
     assert list(table["config"]) == ["algo.model.batch_size=64"]
     report = (sweep_dir / "comparison" / "report.md").read_text()
     assert "## Failed runs" in report and "algo.model.batch_size=1" in report
+    page = (sweep_dir / "comparison" / "report.html").read_text()
+    failed = page[page.index('id="left-out"') :]  # the failed job, with a link to its own report
+    assert 'href="../1/report.html"' in failed and "algo.model.batch_size=1" in failed
+    assert 'class="status failed"' in (sweep_dir / "1" / "report.html").read_text()  # written from what it had
 
 
 def test_ppo_and_a2c_with_one_budget_are_compared_at_one_timestep(tmp_path):

@@ -46,21 +46,22 @@ class Visit:
 
 
 @contextmanager
-def open_page(path: Path, width: int = 1280) -> Iterator[tuple[object, Visit]]:
-    """``path`` opened in headless Chromium, with the network cut off; yields the Playwright page and its visit."""
+def open_page(path: Path | str, width: int = 1280, offline: bool = True) -> Iterator[tuple[object, Visit]]:
+    """``path`` (a file, or a URL) opened in headless Chromium, by default with the network cut off; yields the
+    Playwright page and its visit."""
     from playwright.sync_api import sync_playwright
 
     visit = Visit()
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=chromium_path(), args=["--no-sandbox"])
         try:
-            context = browser.new_context(viewport={"width": width, "height": 900}, offline=True)
+            context = browser.new_context(viewport={"width": width, "height": 900}, offline=offline)
             page = context.new_page()
             page.on("request", lambda request: visit.requests.append(request.url))
             page.on("pageerror", lambda error: visit.errors.append(str(error)))
             page.on("console", lambda m: visit.console.append(m.text) if m.type == "error" else None)
             page.on("dialog", lambda d: (visit.dialogs.append(d.message), d.dismiss()))
-            page.goto(path.resolve().as_uri(), wait_until="load")
+            page.goto(path if isinstance(path, str) else path.resolve().as_uri(), wait_until="load")
             yield page, visit
         finally:
             browser.close()

@@ -21,9 +21,19 @@ from helpers import REPO, lander_env, read_json, run_lander
 from helpers.browser import not_blank, open_page, wait_for_plots
 from helpers.wandb_reader import read_run, records
 
-SWEEP = ["algo=ppo,a2c", "seed=0,1", "n_envs=2", "total_timesteps=1024", "algo.model.n_steps=256", "eval.freq=256",
-         "eval.episodes=3", "eval.n_envs=3", "video.max_steps=50", "progress_bar=false", "checkpoint_freq=0",
-         "hydra/launcher=basic"]  # fmt: skip
+SWEEP = [
+    "algo=ppo,a2c",
+    "seed=0,1",
+    "n_envs=2",
+    "total_timesteps=1024",
+    "algo.model.n_steps=256",
+    "eval.freq=256",
+    "eval.episodes=3",
+    "eval.n_envs=3",
+    "video.max_steps=50",
+    "progress_bar=false",
+    "checkpoint_freq=0",
+]  # fmt: skip  (the default launcher: joblib, one job per core)
 RUN_PLOTS = ["plot-returns", "plot-eval_episodes", "plot-training", "plot-speed"]
 SWEEP_PLOTS = ["plot-learning_curves_lunar_lander", "plot-final_scores_lunar_lander",
                "plot-performance_profile_lunar_lander"]  # fmt: skip
@@ -186,14 +196,13 @@ def test_interrupted_run_leaves_a_report_of_what_it_recorded(tmp_path):
     assert len(whole) == 2 and len(evals[0]["y"]) == len(whole)
 
 
-def test_hostile_text_in_a_run_stays_text(tmp_path):
+def test_hostile_text_in_a_run_stays_text(sweep_dir, tmp_path):
     """A config value and a summary error with markup: the page shows them, runs none of it."""
     from lander.report_run import write_run_report
 
-    run_dir = tmp_path / "run"
-    run_lander(run_dir, "n_envs=2", "algo.model.n_steps=256", "total_timesteps=512", "eval.freq=0",
-               "eval.episodes=2", "eval.n_envs=2", "video.enabled=false", "progress_bar=false", "logger=none",
-               "+logger.tags=[\"</script><script>alert(1)</script>\"]")  # fmt: skip
+    run_dir = Path(shutil.copytree(sweep_dir / "0", tmp_path / "run"))
+    config = run_dir / ".hydra/config.yaml"
+    config.write_text(config.read_text().replace("  tags: []", "  tags:\n  - </script><script>alert(1)</script>"))
     summary = read_json(run_dir / "summary.json") | {"status": "failed", "error": "<img src=x onerror=alert(2)>"}
     (run_dir / "summary.json").write_text(json.dumps(summary))
     write_run_report(run_dir)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -49,6 +50,8 @@ def check_overrides(overrides: list[Any], multirun: bool) -> list[str]:
             raise Refused(f"{override!r}: keys _target_, hydra.* and resume are not accepted by the service")
         if "${" in override:
             raise Refused(f"{override!r}: interpolations (${{...}}) are not accepted by the service")
+        if key == "env.id" and ":" in override.split("=", 1)[1]:  # gymnasium imports the module before the ':'
+            raise Refused(f"{override!r}: env ids naming a module to import are not accepted by the service")
     from lander.precheck import check_command
 
     with _compose_lock:
@@ -152,6 +155,8 @@ class Launcher:
         owner = lock.owner() or {}
         if current != Status.RUNNING.value or not lock.busy() or not owner.get("pid"):
             raise Refused(f"{run.name} is not running (status {current}): nothing to stop", 409)
+        if owner.get("host") not in (None, socket.gethostname()):  # a root shared between machines
+            raise Refused(f"{run.name} runs on {owner['host']}, not on this machine: stop it there", 409)
         os.kill(int(owner["pid"]), signal.SIGINT)
         return {"stopping": str(run.relative_to(self.root)), "pid": owner["pid"]}
 

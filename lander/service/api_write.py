@@ -1,0 +1,45 @@
+"""The service's endpoints that start or stop processes: launch a run or a sweep, stop, resume."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Body, Request
+
+from lander.service import store
+from lander.service.launcher import Launcher, check_overrides
+
+router = APIRouter()
+
+
+def launcher_of(request: Request) -> Launcher:
+    return request.app.state.launcher
+
+
+@router.post("/api/runs", status_code=201, summary='Start a run: {"overrides": ["algo=ppo", "seed=0"]}')
+def launch_run(request: Request, body: dict[str, Any] = Body(...)) -> dict[str, Any]:  # noqa: B008
+    entry = launcher_of(request).launch_run(check_overrides(body.get("overrides", []), multirun=False))
+    return entry | {"id": entry["path"].replace("/", "~")}
+
+
+@router.post("/api/sweeps", status_code=201, summary='Start a sweep: {"overrides": ["algo=ppo,a2c", "seed=0,1"]}')
+def launch_sweep(request: Request, body: dict[str, Any] = Body(...)) -> dict[str, Any]:  # noqa: B008
+    entry = launcher_of(request).launch_sweep(check_overrides(body.get("overrides", []), multirun=True))
+    return entry | {"id": entry["path"].replace("/", "~")}
+
+
+@router.post("/api/runs/{run_id}/stop", summary="Stop a running run (SIGINT: interrupted, with a checkpoint)")
+def stop(request: Request, run_id: str) -> dict[str, Any]:
+    launcher = launcher_of(request)
+    return launcher.stop(store.run_dir(launcher.root, run_id))
+
+
+@router.post("/api/runs/{run_id}/resume", status_code=201, summary="Resume an interrupted, failed or killed run")
+def resume(request: Request, run_id: str) -> dict[str, Any]:
+    launcher = launcher_of(request)
+    return launcher.resume(store.run_dir(launcher.root, run_id)) | {"id": run_id}
+
+
+@router.get("/api/launched", summary="The processes this root's service started, and whether they run")
+def launched(request: Request) -> list[dict[str, Any]]:
+    return launcher_of(request).launched()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import json
 import subprocess
 import sys
 
@@ -43,6 +44,7 @@ def test_run_dir_holds_every_artifact(algo_run):
         "best_model.zip",
         "learning_curve.png",
         "video.mp4",
+        "report.html",
         "metrics/train_episodes.csv",
         "metrics/eval.csv",
         "metrics/sb3_progress.csv",
@@ -56,6 +58,20 @@ def test_run_dir_holds_every_artifact(algo_run):
     versions = read_json(run_dir / "environment/versions.json")  # what makes results differ across machines
     assert versions["torch_cpu_capability"] in {"DEFAULT", "AVX2", "AVX512", "ZVECTOR", "NO AVX", "SVE256"}
     assert versions["cpu_model"]
+
+
+def test_report_has_every_figure_and_every_sb3_column(algo_run):
+    """Every algorithm's report (the browser test opens the PPO and A2C ones): the four figures, and a plot of
+    each metric SB3 wrote (its name in the figure's JSON)."""
+    _algo, run_dir = algo_run
+    page = (run_dir / "report.html").read_text()
+    for plot in ("plot-returns", "plot-eval_episodes", "plot-training", "plot-speed"):
+        assert f'id="{plot}"' in page
+    progress = pd.read_csv(run_dir / "metrics/sb3_progress.csv")
+    for column in progress.columns:
+        if not column.startswith("time/") and progress[column].notna().any():
+            name = json.dumps(column).replace("/", "\\u002f")  # as Plotly writes it
+            assert '"name":' + name in page, column
 
 
 def test_summary_and_metrics(algo_run):

@@ -11,20 +11,9 @@ import pandas as pd
 import pytest
 import yaml
 
-from helpers import REPO, lander, lander_env, read_json, run_lander
+from helpers import REPO, TINY_SWEEP, lander, lander_env, read_json, run_lander
 from helpers.wandb_reader import read_run
 
-TINY_SWEEP = [
-    "n_envs=2",
-    "total_timesteps=1024",
-    "algo.model.n_steps=256",
-    "eval.freq=256",
-    "eval.episodes=3",
-    "eval.n_envs=3",
-    "video.max_steps=50",
-    "progress_bar=false",
-    "checkpoint_freq=0",
-]
 NOT_WALL_CLOCK = ["timesteps", "mean", "std", "sem", "n", "median", "min", "max", "success_rate", "mean_length"]
 
 

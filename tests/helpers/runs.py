@@ -35,6 +35,18 @@ TINY = {
         "+algo.model.batch_size=64",
     ],
 }
+# a tiny sweep's jobs: two PPO/A2C updates, evaluations every 256 steps, no checkpoints
+TINY_SWEEP = [
+    "n_envs=2",
+    "total_timesteps=1024",
+    "algo.model.n_steps=256",
+    "eval.freq=256",
+    "eval.episodes=3",
+    "eval.n_envs=3",
+    "video.max_steps=50",
+    "progress_bar=false",
+    "checkpoint_freq=0",
+]
 QUICK = [
     "eval.freq=500",
     "eval.episodes=3",

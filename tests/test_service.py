@@ -180,14 +180,18 @@ def test_a_restarted_service_still_knows_what_it_launched(tmp_path):
         assert not wait_for(f"{url}/api/launched", lambda rows: not rows[0]["alive"])[0]["alive"]
 
 
-def test_the_dashboard_launches_and_shows_a_run(tmp_path):
+def test_the_dashboard_launches_a_sweep_and_shows_its_runs_and_comparison(tmp_path):
     with service(tmp_path) as url, open_page(url + "/", offline=False) as (page, visit):
-        page.fill("#overrides", " ".join(TINY))
-        page.click("#launch-run")
+        page.fill("#overrides", " ".join(["seed=0,1", *TINY, "logger=none"]))
+        page.click("#launch-sweep")
         page.wait_for_selector("#message.ok", timeout=60000)
-        page.wait_for_selector("#runs .status.completed", timeout=240000)  # updated in place, no reload
+        page.wait_for_selector("#sweeps a:text('report.html')", timeout=240000)  # updated in place, no reload
+        statuses = page.eval_on_selector_all("#runs .status", "s => s.map(e => e.textContent)")
         links = page.eval_on_selector_all("#runs a", "as => as.map(a => a.textContent)")
         href = page.get_attribute("#runs a:text('report.html')", "href")
+        comparison = page.get_attribute("#sweeps a:text('report.html')", "href")
+        (listed,) = httpx.get(f"{url}/api/sweeps").json()
+        sweep = httpx.get(f"{url}/api/sweeps/{listed['id']}").json()
         page.fill("#overrides", "algo=pop")
         page.click("#launch-sweep")
         page.wait_for_selector("#message.error", timeout=60000)
@@ -195,7 +199,9 @@ def test_the_dashboard_launches_and_shows_a_run(tmp_path):
         page.screenshot(path=tmp_path / "dashboard.png", full_page=True)
     assert not visit.errors and not visit.dialogs
     assert all(u.startswith(url) for u in visit.requests), visit.requests  # nothing from elsewhere (no CDN)
+    assert statuses == ["completed", "completed"]  # both jobs of the sweep
     assert {"report.html", "video.mp4"} <= set(links)
-    assert href and href.endswith("/files/report.html")
+    assert href and href.endswith("/files/report.html") and comparison.endswith("/report")
+    assert [row["seeds"] for row in sweep["comparison"]] == [2] and len(sweep["jobs"]) == 2
     assert "algo/pop" in error
     assert not_blank(tmp_path / "dashboard.png") > 0.02

@@ -13,7 +13,7 @@ from helpers import assert_same_results, tiny_run
 from lander.speed import fast_paths, optimizers, use_foreach
 
 
-@pytest.mark.parametrize("algo", ["ppo", "a2c", "sac"])
+@pytest.mark.parametrize("algo", ["ppo", pytest.param("a2c", marks=pytest.mark.slow), "sac"])  # a2c: ppo's paths
 def test_fast_paths_change_no_result(tmp_path, algo):
     on, off = tmp_path / "on", tmp_path / "off"
     tiny_run(on, algo, "logger=none", "video.enabled=false")

@@ -2,17 +2,24 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import json
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
+import nbformat
 import numpy as np
 import pandas as pd
 import pytest
 import yaml
+from nbclient import NotebookClient
 
 from helpers import REPO, TINY_SWEEP, lander, lander_env, read_json, run_lander
-from helpers.wandb_reader import read_run
+from helpers.browser import check_visit, hover_text, not_blank, open_page, plot_data, wait_for_plots
+from helpers.wandb_reader import read_run, records
 
 NOT_WALL_CLOCK = ["timesteps", "mean", "std", "sem", "n", "median", "min", "max", "success_rate", "mean_length"]
 
@@ -25,8 +32,12 @@ def sweep(sweep_dir, *overrides):
 @pytest.fixture(scope="module")
 def serial_sweep(tmp_path_factory):
     sweep_dir = tmp_path_factory.mktemp("sweep") / "serial"
-    proc = sweep(sweep_dir, "hydra/launcher=basic", "algo=ppo,a2c", "seed=0,1")
-    assert proc.returncode == 0, proc.stderr[-4000:]
+    cmd = [sys.executable, "-m", "lander.run", "--multirun", "hydra/launcher=basic", "algo=ppo,a2c", "seed=0,1",
+           *TINY_SWEEP, f"hydra.sweep.dir={sweep_dir}"]  # fmt: skip
+    proc = subprocess.run(cmd, cwd=REPO, env=lander_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          text=True, timeout=900)  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    (sweep_dir / "console.txt").write_text(proc.stdout)  # what the console showed, in order
     return sweep_dir
 
 
@@ -134,6 +145,7 @@ def test_compare_rejects_an_unknown_baseline(serial_sweep, tmp_path):
     assert not list(tmp_path.iterdir())  # nothing written
 
 
+@pytest.mark.slow  # Hydra's submitit launcher (SLURM's code path, run locally): the default suite uses joblib
 def test_submitit_local_sweep_matches_the_serial_one(serial_sweep, tmp_path):
     proc = sweep(
         tmp_path / "submitit", "hydra/launcher=submitit_local", "hydra.launcher.timeout_min=10", "algo=ppo", "seed=0,1"
@@ -209,3 +221,132 @@ def test_evaluate_cli_on_a_sweep_evaluates_every_job(serial_sweep):
         record = read_json(serial_sweep / job / "evaluations" / "re_eval.json")
         assert record["n"] == 2 and record["model"] == "model.zip"
     assert not (serial_sweep / "comparison" / "evaluations").exists()
+
+
+# The sweep's reports (its jobs' and its comparison's), its console, the notebook and its W&B runs: on this
+# file's serial sweep, so that no other test file makes a sweep of its own for them.
+RUN_PLOTS = ["plot-returns", "plot-eval_episodes", "plot-training", "plot-speed"]
+SWEEP_PLOTS = ["plot-learning_curves_lunar_lander", "plot-final_scores_lunar_lander",
+               "plot-performance_profile_lunar_lander"]  # fmt: skip
+
+
+@pytest.mark.parametrize("job", ["0", "2"])  # PPO and A2C; every algorithm's report: tests/test_artifacts.py
+def test_run_report_opens_offline_and_interactive(serial_sweep, job, tmp_path):
+    run_dir = serial_sweep / job
+    algo = read_json(run_dir / "summary.json")["algo"]
+    report = run_dir / "report.html"
+    with open_page(report) as (page, visit):
+        wait_for_plots(page, len(RUN_PLOTS))
+        assert all(page.locator(f"#{p} .main-svg").count() for p in RUN_PLOTS)
+        returns = {t["name"]: t for t in plot_data(page, "plot-returns")}
+        evals = pd.read_csv(run_dir / "metrics/eval.csv")
+        (eval_trace,) = [t for name, t in returns.items() if name.startswith("evaluation mean")]
+        assert eval_trace["y"] == pytest.approx(evals["mean"].tolist())
+        episodes = pd.read_csv(run_dir / "metrics/train_episodes.csv")
+        assert returns["training episode"]["y"] == pytest.approx(episodes["return"].tolist(), rel=1e-6)
+        titles = page.locator("#plot-training .gtitle, #plot-training .annotation-text").all_text_contents()
+        sb3 = run_dir / "metrics/sb3_progress.csv"
+        progress = pd.read_csv(sb3) if sb3.stat().st_size else pd.DataFrame()  # A2C logs every 100 updates
+        logged = {c for c in progress.columns if not c.startswith("time/") and progress[c].notna().any()}
+        assert logged <= set(titles), logged - set(titles)  # every metric SB3 wrote has its plot
+        assert logged or "Training (SB3's logger) vs timesteps: nothing recorded" in titles
+        page.locator("#plot-returns .legendtoggle").first.click()  # a series toggled off from its legend
+        page.wait_for_function("document.getElementById('plot-returns').data[0].visible === 'legendonly'")
+        assert hover_text(page, "plot-returns")  # the mouse over the plot shows the values under it
+        video = page.evaluate("(() => { const v = document.querySelector('video'); "
+                              "return [v.src.slice(0, 22), v.readyState, v.duration]; })()")  # fmt: skip
+        config = page.locator("#config pre").first.text_content()
+        page.screenshot(path=tmp_path / f"run_{algo}.png", full_page=True)
+    check_visit(visit, report)
+    assert video[0] == "data:video/mp4;base64," and video[1] >= 1 and video[2] > 0  # embedded, and it plays
+    assert "${" not in config and f"name: {algo}" in config  # resolved, as it trained
+    assert not_blank(tmp_path / f"run_{algo}.png") > 0.05
+
+
+def test_sweep_report_compares_and_links_every_run(serial_sweep, tmp_path):
+    report = serial_sweep / "comparison" / "report.html"
+    table = pd.read_csv(serial_sweep / "comparison" / "table.csv")
+    with open_page(report) as (page, visit):
+        wait_for_plots(page, len(SWEEP_PLOTS))
+        curves = plot_data(page, SWEEP_PLOTS[0])
+        shown = [t["name"] for t in curves if t["visible"] is True and "seed" not in t["name"]]
+        assert [n for n in shown if "(n=" in n] == [f"{c} (n=2)" for c in table["config"]]
+        hidden = [t["name"] for t in curves if t["visible"] == "legendonly"]
+        assert len(hidden) == 4  # each seed's own curve, one click away
+        scores = plot_data(page, SWEEP_PLOTS[1])
+        for config, row in table.set_index("config").iterrows():
+            (mean,) = [t for t in scores if t["name"] == f"{config}: mean, 95% CI"]
+            assert mean["y"] == pytest.approx([row["final_mean"]])
+        links = page.eval_on_selector_all("#runs a", "as => as.map(a => a.getAttribute('href'))")
+        text = page.locator("#comparison table").first.text_content()
+        page.screenshot(path=tmp_path / "sweep.png", full_page=True)
+    check_visit(visit, report)
+    assert links == [f"../{i}/report.html" for i in range(4)]
+    assert all((report.parent / link).resolve().is_file() for link in links)
+    assert "paired t" in text and "algo=a2c" in text
+    assert not_blank(tmp_path / "sweep.png") > 0.05
+
+
+def test_sweep_and_jobs_end_with_a_summary(serial_sweep):
+    console = (serial_sweep / "console.txt").read_text()
+    last = console[console.rindex("sweep done:") :]
+    assert "4 job(s), 4 compared" in last and "algo=a2c" in last and "paired t p=" in last
+    assert f"report: {serial_sweep / 'comparison' / 'report.html'}" in last
+    assert "wandb:" not in last  # printed after W&B's own lines
+    assert console.count("(s.e.), success rate") == 4 and console.count("report: ") == 5  # every job, then the sweep
+
+
+def test_notebook_runs_against_a_sweep(serial_sweep, monkeypatch):
+    notebook = nbformat.read(REPO / "notebooks" / "explore.ipynb", as_version=4)
+    code = [c for c in notebook.cells if c.cell_type == "code"]
+    assert code and all(not c.outputs and c.execution_count is None for c in code)  # stored without outputs
+    monkeypatch.setenv("LANDER_RUN", str(serial_sweep / "0"))
+    monkeypatch.setenv("LANDER_SWEEP", str(serial_sweep))
+    NotebookClient(notebook, timeout=300, kernel_name="python3",
+                   resources={"metadata": {"path": str(REPO / "notebooks")}}).execute()  # fmt: skip
+    outputs = [o for c in code for o in c.outputs]
+    assert not [o for o in outputs if o.output_type == "error"]
+    figures = [o for o in outputs if "application/vnd.plotly.v1+json" in o.get("data", {})]
+    assert len(figures) >= 4  # the run's and the sweep's interactive figures
+    tables = " ".join(o["data"].get("text/plain", "") for o in outputs if o.output_type == "execute_result")
+    assert "algo=ppo" in tables and "algo=a2c" in tables
+
+
+def test_wandb_run_holds_the_report_and_an_artifact_that_syncs_from_its_directory(serial_sweep, tmp_path):
+    run_dir = serial_sweep / "0"
+    run = read_run(run_dir)
+    logged = [row for row in run["history"] if row.get("report/_type") == "html-file"]
+    assert len(logged) == 1
+    (offline,) = run_dir.glob("wandb/offline-run-*")
+    page = offline / "files" / logged[0]["report/path"]
+    assert page.read_bytes() == (run_dir / "report.html").read_bytes()  # the whole page as written, Plotly inlined
+    copied = shutil.copytree(run_dir, tmp_path / "elsewhere")  # a run directory copied to another machine
+    (wandb_file,) = copied.glob("wandb/offline-run-*/run-*.wandb")
+    entries = [e for r in records(wandb_file) if r.WhichOneof("record_type") == "artifact"
+               for e in r.artifact.manifest.contents]  # fmt: skip
+    assert {e.path for e in entries} == {"model.zip", "eval.json"}
+    for entry in entries:  # relative to the run directory: `cd <run dir> && wandb sync wandb/offline-run-*`
+        assert not Path(entry.local_path).is_absolute() and entry.local_path.startswith("wandb/artifact_files/")
+        data = (copied / entry.local_path).read_bytes()
+        assert base64.b64encode(hashlib.md5(data).digest()).decode() == entry.digest
+    assert (copied / entries[0].local_path).read_bytes() == (run_dir / entries[0].path).read_bytes()
+    comparison = read_run(serial_sweep)  # the sweep's own W&B run, in its group
+    assert comparison["job_type"] == "comparison"
+    assert [row for row in comparison["history"] if row.get("comparison/report/_type") == "html-file"]
+
+
+def test_hostile_text_in_a_run_stays_text(serial_sweep, tmp_path):
+    """A config value and a summary error with markup: the page shows them, runs none of it."""
+    from lander.report_run import write_run_report
+
+    run_dir = Path(shutil.copytree(serial_sweep / "0", tmp_path / "run"))
+    config = run_dir / ".hydra/config.yaml"
+    config.write_text(config.read_text().replace("  tags: []", "  tags:\n  - </script><script>alert(1)</script>"))
+    summary = read_json(run_dir / "summary.json") | {"status": "failed", "error": "<img src=x onerror=alert(2)>"}
+    (run_dir / "summary.json").write_text(json.dumps(summary))
+    write_run_report(run_dir)
+    with open_page(run_dir / "report.html") as (page, visit):
+        wait_for_plots(page, len(RUN_PLOTS))
+        shown = page.locator("body").text_content()
+    check_visit(visit, run_dir / "report.html")
+    assert "<img src=x onerror=alert(2)>" in shown and "</script><script>alert(1)</script>" in shown

@@ -80,8 +80,18 @@ def compose_first(overrides: list[str]) -> None:
         with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
             compose(config_name="config", overrides=first)
     except (HydraException, OmegaConfBaseException, ValueError) as exc:
-        lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-        raise ConfigError("; ".join(lines[:3])) from exc  # Hydra's message and the key it names
+        raise ConfigError(hydra_message(exc)) from exc
+
+
+def hydra_message(exc: BaseException) -> str:
+    """Hydra's error in one line: the message, the options it lists (not its search path), and the cause."""
+    text = str(exc).split("Config search path:")[0]
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    message = lines[0] + (f"; {lines[1]} {', '.join(lines[2:])}" if len(lines) > 2 else "".join(lines[1:2]))
+    cause = exc.__cause__
+    if cause is not None and str(cause).strip():
+        message += f": {str(cause).strip().splitlines()[0]}"  # e.g. "Value 'x' could not be converted to Integer"
+    return message
 
 
 class Launcher:

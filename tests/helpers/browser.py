@@ -82,3 +82,28 @@ def not_blank(png: Path) -> float:
     colours, counts = np.unique(pixels, axis=0, return_counts=True)
     background = colours[counts.argmax()]
     return float(np.mean(np.any(pixels != background, axis=1)))
+
+
+def plot_data(page, plot_id: str) -> list[dict]:  # type: ignore[no-untyped-def]
+    """Each trace's name, visibility and y values as Plotly drew them."""
+    script = f"document.getElementById('{plot_id}')._fullData.map(t => ({{name: t.name, visible: t.visible, "
+    return page.evaluate(script + "y: Array.from(t.y || [])}))")
+
+
+def hover_text(page, plot_id: str) -> str:  # type: ignore[no-untyped-def]
+    """Move the mouse across the plot's middle until Plotly shows a hover label; its text ('' if none)."""
+    box = page.locator(f"#{plot_id} .nsewdrag").first.bounding_box()
+    for fraction in (0.5, 0.95, 0.75, 0.25, 0.05, 0.6, 0.4, 0.85, 0.15):
+        page.mouse.move(box["x"] + box["width"] * fraction, box["y"] + box["height"] * 0.5)
+        page.wait_for_timeout(100)
+        text = page.locator(f"#{plot_id} .hoverlayer").text_content()
+        if text:
+            return text
+    return ""
+
+
+def check_visit(visit, report: Path) -> None:  # type: ignore[no-untyped-def]
+    assert not visit.errors, visit.errors  # no JavaScript error
+    assert not visit.console, visit.console
+    assert not visit.dialogs, visit.dialogs  # nothing from a file ran as script
+    assert visit.outside(report) == [], visit.outside(report)  # no network, no CDN: only the report itself

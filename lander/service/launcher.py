@@ -186,10 +186,11 @@ def status(run: Path) -> str:
 
 
 def alive(pid: int, started: float) -> bool:
-    """True if ``pid`` runs and started about when recorded (a reused pid is not ours)."""
+    """True if ``pid`` still runs ``lander.run`` and was not started before the record (a reused pid is not ours)."""
     try:
         os.kill(pid, 0)
-        created = Path(f"/proc/{pid}").stat().st_mtime
-    except (OSError, ProcessLookupError):
+        command = Path(f"/proc/{pid}/cmdline").read_bytes()
+        seen = Path(f"/proc/{pid}").stat().st_mtime  # when the kernel first showed the process: not before its start
+    except OSError:
         return False
-    return created >= started - 5
+    return b"lander.run" in command and seen >= started - 5

@@ -16,7 +16,6 @@ from lander.checkpoints import Checkpointer
 from lander.eval_callback import PeriodicEval
 from lander.faults import fault
 from lander.monitoring import check_finite, nonfinite_parameters
-from lander.report_run import try_run_report
 from lander.rundir import RunPaths, RunSummary, Status, atomic_write, write_json
 from lander.tracking import run_name
 
@@ -110,8 +109,10 @@ def record_stop(
         saved.append(f"checkpoints/{path.name}")
     summary.save(paths)
     saved += ["summary.json", "metrics/"] + (["learning_curve.png"] if plot_recorded(cfg, paths) else [])
-    if cfg.get("report", True) and try_run_report(paths.root) is not None:
-        saved.append("report.html")
+    if cfg.get("report", True):
+        from lander.report_run import try_run_report  # plotly is imported only now, not while training
+
+        saved += ["report.html"] if try_run_report(paths.root) is not None else []
     if status == Status.FAILED:
         log.exception("run failed at %d timesteps: %s", summary.timesteps, exc)
         return

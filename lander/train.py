@@ -26,7 +26,6 @@ from lander.envs import action_space_kind, make_train_env, observation_space_kin
 from lander.eval_callback import PeriodicEval
 from lander.faults import fault
 from lander.interrupt import deferred, signals_blocked, stop_on_signals
-from lander.report_run import try_run_report
 from lander.results import record_results, record_stop
 from lander.resume import load_newest_checkpoint, truncate_metrics
 from lander.rundir import RunPaths, RunSummary, Status, remove_temporaries
@@ -130,6 +129,8 @@ def _record(
         fault("finish:completed")
         exit_code = 0
         if cfg.report:
+            from lander.report_run import try_run_report  # plotly is imported only now, not while training
+
             try_run_report(paths.root)
         if wandb_run:
             finish_wandb(wandb_run, paths, summary, cfg.logger.log_model)

@@ -109,10 +109,7 @@ def record_stop(
         saved.append(f"checkpoints/{path.name}")
     summary.save(paths)
     saved += ["summary.json", "metrics/"] + (["learning_curve.png"] if plot_recorded(cfg, paths) else [])
-    if cfg.get("report", True):
-        from lander.report_run import try_run_report  # plotly is imported only now, not while training
-
-        saved += ["report.html"] if try_run_report(paths.root) is not None else []
+    saved += ["report.html"] if write_report(cfg, paths) else []
     if status == Status.FAILED:
         log.exception("run failed at %d timesteps: %s", summary.timesteps, exc)
         return
@@ -132,3 +129,12 @@ def plot_recorded(cfg: DictConfig, paths: RunPaths) -> bool:
     except Exception as exc:  # a stopping run must still exit cleanly; the plot is a convenience
         log.warning("no learning curve for the stopped run: %s", exc)
         return False
+
+
+def write_report(cfg: DictConfig, paths: RunPaths) -> bool:
+    """``report.html`` (unless ``report=false``), from what the run recorded; False if none was written."""
+    if not cfg.get("report", True):
+        return False
+    from lander.report_run import try_run_report  # plotly is imported only now, not while training
+
+    return try_run_report(paths.root) is not None

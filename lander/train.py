@@ -26,7 +26,7 @@ from lander.envs import action_space_kind, make_train_env, observation_space_kin
 from lander.eval_callback import PeriodicEval
 from lander.faults import fault
 from lander.interrupt import deferred, signals_blocked, stop_on_signals
-from lander.results import record_results, record_stop
+from lander.results import record_results, record_stop, write_report
 from lander.resume import load_newest_checkpoint, truncate_metrics
 from lander.rundir import RunPaths, RunSummary, Status, remove_temporaries
 from lander.snapshot import write_snapshot
@@ -128,10 +128,7 @@ def _record(
         summary.save(paths)
         fault("finish:completed")
         exit_code = 0
-        if cfg.report:
-            from lander.report_run import try_run_report  # plotly is imported only now, not while training
-
-            try_run_report(paths.root)
+        write_report(cfg, paths)
         if wandb_run:
             finish_wandb(wandb_run, paths, summary, cfg.logger.log_model)
         return summary

@@ -117,7 +117,7 @@ def run_info(root: Path, path: Path) -> dict[str, Any]:
     """What the list of runs shows of one run."""
     paths = RunPaths(path)
     summary = read_json(paths.summary) if paths.summary.is_file() else {}
-    status, active = summary.get("status", "created"), RunLock(path).busy()
+    status, active, latest = summary.get("status", "created"), RunLock(path).busy(), last_eval(paths)
     if status == "running" and not active:
         status = "stopped"  # recorded as running, but no process holds it: killed (kill -9, power loss)
     return {
@@ -126,8 +126,8 @@ def run_info(root: Path, path: Path) -> dict[str, Any]:
         "status": status,
         "active": active,  # a process holds the run (training, or still writing its last files)
         **{k: summary.get(k) for k in SHOWN},
-        "timesteps": max(summary.get("timesteps") or 0, (last_eval(paths) or {}).get("timesteps") or 0),
-        "latest_eval": last_eval(paths),
+        "timesteps": max(summary.get("timesteps") or 0, (latest or {}).get("timesteps") or 0),
+        "latest_eval": latest,
         "started": (paths.config if paths.config.is_file() else path / "service.log").stat().st_mtime,
         "files": [name for name in FILES if (path / name).is_file()],
     }

@@ -1,10 +1,10 @@
 """Load on the experiment service while a run trains: does polling slow training, and how fast does it answer?
 
-Starts ``python -m lander.serve`` on a free port over a fresh root, then trains the same PPO run twice per
-repetition, once alone and once while ``--clients`` clients each poll ``GET /api/runs`` and the run's
-``GET /api/runs/{id}/metrics/eval?since=...`` every ``--interval`` seconds (the dashboard polls every 2 s),
-alternating the order. Reports the run's training steps/s (``summary.json``: ``train_steps_per_second``)
-with and without the load, and the requests' latency percentiles and errors.
+Starts ``python -m lander.serve`` on a free port over a fresh root (with a token, as by default), then trains
+the same PPO run twice per repetition, once alone and once while ``--clients`` clients each poll
+``GET /api/runs`` and the run's ``GET /api/runs/{id}/metrics/eval?since=...`` every ``--interval`` seconds
+(the dashboard polls every 2 s), alternating the order. Reports the run's training steps/s (``summary.json``:
+``train_steps_per_second``) with and without the load, and the requests' latency percentiles and errors.
 
     python benchmarks/service_load.py --clients 20 --reps 2
 """
@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import secrets
 import signal
 import socket
 import subprocess
@@ -25,6 +26,8 @@ from pathlib import Path
 import httpx
 import numpy as np
 
+TOKEN = secrets.token_urlsafe(32)
+AUTH = {"Authorization": f"Bearer {TOKEN}"}  # what a script sends (the dashboard: the cookie the URL sets)
 RUN = ["algo=ppo", "total_timesteps=250000", "video.enabled=false", "progress_bar=false", "logger=none"]
 
 
@@ -46,7 +49,7 @@ def steps_per_second(root: Path, name: str) -> float:
 
 async def client(url: str, run_id: str, interval: float, until: float, latencies: list, errors: list) -> None:
     since = 0
-    async with httpx.AsyncClient(base_url=url, timeout=10) as http:
+    async with httpx.AsyncClient(base_url=url, timeout=10, headers=AUTH) as http:
         while time.monotonic() < until:
             for path in ("/api/runs", f"/api/runs/{run_id}/metrics/eval"):
                 started = time.perf_counter()
@@ -73,7 +76,7 @@ async def load(url: str, run_id: str, clients: int, interval: float, seconds: fl
 def loaded_run(root: Path, url: str, name: str, args: argparse.Namespace) -> tuple[list, list]:
     process = train(root, name)
     run_id = f"outputs~{name}"
-    while httpx.get(f"{url}/api/runs/{run_id}").status_code != 200:  # the run directory exists
+    while httpx.get(f"{url}/api/runs/{run_id}", headers=AUTH).status_code != 200:  # the run directory exists
         time.sleep(0.2)
     latencies, errors = asyncio.run(load(url, run_id, args.clients, args.interval, args.seconds))
     if process.wait() != 0:
@@ -90,13 +93,14 @@ def main() -> None:
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="lander-load-"))
     port = free_port()
-    service = subprocess.Popen([sys.executable, "-m", "lander.serve", "--root", str(root), "--port", str(port)],
+    service = subprocess.Popen([sys.executable, "-m", "lander.serve", "--root", str(root), "--port", str(port),
+                                "--token", TOKEN],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
     url = f"http://127.0.0.1:{port}"
     try:
         while True:
             try:
-                httpx.get(url + "/api/runs", timeout=1)
+                httpx.get(url + "/api/runs", timeout=1, headers=AUTH)
                 break
             except httpx.TransportError:
                 time.sleep(0.2)

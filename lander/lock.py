@@ -11,6 +11,7 @@ import fcntl
 import json
 import os
 import socket
+import stat
 import time
 from pathlib import Path
 from typing import IO
@@ -33,21 +34,32 @@ class RunLock:
     def owner(self) -> dict | None:
         """The pid, host and start time recorded by the process holding (or last holding) the lock."""
         try:
-            return json.loads(self.path.read_text() or "null")
+            with self._open() as handle:
+                owner = json.loads(handle.read(4096) or "null")
         except (OSError, ValueError):
             return None
+        return owner if isinstance(owner, dict) else None
 
     def busy(self) -> bool:
-        """True if a live process holds the lock (a stale lock file does not count)."""
-        if not self.path.is_file():
-            return False
-        with self.path.open("a") as handle:
-            try:
+        """True if a live process holds the lock (a stale lock file does not count, nor a link or a FIFO of that
+        name: a copied directory's, which no process of this machine holds)."""
+        try:
+            with self._open() as handle:
                 fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                return True
-            fcntl.flock(handle, fcntl.LOCK_UN)
+                fcntl.flock(handle, fcntl.LOCK_UN)
+        except BlockingIOError:
+            return True
+        except OSError:
+            return False
         return False
+
+    def _open(self) -> IO[str]:
+        """The lock file for reading, neither following a link nor blocking; OSError if it is not a regular file."""
+        handle = os.fdopen(os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK))
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            handle.close()
+            raise OSError(f"{self.path}: not a regular file")
+        return handle
 
     def acquire(self) -> RunLock:
         """Take the lock, or raise :class:`ConfigError` naming the process that holds it."""

@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import itertools
 import re
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
+from typing import Any
 
 from lander.config import CONF_DIR, ConfigError, check_logger, validate
 from lander.keys import check_model_keys, check_override_keys
 from lander.lock import check_free
 from lander.rundir import RunPaths
 
+NO_LOCK = nullcontext()  # a command line composes alone
 MAX_JOBS_CHECKED = 256  # beyond this, each value of each swept key is checked once, not every combination
 
 
@@ -70,10 +73,13 @@ def job_overrides(overrides: list[str], multirun: bool) -> list[list[str]]:
     return [list(job) for job in jobs]
 
 
-def check_jobs(argv: list[str]) -> None:
+def check_jobs(argv: list[str], lock: AbstractContextManager[Any] = NO_LOCK) -> None:
     """Compose and validate the config of every job of the command; raise :class:`ConfigError` on the first bad one.
 
     A command Hydra itself cannot parse or compose is left to Hydra, which reports it (writing nothing).
+
+    :param lock: held around each composition (Hydra's state is global), never longer: the service's other
+        requests wait for one composition at most
     """
     from hydra import compose, initialize_config_dir
     from hydra.errors import HydraException
@@ -83,32 +89,35 @@ def check_jobs(argv: list[str]) -> None:
 
     multirun = any(a in ("-m", "--multirun") for a in argv)
     overrides = [a for a in argv if not a.startswith("-") and not a.startswith("hydra.")]
+    search = [a for a in argv if a.startswith("hydra.searchpath=")]
     check_launcher(argv)
     register_configs()
     try:
-        with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-            search = [a for a in argv if a.startswith("hydra.searchpath=")]
+        with lock, initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
             if not multirun and (swept := preset_sweeps(search, overrides)):
                 raise ConfigError(
                     f"this preset is a sweep ({'; '.join(swept)}) and runs with --multirun: python -m lander.run "
                     f"--multirun {' '.join(argv)}  (or give every swept key one value to run a single job)"
                 )
             jobs = job_overrides([*preset_sweeps(search, overrides), *overrides] if multirun else overrides, multirun)
-            for i, job in enumerate(jobs):
+        for i, job in enumerate(jobs):
+            with lock, initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
                 cfg = compose(config_name="config", overrides=[*search, *job])
-                validate(cfg)
-                if any(o.startswith("+algo.model.") for o in job):  # keys the algorithm's config does not have:
-                    check_model_keys(cfg)  # against the class (imports torch: not done for other commands)
-                if i == 0:
-                    check_logger(cfg)  # online W&B that cannot be reached fails now, not after a minute
+            validate(cfg)
+            if any(o.startswith("+algo.model.") for o in job):  # keys the algorithm's config does not have:
+                check_model_keys(cfg)  # against the class (imports torch: not done for other commands)
+            if i == 0:
+                check_logger(cfg)  # online W&B that cannot be reached fails now, not after a minute
     except (HydraException, OmegaConfBaseException, ValueError) as exc:
         if isinstance(exc, ConfigError):
             raise
-        explain_model_override(str(exc), search, overrides)
+        explain_model_override(str(exc), search, overrides, lock)
         return  # Hydra reports it in its own words
 
 
-def explain_model_override(error: str, search: list[str], overrides: list[str]) -> None:
+def explain_model_override(
+    error: str, search: list[str], overrides: list[str], lock: AbstractContextManager[Any] = NO_LOCK
+) -> None:
     """Hydra's "Could not override 'algo.model.X'" (X not in the algorithm's config), said in lander's words:
     a parameter the model class does not take (with the closest names), or one it takes, to add with ``+``."""
     from hydra import compose, initialize_config_dir
@@ -121,7 +130,7 @@ def explain_model_override(error: str, search: list[str], overrides: list[str]) 
     key = found.group(1)
     added = [f"+{o}" if o.split("=", 1)[0] == key else o for o in overrides if "," not in o]
     try:
-        with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        with lock, initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
             cfg = compose(config_name="config", overrides=[*search, *added])
     except (HydraException, OmegaConfBaseException):
         return  # something else is wrong too: Hydra reports it
@@ -156,8 +165,11 @@ def check_launcher(argv: list[str]) -> None:
                 )
 
 
-def check_command(argv: list[str]) -> list[str]:
-    """All checks of the command line ``argv``; return it as Hydra is to get it."""
+def check_command(argv: list[str], lock: AbstractContextManager[Any] = NO_LOCK) -> list[str]:
+    """All checks of the command line ``argv``; return it as Hydra is to get it.
+
+    :param lock: held around each composition of a job's config (see :func:`check_jobs`)
+    """
     argv = [a[1:] if a.startswith(("+experiment=", "+hparams_search=")) else a for a in argv]
     check_override_keys(argv)
     if any(a.startswith("resume=") for a in argv):
@@ -165,5 +177,5 @@ def check_command(argv: list[str]) -> list[str]:
     for arg in argv:
         if arg.startswith("hydra.run.dir=") and "-m" not in argv and "--multirun" not in argv:
             check_free(Path(arg.split("=", 1)[1].strip("'\"")))
-    check_jobs(argv)
+    check_jobs(argv, lock)
     return argv

@@ -23,6 +23,7 @@ from lander.lock import RunLock
 from lander.rerun import continue_job, plan_job
 from lander.rundir import RunFileError, RunPaths, RunSummary, Status
 from lander.schema import register_configs
+from lander.trust import allowed_prefixes, check_trusted
 
 log = logging.getLogger("lander")
 register_configs()
@@ -64,6 +65,8 @@ def run_job(cfg: DictConfig, run_dir: Path, overrides: list[str], group: str | N
             run_dir = Path(cfg.resume)
             budget = [int(o.split("=", 1)[1]) for o in overrides if o.startswith("total_timesteps=")]
             cfg = resume_config(run_dir, budget[-1] if budget else None)
+        if (prefixes := allowed_prefixes()) is not None:  # started by the service: lander's own targets only
+            check_trusted(cfg, prefixes, where=str(RunPaths(run_dir).config) if cfg.resume else "")
         validate(cfg)  # before importing torch and SB3, so bad input fails in a second
         check_logger(cfg)
         if cfg.resume is None and plan_job(RunPaths(run_dir)) == "skip":  # a completed job of a re-run sweep:

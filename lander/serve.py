@@ -1,9 +1,11 @@
-"""``python -m lander.serve [--host 127.0.0.1] [--port 8765] [--root .] [--token T]``: the local experiment
-service, FastAPI served by uvicorn. It finds the runs and sweeps under ``--root`` (``outputs/``, ``multirun/``)
-on disk, launches, stops and resumes them, and serves the dashboard at ``/`` and the API docs at ``/docs``.
+"""``python -m lander.serve [--root .] [--port 8765]``: the experiment service, FastAPI served by uvicorn. It finds
+the runs and sweeps under ``--root`` (``outputs/``, ``multirun/``) on disk, launches, stops and resumes them, and
+serves the dashboard at ``/``.
 
-It binds 127.0.0.1 by default; any other address needs a token (``--token`` or ``LANDER_TOKEN``), and with a
-token every request without it is refused (401).
+It starts Python processes as you, so it is guarded as Jupyter Server is (see ``lander/service/guard.py`` and the
+README's Security section): a random token by default, printed in a ready-to-open URL; the Host header checked
+(against DNS rebinding) and the Origin of every state change; run files served sandboxed; launch requests are
+data, never code; a resumed run's saved config imports only what lander ships or ``--allow-target`` allows.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import secrets
 import sys
 from pathlib import Path
 
@@ -18,25 +21,79 @@ log = logging.getLogger(__name__)
 LOCAL = ("127.0.0.1", "localhost", "::1")
 
 
-def main(argv: list[str] | None = None) -> int:
+def parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m lander.serve", description=__doc__.split("\n")[0])
-    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
-    parser.add_argument("--port", type=int, default=8765, help="port (default 8765)")
-    parser.add_argument("--root", type=Path, default=Path("."), help="directory holding outputs/ and multirun/")
-    parser.add_argument("--token", default=os.environ.get("LANDER_TOKEN"), help="required from clients (LANDER_TOKEN)")
-    args = parser.parse_args(argv)
+    add = parser.add_argument
+    add("--root", type=Path, default=Path("."), help="directory holding outputs/ and multirun/ (default .)")
+    add("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
+    add("--port", type=int, default=8765, help="port (default 8765)")
+    add(
+        "--token",
+        default=os.environ.get("LANDER_TOKEN"),
+        help="the token clients must give (LANDER_TOKEN; default: a new random one at each start, printed in the URL)",
+    )
+    add(
+        "--no-token",
+        action="store_true",
+        help="no token (127.0.0.1 only, with --no-token-acknowledged): any "
+        "process or user of this machine can then launch runs as you",
+    )
+    add("--no-token-acknowledged", action="store_true", help=argparse.SUPPRESS)
+    add(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a host name clients use to reach the service (its name on a lab network, a reverse proxy's); repeatable",
+    )
+    add(
+        "--allow-target",
+        action="append",
+        default=[],
+        metavar="PREFIX",
+        help="let launched and resumed runs "
+        "import _target_s under this dotted prefix (your own callbacks, e.g. mylab.callbacks); repeatable",
+    )
+    add(
+        "--max-running",
+        type=int,
+        default=os.cpu_count() or 1,
+        help="the most runs and sweeps it keeps running at once (default: the number of cores)",
+    )
+    add("--max-jobs", type=int, default=100, help="the most jobs one sweep request may expand to (default 100)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
     if not args.root.is_dir():
-        parser.error(f"--root {args.root}: not a directory")
-    if args.host not in LOCAL and not args.token:
-        parser.error(f"--host {args.host} is reachable from other machines: give a --token (or set LANDER_TOKEN)")
+        parser().error(f"--root {args.root}: not a directory")
+    if args.no_token and not args.no_token_acknowledged:
+        parser().error(
+            "--no-token lets any process or user of this machine launch Python processes as you: add "
+            "--no-token-acknowledged to confirm (127.0.0.1 only)"
+        )
+    if args.no_token and args.host not in LOCAL:
+        parser().error(f"--no-token: only on 127.0.0.1 (--host {args.host} is reachable from other machines)")
+    if args.max_running < 1 or args.max_jobs < 1:
+        parser().error("--max-running and --max-jobs: at least 1")
+    token = None if args.no_token else args.token or secrets.token_urlsafe(32)
     import uvicorn
 
     from lander.service.app import create_app
 
     logging.basicConfig(level=logging.INFO, format="%(message)s")
-    url = f"http://{args.host}:{args.port}/" + ("?token=<your token>" if args.token else "")
-    log.info("lander service for %s: %s (API docs at /docs)", args.root.resolve(), url)
-    uvicorn.run(create_app(args.root, args.token), host=args.host, port=args.port, log_level="warning")
+    hosts = [*args.allow_host, *([] if args.host in ("0.0.0.0", "::") else [args.host])]
+    app = create_app(args.root, token, args.port, hosts, args.max_running, args.max_jobs, args.allow_target)
+    shown = f"[{args.host}]" if ":" in args.host else args.host
+    url = f"http://{shown}:{args.port}/" + (f"?token={token}" if token else "")
+    log.info("lander service for %s; open the dashboard at:\n    %s", args.root.resolve(), url)
+    if args.host in ("0.0.0.0", "::") and not args.allow_host:
+        log.warning(
+            "bound to every address: give each name or address clients use with --allow-host (e.g. "
+            "--allow-host myserver.lab); other Host headers are refused"
+        )
+    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
     return 0
 
 

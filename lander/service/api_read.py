@@ -1,7 +1,13 @@
-"""The service's read-only endpoints: runs, their metrics and files, sweeps."""
+"""The service's read-only endpoints: runs, their metrics and files, sweeps.
+
+Every file is read through :mod:`lander.service.store` (real path under the root, regular file, bounded size),
+and the files of a run are served as untrusted: under ``Content-Security-Policy: sandbox`` (a report's scripts
+run in an opaque origin, with no access to the service, its cookies or the network), ``nosniff``.
+"""
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 from typing import Any
 
@@ -9,12 +15,26 @@ import pandas as pd
 import yaml
 from fastapi import APIRouter, Request
 from fastapi.responses import FileResponse
-from omegaconf import OmegaConf
 
-from lander.rundir import RunPaths, read_json
-from lander.service import store
+from lander.rundir import RunPaths
+from lander.service import files, store
+from lander.trust import resolve_trusted
 
 router = APIRouter()
+# what a run's file may do once opened: run its own inline scripts, show its own inline media; nothing else
+UNTRUSTED = (
+    "sandbox allow-scripts; default-src 'none'; script-src 'unsafe-inline' 'unsafe-eval'; "
+    "style-src 'unsafe-inline'; img-src data: blob:; media-src data: blob:; font-src data:"
+)
+MEDIA = {
+    ".html": "text/html",
+    ".mp4": "video/mp4",
+    ".png": "image/png",
+    ".json": "application/json",
+    ".csv": "text/csv",
+    ".zip": "application/zip",
+    ".log": "text/plain",
+}
 
 
 def root_of(request: Request) -> Path:
@@ -31,9 +51,12 @@ def run(request: Request, run_id: str) -> dict[str, Any]:
     root = root_of(request)
     path = store.run_dir(root, run_id)
     paths = RunPaths(path)
-    overrides = yaml.safe_load(paths.overrides.read_text()) if paths.overrides.is_file() else []
-    summary = read_json(paths.summary) if paths.summary.is_file() else {}
-    return store.run_info(root, path) | {"summary": summary, "config": resolved(paths.config), "overrides": overrides}
+    summary, _problem = store.summary_of(root, path)
+    return store.safe_run_info(root, path) | {
+        "summary": summary,
+        "config": shown_config(root, paths.config),
+        "overrides": yaml_file(root, paths.overrides) or [],
+    }
 
 
 @router.get("/api/runs/{run_id}/metrics/{name}", summary="A metrics file as rows; ?since=<timestep> for polling")
@@ -41,12 +64,16 @@ def metrics(request: Request, run_id: str, name: str, since: float | None = None
     if name not in store.METRICS:
         raise store.NotFound(f"metrics {name!r} (one of {', '.join(store.METRICS)})")
     file, column = store.METRICS[name]
-    return store.rows(store.run_dir(root_of(request), run_id) / "metrics" / file, column, since)
+    root = root_of(request)
+    try:
+        return store.rows(root, store.run_dir(root, run_id) / "metrics" / file, column, since)
+    except files.Unreadable as exc:
+        raise store.NotFound(str(exc)) from exc
 
 
 @router.get("/api/runs/{run_id}/files/{name:path}", summary="A file of the run (report, video, model, ...)")
 def run_file(request: Request, run_id: str, name: str) -> FileResponse:
-    return FileResponse(store.run_file(root_of(request), run_id, name))
+    return untrusted(store.run_file(root_of(request), run_id, name))
 
 
 @router.get("/api/sweeps", summary="Every sweep under the root, newest first")
@@ -58,28 +85,48 @@ def sweeps(request: Request) -> list[dict[str, Any]]:
 def sweep(request: Request, sweep_id: str) -> dict[str, Any]:
     root = root_of(request)
     path = store.sweep_dir(root, sweep_id)
-    table = path / "comparison" / "table.csv"
-    rows = pd.read_csv(table).astype(object).where(pd.notna, None).to_dict("records") if table.is_file() else []
-    jobs = [store.run_info(root, job) for job in store.find_run_dirs([path])]
-    report = path / "comparison" / "report.html"
-    return {"id": sweep_id, "path": str(path.relative_to(root)), "jobs": jobs, "comparison": rows,
-            "report": f"/api/sweeps/{sweep_id}/report" if report.is_file() else None}  # fmt: skip
+    try:
+        table = files.read_text(root, path / "comparison" / "table.csv", store.MAX_CSV)
+        rows = pd.read_csv(io.StringIO(table)).astype(object).where(pd.notna, None).to_dict("records")
+    except (files.Unreadable, ValueError):
+        rows = []
+    jobs = [store.safe_run_info(root, job) for job in store.find_run_dirs([path])]
+    report = files.servable(root, path / "comparison" / "report.html")
+    return {
+        "id": sweep_id,
+        "path": str(path.relative_to(root)),
+        "jobs": jobs,
+        "comparison": rows,
+        "report": f"/api/sweeps/{sweep_id}/report" if report else None,
+    }
 
 
 @router.get("/api/sweeps/{sweep_id}/report", summary="The sweep's comparison/report.html")
 def sweep_report(request: Request, sweep_id: str) -> FileResponse:
-    report = store.sweep_dir(root_of(request), sweep_id) / "comparison" / "report.html"
-    if not report.is_file():
-        raise store.NotFound(f"{sweep_id}/comparison/report.html")
-    return FileResponse(report)
-
-
-def resolved(config: Path) -> dict[str, Any]:
-    """A run's config with its interpolations resolved (as written if they do not resolve)."""
-    if not config.is_file():
-        return {}
-    loaded = OmegaConf.load(config)
+    root = root_of(request)
     try:
-        return OmegaConf.to_container(loaded, resolve=True)  # type: ignore[return-value]
-    except Exception:  # an interpolation of a resolver not registered here
-        return OmegaConf.to_container(loaded, resolve=False)  # type: ignore[return-value]
+        report = files.real_file(root, store.sweep_dir(root, sweep_id) / "comparison" / "report.html")
+    except files.Unreadable as exc:
+        raise store.NotFound(str(exc)) from exc
+    return untrusted(report)
+
+
+def untrusted(path: Path) -> FileResponse:
+    """A file of a run or sweep, served so that it cannot act on the service (see :data:`UNTRUSTED`)."""
+    media = MEDIA.get(path.suffix, "application/octet-stream")
+    return FileResponse(path, media_type=media, headers={"Content-Security-Policy": UNTRUSTED})
+
+
+def yaml_file(root: Path, path: Path) -> Any:
+    """A small YAML file of a run, safely parsed; None if absent or unreadable."""
+    try:
+        return yaml.safe_load(files.read_text(root, path, store.MAX_CONFIG))
+    except (files.Unreadable, yaml.YAMLError):
+        return None
+
+
+def shown_config(root: Path, config: Path) -> dict[str, Any]:
+    """A run's config with its interpolations resolved where only trusted ones are called (``${key}``,
+    ``${now:...}``); as written otherwise, so ``${oc.env:...}`` never shows the service's environment."""
+    loaded = yaml_file(root, config)
+    return resolve_trusted(loaded) if isinstance(loaded, dict) else {}

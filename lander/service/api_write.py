@@ -1,4 +1,8 @@
-"""The service's endpoints that start or stop processes: launch a run or a sweep, stop, resume."""
+"""The service's endpoints that start or stop processes: launch a run or a sweep, stop, resume.
+
+Each is a POST with a JSON body carrying the token (:mod:`lander.service.guard`); a launch's overrides are data
+checked by :func:`lander.service.overrides.check_overrides` before anything starts.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,8 @@ from typing import Any
 from fastapi import APIRouter, Body, Request
 
 from lander.service import store
-from lander.service.launcher import Launcher, check_overrides
+from lander.service.launcher import Launcher
+from lander.service.overrides import check_overrides
 
 router = APIRouter()
 
@@ -18,13 +23,19 @@ def launcher_of(request: Request) -> Launcher:
 
 @router.post("/api/runs", status_code=201, summary='Start a run: {"overrides": ["algo=ppo", "seed=0"]}')
 def launch_run(request: Request, body: dict[str, Any] = Body(...)) -> dict[str, Any]:  # noqa: B008
-    entry = launcher_of(request).launch_run(check_overrides(body.get("overrides", []), multirun=False))
+    launcher = launcher_of(request)
+    launcher.room()  # before the overrides are composed: a full service answers at once
+    overrides = check_overrides(body.get("overrides", []), False, launcher.max_jobs, launcher.allowed)
+    entry = launcher.launch_run(overrides)
     return entry | {"id": entry["path"].replace("/", "~")}
 
 
 @router.post("/api/sweeps", status_code=201, summary='Start a sweep: {"overrides": ["algo=ppo,a2c", "seed=0,1"]}')
 def launch_sweep(request: Request, body: dict[str, Any] = Body(...)) -> dict[str, Any]:  # noqa: B008
-    entry = launcher_of(request).launch_sweep(check_overrides(body.get("overrides", []), multirun=True))
+    launcher = launcher_of(request)
+    launcher.room()
+    overrides = check_overrides(body.get("overrides", []), True, launcher.max_jobs, launcher.allowed)
+    entry = launcher.launch_sweep(overrides)
     return entry | {"id": entry["path"].replace("/", "~")}
 
 

@@ -1,48 +1,68 @@
-"""The service's HTTP app (FastAPI; OpenAPI docs at ``/docs``): the token check, JSON errors, the dashboard page
-at ``/`` and the endpoints of :mod:`lander.service.api_read` and :mod:`lander.service.api_write`."""
+"""The service's HTTP app (FastAPI; its OpenAPI schema at ``/openapi.json``): the dashboard page at ``/`` and the
+endpoints of :mod:`lander.service.api_read` and :mod:`lander.service.api_write`, behind
+:class:`lander.service.guard.Guard` (Host, token, Origin, sizes), with every error as JSON in one line."""
 
 from __future__ import annotations
 
-import hmac
+import logging
+from collections.abc import Iterable
 from importlib import resources
 from pathlib import Path
-from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import HTMLResponse, JSONResponse
+from fastapi.responses import HTMLResponse, JSONResponse, Response
 
 from lander.service import api_read, api_write, store
-from lander.service.launcher import Launcher, Refused
+from lander.service.guard import Guard, cookie_names
+from lander.service.launcher import Launcher
+from lander.service.overrides import Refused
 
+log = logging.getLogger(__name__)
 EXPECTED = 'expected {"overrides": ["key=value", ...]}'
+# the dashboard is lander's own page: its script from /dashboard.js only, requests to the service only
+PAGE_POLICY = (
+    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+    "connect-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'"
+)
 
 
-def create_app(root: Path, token: str | None = None) -> FastAPI:
-    """The service for the runs and sweeps under ``root``; with ``token``, every request must carry it
-    (``Authorization: Bearer <token>``, or ``?token=<token>`` for links and the page)."""
-    app = FastAPI(title="lander", description="Launch, watch, stop, resume and compare lander runs.")
+def create_app(
+    root: Path,
+    token: str | None,
+    port: int,
+    hosts: Iterable[str] = (),
+    max_running: int = 1,
+    max_jobs: int = 100,
+    allowed: Iterable[str] = (),
+) -> Guard:
+    """The service for the runs and sweeps under ``root``.
+
+    :param token: the token every request must carry (None: ``--no-token``, this machine only)
+    :param port: the port it is served on (checked in the Host header)
+    :param hosts: more host names it answers to (``--allow-host``)
+    :param max_running: the most processes it keeps running at once (``--max-running``)
+    :param max_jobs: the most jobs a sweep request may expand to (``--max-jobs``)
+    :param allowed: target prefixes, beyond lander's own, that launched and resumed runs may import
+    """
+    app = FastAPI(
+        title="lander",
+        description="Launch, watch, stop, resume and compare lander runs.",
+        docs_url=None,  # Swagger UI would load its scripts from a CDN onto the service's origin
+        redoc_url=None,
+    )
     app.state.root = root.resolve()
-    app.state.launcher = Launcher(root)
-    app.state.token = token
-    app.middleware("http")(check_token)
+    app.state.xsrf_cookie = cookie_names(port)[1]  # named in the page: a proxy may serve it on another port
+    app.state.launcher = Launcher(root, max_running, max_jobs, list(allowed))
     app.add_exception_handler(store.NotFound, not_found)  # type: ignore[arg-type]
     app.add_exception_handler(Refused, refused)  # type: ignore[arg-type]
     app.add_exception_handler(RequestValidationError, bad_body)  # type: ignore[arg-type]
+    app.add_exception_handler(Exception, failed)
     app.get("/", response_class=HTMLResponse, include_in_schema=False)(page)
+    app.get("/dashboard.js", include_in_schema=False)(script)
     app.include_router(api_read.router)
     app.include_router(api_write.router)
-    return app
-
-
-async def check_token(request: Request, call_next: Any) -> Any:
-    token = request.app.state.token
-    if token is not None:
-        header = request.headers.get("authorization", "").removeprefix("Bearer ")
-        given = header or request.query_params.get("token", "")
-        if not hmac.compare_digest(given.encode(), token.encode()):
-            return JSONResponse({"error": "a token is required: Authorization: Bearer <token>"}, 401)
-    return await call_next(request)
+    return Guard(app, token, port, hosts)
 
 
 async def not_found(_request: Request, exc: store.NotFound) -> JSONResponse:
@@ -61,5 +81,18 @@ async def bad_body(_request: Request, exc: RequestValidationError) -> JSONRespon
     return JSONResponse({"error": f"request body: {first.get('msg', 'invalid')} at {where}; {EXPECTED}"}, 422)
 
 
-def page() -> str:
-    return resources.files("lander.service").joinpath("dashboard.html").read_text()
+async def failed(request: Request, exc: Exception) -> JSONResponse:
+    """Anything unforeseen: logged with its traceback, answered in one line of JSON."""
+    log.error("%s %s failed", request.method, request.url.path, exc_info=exc)
+    return JSONResponse({"error": f"internal error: {type(exc).__name__} (see the service's log)"}, 500)
+
+
+def page(request: Request) -> Response:
+    text = resources.files("lander.service").joinpath("dashboard.html").read_text()
+    text = text.replace("XSRF_COOKIE", request.app.state.xsrf_cookie)
+    return HTMLResponse(text, headers={"Content-Security-Policy": PAGE_POLICY})
+
+
+def script() -> Response:
+    text = resources.files("lander.service").joinpath("dashboard.js").read_text()
+    return Response(text, media_type="text/javascript")

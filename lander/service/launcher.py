@@ -1,11 +1,11 @@
 """Starting, stopping and resuming ``python -m lander.run`` processes for the service.
 
-Overrides are checked before anything starts: keys that would let a request run any Python callable
-(``_target_``), write outside the root or change Hydra (``hydra.*``, ``hydra/...``), interpolations (``${...}``,
-which could read the service's environment) and flags are refused; then the config of every job is composed
-and validated as ``python -m lander.run`` would (:func:`lander.precheck.check_command`). A process gets its
-arguments as a list (no shell), its own session, and its console in ``<run or sweep dir>/service.log``. What was
-launched is recorded in ``<root>/.lander-service/launched.jsonl``, so a restarted service still knows it.
+Requests are checked before anything starts (:mod:`lander.service.overrides`; a resumed run's saved config by
+:func:`lander.trust.check_trusted`). A process gets its arguments as a list (no shell), its own session, an empty
+working directory of the service's own and ``python -P`` (no directory a request or a copied run can write to is
+on its ``sys.path``), :data:`lander.trust.ALLOW_ENV` (so it checks its own config again before it imports
+anything), and its console in ``<run or sweep dir>/service.log``. At most ``max_running`` of them run at once.
+What was launched is recorded in ``<root>/.lander-service/launched.jsonl``, so a restarted service still knows it.
 """
 
 from __future__ import annotations
@@ -16,94 +16,43 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from lander.config import ConfigError
 from lander.lock import RunLock
-from lander.rundir import RunPaths, RunSummary, Status
+from lander.rundir import RunPaths, Status
+from lander.service import files, store
+from lander.service.overrides import Refused
+from lander.trust import ALLOW_ENV, check_trusted
 
-REFUSED_KEYS = ("hydra", "resume")  # a run is resumed by its own endpoint, on a directory of the root
-_compose_lock = threading.Lock()  # Hydra's composition uses process-wide state
-
-
-class Refused(ValueError):
-    """A request that cannot be carried out as asked; ``status`` is the HTTP status to answer with."""
-
-    def __init__(self, message: str, status: int = 422) -> None:
-        super().__init__(message)
-        self.status = status
-
-
-def check_overrides(overrides: list[Any], multirun: bool) -> list[str]:
-    """Refuse what a request may not set, then compose and validate every job; return the overrides."""
-    if not isinstance(overrides, list) or not all(isinstance(o, str) for o in overrides):
-        raise Refused('"overrides" must be a list of strings such as ["algo=ppo", "seed=0"]')
-    for override in overrides:
-        key = override.split("=", 1)[0].lstrip("+~")
-        if override.startswith("-") or "=" not in override:
-            raise Refused(f"{override!r}: each override is key=value (no flags; a sweep is POST /api/sweeps)")
-        if "_target_" in override or key.split(".")[0].split("/")[0] in REFUSED_KEYS:
-            raise Refused(f"{override!r}: keys _target_, hydra.* and resume are not accepted by the service")
-        if "${" in override:
-            raise Refused(f"{override!r}: interpolations (${{...}}) are not accepted by the service")
-        if key == "env.id" and ":" in override.split("=", 1)[1]:  # gymnasium imports the module before the ':'
-            raise Refused(f"{override!r}: env ids naming a module to import are not accepted by the service")
-    from lander.precheck import check_command
-
-    with _compose_lock:
-        try:
-            check_command(["--multirun", *overrides] if multirun else list(overrides))
-            compose_first(overrides)
-        except ConfigError as exc:
-            raise Refused(str(exc)) from exc
-    return list(overrides)
-
-
-def compose_first(overrides: list[str]) -> None:
-    """Compose the first job as Hydra will; Hydra's own error (a bad group name, an unparsable value) as
-    :class:`ConfigError` (``check_command`` leaves those to Hydra)."""
-    from hydra import compose, initialize_config_dir
-    from hydra.errors import HydraException
-    from omegaconf.errors import OmegaConfBaseException
-
-    from lander.config import CONF_DIR
-    from lander.precheck import job_overrides
-    from lander.schema import register_configs
-
-    register_configs()
-    try:
-        first = job_overrides(overrides, multirun=True)[0] if overrides else []
-        with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-            compose(config_name="config", overrides=first)
-    except (HydraException, OmegaConfBaseException, ValueError) as exc:
-        raise ConfigError(hydra_message(exc)) from exc
-
-
-def hydra_message(exc: BaseException) -> str:
-    """Hydra's error in one line: the message, the options it lists (not its search path), and the cause."""
-    text = str(exc).split("Config search path:")[0]
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    message = lines[0] + (f"; {lines[1]} {', '.join(lines[2:])}" if len(lines) > 2 else "".join(lines[1:2]))
-    cause = exc.__cause__
-    if cause is not None and str(cause).strip():
-        message += f": {str(cause).strip().splitlines()[0]}"  # e.g. "Value 'x' could not be converted to Integer"
-    return message
+SAFE_PATH = ["-P"] if sys.version_info >= (3, 11) else []  # no working directory on sys.path (3.11+; 3.10: the
+# empty working directory stands in for it)
 
 
 class Launcher:
     """Processes the service started, recorded under ``<root>/.lander-service``.
 
     :param root: the service's root (runs go to ``outputs/``, sweeps to ``multirun/``)
+    :param max_running: the most launched processes alive at once (429 beyond)
+    :param max_jobs: the most jobs one sweep may expand to (422 beyond)
+    :param allowed: ``--allow-target`` prefixes: targets beyond lander's own that launched runs may import
     """
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, max_running: int = 1, max_jobs: int = 100, allowed: list[str] | None = None) -> None:
         self.root = root.resolve()
         self.record = self.root / ".lander-service" / "launched.jsonl"
         self.children: dict[int, subprocess.Popen] = {}  # reaped as they end (no zombies)
+        self.max_running, self.max_jobs = max_running, max_jobs
+        self.allowed = list(allowed or [])
+        self.cwd = Path(tempfile.mkdtemp(prefix="lander-service-"))  # empty, the service's own: nothing to import
+        self._starting = threading.Lock()  # counting the running processes and starting one: one at a time
 
     def writable(self) -> None:
         if not os.access(self.root, os.W_OK):
@@ -119,24 +68,49 @@ class Launcher:
         return base.with_name(f"{base.name}_service-{n}")
 
     def start(self, args: list[str], directory: Path, kind: str) -> dict[str, Any]:
-        """``python -m lander.run <args>`` in its own session; its console to ``<directory>/service.log``."""
+        """``python -P -m lander.run <args>`` in its own session; its console to ``<directory>/service.log``."""
         self.writable()
-        command = [sys.executable, "-m", "lander.run", *args]  # a list: no shell reads the overrides
-        try:
-            directory.mkdir(parents=True, exist_ok=True)
-            console = (directory / "service.log").open("ab")
-        except OSError as exc:
-            raise Refused(f"cannot write {directory}: {exc.strerror}; nothing was started", 409) from exc
-        with console:
-            process = subprocess.Popen(command, cwd=self.root, stdout=console, stderr=subprocess.STDOUT,
-                                       stdin=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
-        self.children[process.pid] = process
-        entry = {"pid": process.pid, "kind": kind, "path": str(directory.relative_to(self.root)), "args": args,
-                 "started": time.time()}  # fmt: skip
-        self.record.parent.mkdir(exist_ok=True)
-        with self.record.open("a") as handle:
-            handle.write(json.dumps(entry) + "\n")
+        command = [sys.executable, *SAFE_PATH, "-m", "lander.run", *args]  # a list: no shell reads the overrides
+        env = os.environ | {ALLOW_ENV: ",".join(self.allowed), "PYTHONSAFEPATH": "1"}
+        with self._starting:
+            self.room()
+            try:
+                directory.mkdir(parents=True, exist_ok=True)
+                console = os.fdopen(files.append_only(directory / "service.log"), "ab")
+            except OSError as exc:
+                raise Refused(f"cannot write {directory}: {exc.strerror or exc}; nothing was started", 409) from exc
+            with console:
+                process = subprocess.Popen(
+                    command,
+                    cwd=self.cwd,
+                    env=env,
+                    stdout=console,
+                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                    start_new_session=True,
+                )
+            self.children[process.pid] = process
+            entry = {
+                "pid": process.pid,
+                "kind": kind,
+                "path": str(directory.relative_to(self.root)),
+                "args": args,
+                "started": time.time(),
+            }
+            self.record.parent.mkdir(exist_ok=True)
+            with self.record.open("a") as handle:
+                handle.write(json.dumps(entry) + "\n")
         return entry
+
+    def room(self) -> None:
+        """Refuse (429) while ``max_running`` launched processes are alive."""
+        running = sum(entry["alive"] for entry in self.launched())
+        if running >= self.max_running:
+            raise Refused(
+                f"{running} running of at most {self.max_running} (--max-running): wait for one to end, "
+                "or stop one; nothing was started",
+                429,
+            )
 
     def launch_run(self, overrides: list[str]) -> dict[str, Any]:
         directory = self.new_dir("outputs")
@@ -149,10 +123,18 @@ class Launcher:
     def launched(self) -> list[dict[str, Any]]:
         """Everything this root's services started, with ``alive`` (the process still runs lander)."""
         self.reap()
-        if not self.record.is_file():
-            return []
-        entries = [json.loads(line) for line in self.record.read_text().splitlines() if line.strip()]
-        return [e | {"alive": alive(e["pid"], e["started"])} for e in entries]
+        try:
+            text = files.read_text(self.root, self.record, store.MAX_RECORD)
+        except files.Unreadable:
+            return []  # none yet (or not a file this service wrote)
+        entries = []
+        for line in text.splitlines():
+            try:
+                entry = json.loads(line)
+                entries.append(entry | {"alive": alive(int(entry["pid"]), float(entry["started"]))})
+            except (ValueError, TypeError, KeyError):
+                continue  # a line cut short (a service killed while writing it)
+        return entries
 
     def reap(self) -> None:
         for pid, process in list(self.children.items()):
@@ -161,7 +143,7 @@ class Launcher:
 
     def stop(self, run: Path) -> dict[str, Any]:
         """SIGINT to the process training ``run``: it stops as ``interrupted``, after a checkpoint."""
-        lock, current = RunLock(run), status(run)
+        lock, current = RunLock(run), status(self.root, run)
         owner = lock.owner() or {}
         if current != Status.RUNNING.value or not lock.busy() or not owner.get("pid"):
             raise Refused(f"{run.name} is not running (status {current}): nothing to stop", 409)
@@ -171,18 +153,28 @@ class Launcher:
         return {"stopping": str(run.relative_to(self.root)), "pid": owner["pid"]}
 
     def resume(self, run: Path) -> dict[str, Any]:
-        """``python -m lander.run resume=<run>`` for an interrupted, failed or killed run."""
-        current = status(run)
+        """``python -m lander.run resume=<run>`` for an interrupted, failed or killed run whose saved config
+        imports and resolves only what lander trusts (:func:`lander.trust.check_trusted`)."""
+        current = status(self.root, run)
         if RunLock(run).busy():
             raise Refused(f"{run.name} is running (or still writing its last files): it cannot be resumed now", 409)
         if current == Status.COMPLETED.value:
             raise Refused(f"{run.name} is completed: nothing to resume", 409)
+        config = RunPaths(run).config
+        try:
+            saved = yaml.safe_load(files.read_text(self.root, config, store.MAX_CONFIG))
+            if not isinstance(saved, dict):
+                raise ConfigError(f"{config}: not a mapping of keys")
+            check_trusted(saved, self.allowed, where=str(config.relative_to(self.root)))
+            files.check_contained(self.root, run)  # the run appends to its files: none may lead elsewhere
+        except (files.Unreadable, yaml.YAMLError, ConfigError) as exc:
+            raise Refused(f"{run.name} cannot be resumed by the service: {str(exc).splitlines()[0]}") from exc
         return self.start([f"resume={run}"], run, "resume")
 
 
-def status(run: Path) -> str:
-    summary = RunSummary.load(RunPaths(run))
-    return summary.status.value if summary else "created"
+def status(root: Path, run: Path) -> str:
+    """A run's status from its ``summary.json``, read as the listing reads it ("unreadable" if it cannot be)."""
+    return store.summary_of(root, run)[0].get("status", "created")
 
 
 def alive(pid: int, started: float) -> bool:

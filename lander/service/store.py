@@ -3,16 +3,30 @@
 An id is a run's or sweep's path relative to the root with ``/`` written as ``~``
 (``outputs~2026-11-23~10-00-00_ppo_lunar_lander_seed-0``). An id that leaves the root (``..``, an absolute
 path, a symlink pointing out) or names no run is :class:`NotFound`.
+
+Run directories may come from anywhere (copied from a colleague, downloaded), so every file is read through
+:func:`read_bytes`: its real path must be a regular file under the root (no symlink out, no FIFO or device), of
+at most a given size, or it is :class:`Unreadable`; a run whose ``summary.json`` is unreadable is listed with
+status ``unreadable`` and the reason, and the list still answers.
 """
 
 from __future__ import annotations
 
+import csv
+import io
+import json
 from pathlib import Path
 from typing import Any
 
-from lander.csvlog import read_complete
 from lander.lock import RunLock
-from lander.rundir import RunPaths, find_run_dirs, read_json
+from lander.rundir import RunPaths, find_run_dirs
+from lander.service.files import Unreadable, read_bytes, read_text, real_file, servable, shown
+
+KiB, MiB = 2**10, 2**20
+MAX_SUMMARY = MAX_CONFIG = 1 * MiB  # summary.json, .hydra/*.yaml: a few kB when lander writes them
+MAX_CSV = 64 * MiB  # a metrics file served whole (a 1M-step run's largest is about 1 MB)
+MAX_RECORD = 16 * MiB  # <root>/.lander-service/launched.jsonl
+TAIL = 64 * KiB  # what the list of runs reads of the end of eval.csv (its latest evaluation)
 
 METRICS = {  # name in the API: file under metrics/, and its timestep column
     "train_episodes": ("train_episodes.csv", "timesteps"),
@@ -21,8 +35,17 @@ METRICS = {  # name in the API: file under metrics/, and its timestep column
     "resources": ("resources.csv", "timesteps"),
     "sb3_progress": ("sb3_progress.csv", "time/total_timesteps"),
 }
-FILES = ("report.html", "video.mp4", "learning_curve.png", "model.zip", "best_model.zip", "eval.json", "summary.json",
-         "run.log", "service.log")  # fmt: skip
+FILES = (
+    "report.html",
+    "video.mp4",
+    "learning_curve.png",
+    "model.zip",
+    "best_model.zip",
+    "eval.json",
+    "summary.json",
+    "run.log",
+    "service.log",
+)
 PLACES = ("outputs", "multirun")
 SHOWN = (
     "algo",
@@ -42,6 +65,24 @@ class NotFound(LookupError):
     """No run, sweep or file by that id under the root."""
 
 
+def summary_of(root: Path, run: Path) -> tuple[dict[str, Any], str | None]:
+    """A run's ``summary.json`` (empty before the run writes one) and None, or ``{"status": "unreadable"}`` and
+    why it cannot be read."""
+    path = RunPaths(run).summary
+    if not path.exists() and not path.is_symlink():
+        return {}, None
+    try:
+        summary = json.loads(read_text(root, path, MAX_SUMMARY))
+        if not isinstance(summary, dict):
+            raise Unreadable(f"{shown(root, path)}: not a JSON object")
+        if not isinstance(summary.get("status", ""), str):
+            raise Unreadable(f"{shown(root, path)}: its status is not a string")
+    except (Unreadable, ValueError) as exc:
+        reason = str(exc) if isinstance(exc, Unreadable) else f"{shown(root, path)}: not JSON ({exc})"
+        return {"status": "unreadable"}, reason
+    return summary, None
+
+
 def to_id(root: Path, path: Path) -> str:
     return path.resolve().relative_to(root.resolve()).as_posix().replace("/", "~")
 
@@ -49,8 +90,8 @@ def to_id(root: Path, path: Path) -> str:
 def inside(root: Path, id_: str) -> Path:
     """The directory an id names, resolved; :class:`NotFound` if it would be outside the root."""
     parts = id_.split("~")
-    if not id_ or any(p in ("", ".", "..") or "/" in p or "\\" in p for p in parts):
-        raise NotFound(id_)
+    if not id_ or "\x00" in id_ or any(p in ("", ".", "..") or "/" in p or "\\" in p for p in parts):
+        raise NotFound(id_.replace("\x00", "\\0"))
     path = (root / Path(*parts)).resolve()
     if not path.is_relative_to(root.resolve()) or not path.is_dir():
         raise NotFound(id_)
@@ -75,24 +116,36 @@ def sweep_dir(root: Path, id_: str) -> Path:
 
 
 def run_file(root: Path, id_: str, name: str) -> Path:
-    """A file of a run by name (:data:`FILES`, or ``metrics/<name>.csv``), inside the run directory."""
+    """The real path of a file of a run by name (:data:`FILES`, or ``metrics/<name>.csv``), a regular file under
+    the root; :class:`NotFound` otherwise."""
     path = run_dir(root, id_)
     allowed = set(FILES) | {f"metrics/{f}" for f, _ in METRICS.values()}
-    target = (path / name).resolve()
-    if name not in allowed or not target.is_relative_to(path) or not target.is_file():
-        raise NotFound(f"{id_}/{name}")
-    return target
+    if name not in allowed:
+        raise NotFound(f"{id_}/{name}".replace("\x00", "\\0"))
+    try:
+        return real_file(root, path / name)
+    except Unreadable as exc:
+        raise NotFound(str(exc)) from exc
 
 
-def rows(path: Path, column: str, since: float | None = None) -> list[dict[str, Any]]:
-    """A metrics CSV as rows of numbers (a row cut short left out), those after ``since`` only."""
-    if not path.is_file():
+def rows(root: Path, path: Path, column: str, since: float | None = None) -> list[dict[str, Any]]:
+    """A metrics CSV as rows of numbers (a row cut short left out), those after ``since`` only; no file: none.
+    :class:`Unreadable` for a file that links out of the root, is not a regular file or is too large."""
+    if not path.exists() and not path.is_symlink():
         return []
-    _fields, found = read_complete(path)
-    out = [{k: number(v) for k, v in row.items()} for row in found]
+    out = parse_rows(read_text(root, path, MAX_CSV))
     if since is not None:
         out = [r for r in out if isinstance(r.get(column), (int, float)) and r[column] > since]
     return out
+
+
+def parse_rows(text: str) -> list[dict[str, Any]]:
+    """CSV text as rows of numbers: a last line without its newline (a write cut short) and rows with missing
+    fields left out (as :func:`lander.csvlog.read_complete` reads a file)."""
+    if text and not text.endswith("\n"):
+        text = text[: text.rfind("\n") + 1]
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    return [{k: number(v) for k, v in row.items()} for row in reader if None not in row.values() and None not in row]
 
 
 def number(value: str | None) -> Any:
@@ -107,43 +160,92 @@ def number(value: str | None) -> Any:
             return value
 
 
-def last_eval(paths: RunPaths) -> dict[str, Any] | None:
-    """The latest periodic evaluation (timesteps, mean, sem), read from the end of ``eval.csv``."""
-    found = rows(paths.eval_csv, "timesteps")
+def last_eval(root: Path, paths: RunPaths) -> dict[str, Any] | None:
+    """The latest periodic evaluation (timesteps, mean, sem), from the header and the last :data:`TAIL` bytes of
+    ``eval.csv``; None if there is none or the file is unreadable."""
+    try:
+        text = read_bytes(root, paths.eval_csv, TAIL, part="tail")
+        if len(text) == TAIL:  # a long file: its header line, then the lines after the first cut one
+            header = read_bytes(root, paths.eval_csv, TAIL, part="head").split(b"\n")[0]
+            text = header + b"\n" + text[text.find(b"\n") + 1 :]
+    except Unreadable:
+        return None
+    found = parse_rows(text.decode(errors="replace"))
     return {k: found[-1].get(k) for k in ("timesteps", "mean", "sem")} if found else None
 
 
 def run_info(root: Path, path: Path) -> dict[str, Any]:
-    """What the list of runs shows of one run."""
+    """What the list of runs shows of one run (status ``unreadable`` and ``error`` where its summary is)."""
     paths = RunPaths(path)
-    summary = read_json(paths.summary) if paths.summary.is_file() else {}
-    status, active, latest = summary.get("status", "created"), RunLock(path).busy(), last_eval(paths)
+    summary, problem = summary_of(root, path)
+    status, active, latest = summary.get("status", "created"), RunLock(path).busy(), last_eval(root, paths)
     if status == "running" and not active:
         status = "stopped"  # recorded as running, but no process holds it: killed (kill -9, power loss)
+    shown_keys = {
+        k: summary.get(k) if isinstance(summary.get(k), str | int | float | type(None)) else None for k in SHOWN
+    }
+    timesteps = [t for t in (summary.get("timesteps"), (latest or {}).get("timesteps")) if isinstance(t, int | float)]
     return {
         "id": to_id(root, path),
         "path": str(path.relative_to(root.resolve())),
         "status": status,
         "active": active,  # a process holds the run (training, or still writing its last files)
-        **{k: summary.get(k) for k in SHOWN},
-        "timesteps": max(summary.get("timesteps") or 0, (latest or {}).get("timesteps") or 0),
+        **shown_keys,
+        "error": problem or shown_keys["error"],
+        "timesteps": max([0, *timesteps]),
         "latest_eval": latest,
-        "started": (paths.config if paths.config.is_file() else path / "service.log").stat().st_mtime,
-        "files": [name for name in FILES if (path / name).is_file()],
+        "started": started(path),
+        "files": [name for name in FILES if servable(root, path / name)],
     }
+
+
+def started(path: Path) -> float:
+    for first in (RunPaths(path).config, path / "service.log", path):
+        try:
+            return first.lstat().st_mtime
+        except OSError:
+            continue
+    return 0.0
 
 
 def list_runs(root: Path) -> list[dict[str, Any]]:
     """Every run under ``root/outputs`` and ``root/multirun``, newest first."""
     places = [root / p for p in PLACES if (root / p).is_dir()]
-    runs = [run_info(root, p) for p in find_run_dirs(places) if p.resolve().is_relative_to(root.resolve())]
+    runs = [safe_run_info(root, p) for p in find_run_dirs(places) if p.resolve().is_relative_to(root.resolve())]
     return sorted(runs, key=lambda r: r["started"], reverse=True)
+
+
+def safe_run_info(root: Path, path: Path) -> dict[str, Any]:
+    """:func:`run_info`, or the run marked ``unreadable`` where its directory cannot be read at all."""
+    try:
+        return run_info(root, path)
+    except OSError as exc:
+        return {
+            "id": to_id(root, path),
+            "path": str(path.relative_to(root.resolve())),
+            "status": "unreadable",
+            "active": False,
+            **dict.fromkeys(SHOWN),
+            "error": f"{shown(root, path)}: {exc.strerror or exc}",
+            "timesteps": 0,
+            "latest_eval": None,
+            "started": started(path),
+            "files": [],
+        }
 
 
 def list_sweeps(root: Path) -> list[dict[str, Any]]:
     """Every sweep directory (Hydra's ``multirun.yaml``) under ``root/multirun``, newest first."""
     found = sorted((root / "multirun").glob("**/multirun.yaml")) if (root / "multirun").is_dir() else []
-    sweeps = [{"id": to_id(root, f.parent), "path": str(f.parent.relative_to(root)), "started": f.stat().st_mtime,
-               "jobs": len(find_run_dirs([f.parent])), "compared": (f.parent / "comparison/table.csv").is_file()}
-              for f in found if f.resolve().is_relative_to(root.resolve())]  # fmt: skip
+    sweeps = [
+        {
+            "id": to_id(root, f.parent),
+            "path": str(f.parent.relative_to(root)),
+            "started": f.lstat().st_mtime,
+            "jobs": len(find_run_dirs([f.parent])),
+            "compared": servable(root, f.parent / "comparison/table.csv"),
+        }
+        for f in found
+        if f.resolve().is_relative_to(root.resolve())
+    ]
     return sorted(sweeps, key=lambda s: s["started"], reverse=True)

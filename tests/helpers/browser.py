@@ -46,14 +46,19 @@ class Visit:
 
 
 @contextmanager
-def open_page(path: Path | str, width: int = 1280, offline: bool = True) -> Iterator[tuple[object, Visit]]:
+def open_page(
+    path: Path | str, width: int = 1280, offline: bool = True, args: tuple[str, ...] = ()
+) -> Iterator[tuple[object, Visit]]:
     """``path`` (a file, or a URL) opened in headless Chromium, by default with the network cut off; yields the
-    Playwright page and its visit."""
+    Playwright page and its visit.
+
+    :param args: more Chromium flags (e.g. ``--host-resolver-rules=...``)
+    """
     from playwright.sync_api import sync_playwright
 
     visit = Visit()
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=chromium_path(), args=["--no-sandbox"])
+        browser = playwright.chromium.launch(executable_path=chromium_path(), args=["--no-sandbox", *args])
         try:
             context = browser.new_context(viewport={"width": width, "height": 900}, offline=offline)
             page = context.new_page()

@@ -1,0 +1,209 @@
+"""What a launch request may ask for: values for lander's config, never code.
+
+Each override is parsed with Hydra's own override parser and accepted only as data:
+
+- keys are dotted names of letters, digits and ``_`` that do not start with ``_`` (``_target_``, ``_args_``,
+  ``_partial_`` make Hydra import and call things), not ``hydra.*`` or ``resume``, with no package (``@``),
+  deletion (``~``) or forced addition (``++``); ``+`` adds keys under ``algo.model`` and ``env.kwargs`` only;
+- a config group (``algo``, ``env``, ``logger``, ``experiment``, ``hparams_search``) takes the options lander ships;
+- values are numbers, strings, booleans, null, and lists, dicts and sweeps of them, with no ``$`` anywhere (an
+  interpolation or resolver, however escaped or nested, is code: ``${oc.decode:...}`` builds ``_target_`` nodes,
+  ``${oc.env:...}`` reads the service's environment), no dict key starting with ``_``, no ``env.id`` naming a module;
+- at most :data:`MAX_OVERRIDES` overrides of :data:`MAX_CHARS` characters, a sweep of at most ``max_jobs`` jobs.
+
+Then every job is composed and validated as ``python -m lander.run`` would, holding the composition lock for one
+composition at a time, and the composed config must pass :func:`lander.trust.check_trusted`.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import threading
+from typing import Any
+
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.core.override_parser.types import ChoiceSweep, Glob, Override, OverrideType, RangeSweep
+from hydra.errors import HydraException
+from omegaconf import DictConfig
+
+from lander.config import ConfigError, group_options
+from lander.trust import check_trusted
+
+MAX_OVERRIDES = 64
+MAX_CHARS = 1000
+GROUPS = ("algo", "env", "logger", "experiment", "hparams_search")
+ADDABLE = ("algo.model.", "env.kwargs.")  # where "+key=value" may add a key: the model's and the env's arguments
+REFUSED_KEYS = ("hydra", "resume")  # Hydra's own settings; a run is resumed by its own endpoint
+SEGMENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9_]*")
+CODE_KEYS = "keys starting with '_' (_target_, _args_, _partial_, ...) make Hydra import and call code"
+_compose_lock = threading.Lock()  # Hydra's composition uses process-wide state
+
+
+class Refused(ValueError):
+    """A request that cannot be carried out as asked; ``status`` is the HTTP status to answer with."""
+
+    def __init__(self, message: str, status: int = 422) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def check_overrides(overrides: Any, multirun: bool, max_jobs: int, allowed: list[str]) -> list[str]:
+    """Refuse what a request may not ask for, then compose and validate every job; return the overrides.
+
+    :param overrides: the request's ``"overrides"``
+    :param multirun: a sweep (``POST /api/sweeps``)
+    :param max_jobs: the most jobs a sweep may expand to
+    :param allowed: the ``--allow-target`` prefixes (for :func:`lander.trust.check_trusted`)
+    """
+    if not isinstance(overrides, list) or not all(isinstance(o, str) for o in overrides):
+        raise Refused('"overrides" must be a list of strings such as ["algo=ppo", "seed=0"]')
+    if len(overrides) > MAX_OVERRIDES:
+        raise Refused(f"{len(overrides)} overrides: the service takes at most {MAX_OVERRIDES} in one request")
+    parsed = [parse(text, multirun) for text in overrides]
+    if multirun and (jobs := sweep_size(parsed)) > max_jobs:
+        raise Refused(
+            f"the sweep expands to {jobs:,} jobs: the service launches at most {max_jobs} in one sweep (--max-jobs)"
+        )
+    first = compose_checked(list(overrides), parsed, multirun, max_jobs)
+    try:
+        check_trusted(first, allowed)
+    except ConfigError as exc:
+        raise Refused(str(exc)) from exc
+    return list(overrides)
+
+
+def parse(text: str, multirun: bool) -> Override:
+    """One override, checked to be data for lander's config (see the module's docstring)."""
+    if len(text) > MAX_CHARS:
+        raise Refused(f"an override of {len(text):,} characters: the service takes at most {MAX_CHARS}")
+    if text.startswith("-") or "=" not in text:
+        raise Refused(f"{text[:80]!r}: each override is key=value (no flags; a sweep is POST /api/sweeps)")
+    if "$" in text:
+        raise Refused(
+            f"{text[:80]!r}: interpolations and resolvers ('$', escaped or not) are not accepted by the "
+            "service: a request carries values, not code"
+        )
+    try:
+        override = OverridesParser.create().parse_override(text)
+    except HydraException as exc:
+        raise Refused(f"{text[:80]!r}: {str(exc).strip().splitlines()[0]}") from exc
+    key = override.key_or_group
+    if key.replace("/", ".").split(".")[0] in REFUSED_KEYS:
+        raise Refused(
+            f"{text[:80]!r}: hydra.* and resume are not accepted by the service (a run is resumed with "
+            "POST /api/runs/<id>/resume)"
+        )
+    if any(segment.startswith("_") for segment in re.split(r"[./]", key)):
+        raise Refused(f"{text[:80]!r}: {CODE_KEYS}: not accepted by the service")
+    if not all(SEGMENT.fullmatch(s) for s in key.split(".")) or override.package is not None:
+        raise Refused(f"{text[:80]!r}: a key is a dotted name of letters, digits and '_' (no '/', '@')")
+    adds_group = key in ("experiment", "hparams_search")
+    if override.type == OverrideType.ADD and not (key.startswith(ADDABLE) or adds_group):
+        raise Refused(f"{text[:80]!r}: '+' adds keys under {' and '.join(a[:-1] for a in ADDABLE)} only")
+    if override.type not in (OverrideType.CHANGE, OverrideType.ADD):
+        raise Refused(f"{text[:80]!r}: deleting ('~') or forcing ('++') keys is not accepted by the service")
+    if override.is_sweep_override() and not multirun:
+        raise Refused(f"{text[:80]!r} gives several values: that is a sweep, POST /api/sweeps")
+    for value in values(override):
+        check_value(key, value, text)
+    return override
+
+
+def values(override: Override) -> list[Any]:
+    """The values an override gives (each choice of a sweep, the bounds of a range)."""
+    value = override.value()
+    if isinstance(value, ChoiceSweep):
+        return list(value.list)
+    if isinstance(value, RangeSweep):
+        return [value.start, value.stop, value.step]
+    if isinstance(value, Glob):
+        if override.key_or_group not in GROUPS:
+            raise Refused(f"{override.input_line!r}: glob() chooses among a config group's options")
+        return value.filter(group_options(override.key_or_group))
+    if override.is_sweep_override():  # interval(): a search space, for hparams_search presets
+        raise Refused(f"{override.input_line!r}: interval() and other search spaces are not accepted here")
+    return [value]
+
+
+def check_value(key: str, value: Any, text: str) -> None:
+    """A value is plain data: a scalar, or lists and dicts of them whose keys do not start with '_'."""
+    if key in GROUPS and override_group_option(key, value) not in group_options(key):
+        raise Refused(
+            f"{text[:80]!r}: lander/conf/{key}/{value}.yaml does not exist; {key} options: "
+            f"{', '.join(group_options(key))}"
+        )
+    if key == "env.id" and ":" in str(value):  # gymnasium imports the module before the ':'
+        raise Refused(f"{text[:80]!r}: env ids naming a module to import are not accepted by the service")
+    if isinstance(value, dict):
+        for name, item in value.items():
+            if str(name).startswith("_"):
+                raise Refused(f"{text[:80]!r}: {CODE_KEYS}: not accepted by the service")
+            check_value(f"{key}.{name}", item, text)
+    elif isinstance(value, list):
+        for item in value:
+            check_value(key, item, text)
+    elif not isinstance(value, str | int | float | bool | type(None)):
+        raise Refused(f"{text[:80]!r}: values are numbers, strings, booleans, null, lists and dicts")
+
+
+def override_group_option(key: str, value: Any) -> str:
+    return "null" if value is None and key in ("experiment", "hparams_search") else str(value)
+
+
+def sweep_size(parsed: list[Override]) -> int:
+    """How many jobs a sweep of these overrides runs (its sweeps' lengths multiplied), without listing them."""
+    size = 1
+    for override in parsed:
+        value = override.value()
+        if isinstance(value, RangeSweep):
+            step = value.step or 1
+            size *= max(0, math.ceil((value.stop - value.start) / step))  # type: ignore[operator]
+        elif override.is_sweep_override():
+            size *= len(values(override))
+    return size
+
+
+def compose_checked(overrides: list[str], parsed: list[Override], multirun: bool, max_jobs: int) -> DictConfig:
+    """Every job composed and validated as ``python -m lander.run`` would (a preset's own sweep counted in);
+    return the first job's config. Hydra's own errors and lander's as :class:`Refused`."""
+    from hydra import compose, initialize_config_dir
+    from omegaconf.errors import OmegaConfBaseException
+
+    from lander.config import CONF_DIR
+    from lander.keys import check_override_keys
+    from lander.precheck import check_command, job_overrides, preset_sweeps
+    from lander.schema import register_configs
+
+    register_configs()
+    try:
+        check_override_keys(overrides)  # lander's did-you-mean for a misspelt key, before Hydra's own words
+        with _compose_lock, initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+            preset = preset_sweeps([], [o for o in overrides if "," not in o]) if multirun else []
+            first = job_overrides([*preset, *overrides], multirun=True)[0] if overrides or preset else []
+            cfg = compose(config_name="config", overrides=first)
+        jobs = sweep_size([*(parse(p, True) for p in preset), *parsed])
+        if preset and jobs > max_jobs:
+            raise Refused(
+                f"the sweep (with its preset's own values) expands to {jobs:,} jobs: the service launches "
+                f"at most {max_jobs} in one sweep (--max-jobs)"
+            )
+        check_command(["--multirun", *overrides] if multirun else list(overrides), lock=_compose_lock)
+    except ConfigError as exc:
+        raise Refused(str(exc)) from exc
+    except (HydraException, OmegaConfBaseException, ValueError) as exc:
+        if isinstance(exc, Refused):
+            raise
+        raise Refused(hydra_message(exc)) from exc
+    return cfg
+
+
+def hydra_message(exc: BaseException) -> str:
+    """Hydra's error in one line: the message, the options it lists (not its search path), and the cause."""
+    text = str(exc).split("Config search path:")[0]
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    message = lines[0] + (f"; {lines[1]} {', '.join(lines[2:])}" if len(lines) > 2 else "".join(lines[1:2]))
+    cause = exc.__cause__
+    if cause is not None and str(cause).strip():
+        message += f": {str(cause).strip().splitlines()[0]}"  # e.g. "Value 'x' could not be converted to Integer"
+    return message

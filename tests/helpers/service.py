@@ -1,0 +1,108 @@
+"""``python -m lander.serve`` for real: uvicorn in a subprocess, spoken to over HTTP with httpx, with the token
+it printed (the ready-to-open URL ``http://127.0.0.1:<port>/?token=...``)."""
+
+from __future__ import annotations
+
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from helpers.runs import REPO, lander_env
+
+# a run of a tiny budget, and one long enough to be stopped while it trains
+TINY = ["n_envs=2", "algo.model.n_steps=256", "total_timesteps=1024", "eval.freq=512", "eval.episodes=2",
+        "eval.n_envs=2", "video.max_steps=50", "progress_bar=false", "checkpoint_freq=0"]  # fmt: skip
+LONG = ["n_envs=2", "algo.model.n_steps=256", "total_timesteps=200000", "eval.freq=512", "eval.episodes=2",
+        "eval.n_envs=2", "video.enabled=false", "progress_bar=false", "checkpoint_freq=512", "logger=none"]  # fmt: skip
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class Service:
+    """A running service: its base URL, the token it printed (None where it printed none) and its output."""
+
+    url: str
+    port: int
+    printed_url: str
+    token: str | None
+    output: list[str] = field(default_factory=list)
+
+    @property
+    def auth(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"} if self.token else {}
+
+    def client(self, **kwargs: Any) -> httpx.Client:
+        """An HTTP client of the service with its token (as a script or ``curl`` would use it)."""
+        return httpx.Client(base_url=self.url, headers=self.auth, timeout=60, **kwargs)
+
+    def get(self, path: str, **kwargs: Any) -> httpx.Response:
+        with self.client() as http:
+            return http.get(path, **kwargs)
+
+    def post(self, path: str, **kwargs: Any) -> httpx.Response:
+        with self.client() as http:
+            return http.post(path, **kwargs)
+
+    def wait_for(self, path: str, predicate: Callable[[Any], bool], timeout: float = 240) -> Any:
+        """Poll ``path`` until ``predicate(json)`` holds; return that JSON."""
+        deadline, response = time.monotonic() + timeout, None
+        while time.monotonic() < deadline:
+            response = self.get(path, timeout=10)
+            if response.status_code == 200 and predicate(response.json()):
+                return response.json()
+            time.sleep(0.5)
+        raise AssertionError(f"{path}: not reached in {timeout} s; last: {response.text[:2000] if response else ''}")
+
+
+@contextmanager
+def service(root: Path, *args: str, env: dict[str, str] | None = None) -> Iterator[Service]:
+    """``python -m lander.serve --root root`` on a free port until the block ends."""
+    port = free_port()
+    cmd = [sys.executable, "-m", "lander.serve", "--root", str(root), "--port", str(port), *args]
+    process = subprocess.Popen(cmd, cwd=REPO, env=env or lander_env(), stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True)  # fmt: skip
+    output: list[str] = []
+    reader = threading.Thread(target=lambda: output.extend(process.stdout or []), daemon=True)  # type: ignore[arg-type]
+    reader.start()
+    try:
+        printed = None
+        for _ in range(300):  # the URL is printed once the service answers
+            printed = next((m.group(0) for line in output if (m := re.search(r"http://\S+", line))), None)
+            if printed:
+                break
+            assert process.poll() is None, "".join(output)
+            time.sleep(0.1)
+        assert printed, "".join(output)
+        token = re.search(r"[?&]token=([^&\s]+)", printed)
+        url = f"http://127.0.0.1:{port}"
+        for _ in range(200):
+            try:
+                httpx.get(url + "/openapi.json", timeout=1)
+                break
+            except httpx.TransportError:
+                assert process.poll() is None, "".join(output)
+                time.sleep(0.1)
+        yield Service(url, port, printed, token.group(1) if token else None, output)
+    finally:
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:  # a request it is still busy with: not left running after the test
+            process.kill()
+            process.wait()

@@ -8,6 +8,7 @@ and the allowed values.
 from __future__ import annotations
 
 import logging
+import math
 import netrc
 import os
 import re
@@ -15,7 +16,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from lander.schema import ACTION_SPACES, OBSERVATION_SPACES, EnvConfig
 
@@ -61,14 +62,36 @@ MINIMA: dict[str, tuple[int, bool, str]] = {  # key -> (smallest value, null all
     "video.fps": (1, False, "an integer >= 1"),
     "video.max_steps": (1, False, "an integer >= 1"),
 }
-MODEL_MINIMA: dict[str, tuple[float, bool, str]] = {  # algo.model keys lander knows: (bound, strict, allowed)
-    "n_steps": (1, False, "an integer >= 1 (env steps per env per rollout)"),
-    "batch_size": (1, False, "an integer >= 1"),
-    "n_epochs": (1, False, "an integer >= 1"),
-    "buffer_size": (1, False, "an integer >= 1"),
-    "learning_starts": (0, False, "an integer >= 0"),
-    "learning_rate": (0, True, "a number > 0 (or a schedule)"),
-    "gamma": (0, True, "a number in (0, 1]"),
+SEED_LIMIT = 2**32  # numpy seeds are unsigned 32-bit
+SEEDS = ("seed", "eval.seed", "video.seed")
+INF = math.inf
+# algo.model keys lander knows, checked where they are numbers: (low, high, low included, high included, allowed),
+# from what they mean in SB3 (and lander's algorithms): a value outside crashes late or silently trains nonsense
+MODEL_RANGES: dict[str, tuple[float, float, bool, bool, str]] = {
+    "n_steps": (1, INF, True, False, "an integer >= 1 (env steps per env per rollout)"),
+    "batch_size": (1, INF, True, False, "an integer >= 1"),
+    "n_epochs": (1, INF, True, False, "an integer >= 1"),
+    "buffer_size": (1, INF, True, False, "an integer >= 1"),
+    "learning_starts": (0, INF, True, False, "an integer >= 0"),
+    "learning_rate": (0, INF, False, False, "a finite number > 0 (or a schedule)"),
+    "gamma": (0, 1, False, True, "a number in (0, 1]"),
+    "gae_lambda": (0, 1, True, True, "a number in [0, 1]"),
+    "clip_range": (0, INF, False, False, "a finite number > 0"),
+    "clip_range_vf": (0, INF, False, False, "null or a finite number > 0"),
+    "ent_coef": (0, INF, True, False, "a finite number >= 0"),
+    "vf_coef": (0, INF, True, False, "a finite number >= 0"),
+    "pg_coef": (0, INF, True, False, "a finite number >= 0"),
+    "max_grad_norm": (0, INF, False, False, "a finite number > 0"),
+    "target_kl": (0, INF, False, False, "null or a finite number > 0"),
+    "tau": (0, 1, False, True, "a number in (0, 1]"),
+    "alpha": (0, 1, False, True, "a number in (0, 1]"),
+    "exploration_fraction": (0, 1, True, True, "a number in [0, 1]"),
+    "exploration_initial_eps": (0, 1, True, True, "a number in [0, 1]"),
+    "exploration_final_eps": (0, 1, True, True, "a number in [0, 1]"),
+    "train_freq": (1, INF, True, False, "an integer >= 1 (or [n, 'step' | 'episode'] with n >= 1)"),
+    "target_update_interval": (1, INF, True, False, "an integer >= 1"),
+    "policy_delay": (1, INF, True, False, "an integer >= 1"),
+    "batch_episodes": (1, INF, True, False, "an integer >= 1"),
 }
 CHOICES: dict[str, tuple[str, ...]] = {
     "vec_env": ("dummy", "subproc"),
@@ -103,12 +126,59 @@ def validate(cfg: DictConfig) -> None:
     _check(device in ("auto", "cpu", "mps") or re.fullmatch(r"cuda(:\d+)?", device) is not None, "device", device,
            "one of: auto, cpu, cuda, cuda:N, mps")  # fmt: skip
     _check("_target_" in cfg.algo.model, "algo.model._target_", None, "the import path of the model class")
-    for key, (bound, strict, allowed) in MODEL_MINIMA.items():
-        value = cfg.algo.model.get(key)
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            _check(value > bound if strict else value >= bound, f"algo.model.{key}", value, allowed)
+    for key in SEEDS:
+        value = OmegaConf.select(cfg, key)
+        _check(value < SEED_LIMIT, key, value, "an integer in [0, 2**32) (numpy seeds are unsigned 32-bit)")
+    check_model_values(cfg.algo.model)
+    check_env_id(cfg.env.id)
     check_device(device)
     check_compatible(cfg)
+
+
+def check_model_values(model: DictConfig) -> None:
+    """Every number in ``algo.model`` must be finite, and the keys of :data:`MODEL_RANGES` in their range."""
+    for key, value in numbers(OmegaConf.to_container(model, resolve=True), "algo.model"):
+        _check(math.isfinite(value), key, value, "a finite number (not nan or inf)")
+    for key, (low, high, low_in, high_in, allowed) in MODEL_RANGES.items():
+        value = model.get(key)
+        if key == "train_freq" and isinstance(value, list | ListConfig) and value:
+            value = value[0]  # [n, "step"]
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            inside = (value >= low if low_in else value > low) and (value <= high if high_in else value < high)
+            _check(inside, f"algo.model.{key}", value, allowed)
+    steps = model.get("gradient_steps")
+    if isinstance(steps, int) and not isinstance(steps, bool):
+        allowed = "an integer >= 1, or -1 (as many as env steps)"
+        _check(steps >= 1 or steps == -1, "algo.model.gradient_steps", steps, allowed)
+
+
+def numbers(value: Any, key: str) -> list[tuple[str, float]]:
+    """Every int or float in a plain container, with its dotted key."""
+    if isinstance(value, bool):
+        return []
+    if isinstance(value, int | float):
+        return [(key, value)]
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    return [found for name, item in items for found in numbers(item, f"{key}.{name}")]
+
+
+def check_env_id(env_id: str) -> None:
+    """Gymnasium must know ``env.id`` (after importing the module of a ``module:Id``, as ``gymnasium.make`` does)."""
+    import difflib
+    import importlib
+
+    import gymnasium
+
+    module, _, name = env_id.rpartition(":")
+    if module:
+        try:
+            importlib.import_module(module)
+        except ImportError as exc:
+            raise ConfigError(f"env.id={env_id!r}: the module {module!r} cannot be imported ({exc})") from exc
+    if name not in gymnasium.registry:
+        close = difflib.get_close_matches(name, list(gymnasium.registry), n=3)
+        hint = f" (did you mean {', '.join(close)}?)" if close else " (see gymnasium.registry)"
+        raise ConfigError(f"env.id={env_id!r}: Gymnasium has no such environment{hint}")
 
 
 def check_device(device: str) -> None:

@@ -9,6 +9,7 @@ directory evaluates every job in it.
 from __future__ import annotations
 
 import logging
+import re
 import sys
 from dataclasses import dataclass
 from functools import partial
@@ -63,6 +64,9 @@ def parse(argv: list[str]) -> DictConfig:
     cfg = OmegaConf.merge(schema, OmegaConf.from_dotlist(argv))
     if cfg.n_episodes < 1 or cfg.n_envs < 1:
         raise ValueError(f"n_episodes={cfg.n_episodes}, n_envs={cfg.n_envs}: both must be integers >= 1")
+    if cfg.name is not None and not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*", cfg.name):
+        raise ValueError(f"name={cfg.name!r}: a file name of letters, digits and _ . + - (written as "
+                         "<run>/evaluations/<name>.json), not a path")  # fmt: skip
     return cfg  # type: ignore[return-value]
 
 

@@ -59,14 +59,18 @@ def resume_arguments(argv: list[str]) -> list[str]:
 def job_overrides(overrides: list[str], multirun: bool) -> list[list[str]]:
     """The override list of every job the command runs (a sweep's combinations; capped, see above)."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import HydraException
+
+    def values(override: Any) -> list[str]:
+        if not (multirun and override.is_sweep_override()):
+            return [str(override.input_line)]
+        try:
+            return [f"{override.get_key_element()}={v}" for v in override.sweep_string_iterator()]
+        except HydraException:  # interval() or glob(): the sweeper draws or lists the values, checked as it runs
+            return []
 
     parsed = OverridesParser.create().parse_overrides(overrides)
-    choices: list[list[str]] = [
-        [f"{o.get_key_element()}={v}" for v in o.sweep_string_iterator()]
-        if multirun and o.is_sweep_override()
-        else [str(o.input_line)]
-        for o in parsed
-    ]
+    choices = [found for found in map(values, parsed) if found]
     jobs = list(itertools.islice(itertools.product(*choices), MAX_JOBS_CHECKED + 1))
     if len(jobs) > MAX_JOBS_CHECKED:
         return [[c[min(i, len(c) - 1)] for c in choices] for i in range(max(map(len, choices)))]
@@ -76,7 +80,7 @@ def job_overrides(overrides: list[str], multirun: bool) -> list[list[str]]:
 def check_jobs(argv: list[str], lock: AbstractContextManager[Any] = NO_LOCK) -> None:
     """Compose and validate the config of every job of the command; raise :class:`ConfigError` on the first bad one.
 
-    A command Hydra itself cannot parse or compose is left to Hydra, which reports it (writing nothing).
+    A command Hydra itself cannot parse or compose is refused with Hydra's message in one line (:func:`hydra_message`).
 
     :param lock: held around each composition (Hydra's state is global), never longer: the service's other
         requests wait for one composition at most
@@ -88,7 +92,7 @@ def check_jobs(argv: list[str], lock: AbstractContextManager[Any] = NO_LOCK) -> 
     from lander.schema import register_configs
 
     multirun = any(a in ("-m", "--multirun") for a in argv)
-    overrides = [a for a in argv if not a.startswith("-") and not a.startswith("hydra.")]
+    overrides = [a for a in without_flags(argv) if not a.startswith("hydra.")]
     search = [a for a in argv if a.startswith("hydra.searchpath=")]
     check_launcher(argv)
     register_configs()
@@ -112,7 +116,18 @@ def check_jobs(argv: list[str], lock: AbstractContextManager[Any] = NO_LOCK) -> 
         if isinstance(exc, ConfigError):
             raise
         explain_model_override(str(exc), search, overrides, lock)
-        return  # Hydra reports it in its own words
+        raise ConfigError(hydra_message(exc)) from exc  # Hydra's own words, in one line (exit 2, nothing written)
+
+
+def hydra_message(exc: BaseException) -> str:
+    """Hydra's error in one line: the message, the options it lists (not its search path), and the cause."""
+    text = str(exc).split("Config search path:")[0]
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    message = lines[0] + (f"; {lines[1]} {', '.join(lines[2:])}" if len(lines) > 2 else "".join(lines[1:2]))
+    cause = exc.__cause__
+    if cause is not None and str(cause).strip():
+        message += f": {str(cause).strip().splitlines()[0]}"  # e.g. "Value 'x' could not be converted to Integer"
+    return message
 
 
 def explain_model_override(
@@ -128,7 +143,7 @@ def explain_model_override(
     if not found:
         return
     key = found.group(1)
-    added = [f"+{o}" if o.split("=", 1)[0] == key else o for o in overrides if "," not in o]
+    added = [f"+{o}" if o.split("=", 1)[0] == key else o for o in single_values(overrides)]
     try:
         with lock, initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
             cfg = compose(config_name="config", overrides=[*search, *added])
@@ -145,12 +160,49 @@ def preset_sweeps(search: list[str], overrides: list[str]) -> list[str]:
     command line's own overrides of the same keys replace."""
     from hydra import compose
 
-    plain = [o for o in overrides if "," not in o]
+    plain = single_values(overrides)
     cfg = compose(config_name="config", overrides=[*search, *plain], return_hydra_config=True)
     if "BasicSweeper" not in str(cfg.hydra.sweeper.get("_target_", "")):
         return []
     given = {o.split("=", 1)[0] for o in overrides}
     return [f"{k}={v}" for k, v in (cfg.hydra.sweeper.get("params") or {}).items() if k not in given]
+
+
+FLAGS_WITH_VALUES = (
+    "--cfg",
+    "-c",
+    "--package",
+    "-p",
+    "--config-path",
+    "-cp",
+    "--config-name",
+    "-cn",
+    "--config-dir",
+    "-cd",
+    "--experimental-rerun",
+)  # Hydra's, and their value
+
+
+PRINT_ONLY = ("--cfg", "-c", "--info", "-i", "--help", "-h", "--hydra-help")
+
+
+def without_flags(argv: list[str]) -> list[str]:
+    """The overrides of a command line: Hydra's flags and the values they take (``--cfg hydra``) left out."""
+    kept, skip = [], False
+    for arg in argv:
+        if skip or arg.startswith("-"):
+            skip = not skip and arg in FLAGS_WITH_VALUES
+            continue
+        kept.append(arg)
+    return kept
+
+
+def single_values(overrides: list[str]) -> list[str]:
+    """The overrides that give one value (not a sweep: ``a,b``, ``range()``, ``glob()``, ``interval()``...)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    parsed = OverridesParser.create().parse_overrides(overrides)
+    return [str(o.input_line) for o in parsed if not o.is_sweep_override()]
 
 
 def check_launcher(argv: list[str]) -> None:
@@ -174,6 +226,8 @@ def check_command(argv: list[str], lock: AbstractContextManager[Any] = NO_LOCK) 
     check_override_keys(argv)
     if any(a.startswith("resume=") for a in argv):
         return resume_arguments(argv)
+    if set(argv) & set(PRINT_ONLY):  # Hydra prints the config or its help and runs nothing
+        return argv
     for arg in argv:
         if arg.startswith("hydra.run.dir=") and "-m" not in argv and "--multirun" not in argv:
             check_free(Path(arg.split("=", 1)[1].strip("'\"")))

@@ -61,7 +61,8 @@ def budget_lines(by_label: dict[str, list[Run]], at_timesteps: int | None) -> li
         steps = sorted({r.timesteps for r in group})
         if len(steps) > 1 or steps[0] != at:
             lines.append(f"`{label}` is compared at its evaluation at {', '.join(f'{s:,}' for s in steps)} steps "
-                         "(its last one at or before that point).")  # fmt: skip
+                         "(at the budget, where whole steps of its envs went a few steps past it; else its last "
+                         "one before).")  # fmt: skip
     return lines
 
 

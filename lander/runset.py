@@ -2,8 +2,9 @@
 
 A run is one job directory. Runs are grouped into configurations by their overrides (the seed and keys that do
 not change training left out). By default every run of an env is compared at one budget: the largest evaluated
-timestep that all of them reached (:func:`common_budget`), each run as it stood at its last evaluation at or
-before it (:func:`at_budget`). A (configuration, seed) found twice counts once (:func:`drop_duplicates`).
+timestep that all of them reached (:func:`common_budget`), each run as it stood there: its evaluation at that
+budget, also where whole steps of its envs carried it a few steps past (:func:`at_budget`), else its last one
+before. A (configuration, seed) found twice counts once (:func:`drop_duplicates`).
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ class Run:
     final_success: float = float("nan")
     timesteps: int = 0  # the evaluation compared (its step count)
     reached: int = 0  # the last evaluated timestep
+    step: int = 1  # env steps per step of its envs (n_envs): how far whole steps carry it past a budget
 
     @property
     def paths(self) -> RunPaths:
@@ -99,6 +101,7 @@ def load_run(path: Path) -> Run:
         cfg = yaml.safe_load(paths.config.read_text())
         overrides = yaml.safe_load(paths.overrides.read_text()) if paths.overrides.is_file() else []
         seed, env = int(cfg["seed"]), str(cfg["env"]["name"])
+        step = int(cfg.get("n_envs") or (cfg.get("algo") or {}).get("n_envs") or 1)
     except (OSError, yaml.YAMLError, KeyError, TypeError, ValueError) as exc:
         raise RunSetError(f"{paths.config} cannot be read as a run's config ({type(exc).__name__}: {exc})") from None
     summary = RunSummary.load(paths)
@@ -113,6 +116,7 @@ def load_run(path: Path) -> Run:
         evals=evals,
         threshold=cfg["env"].get("reward_threshold"),
         reached=int(evals["timesteps"].max()) if evals is not None and len(evals) else 0,
+        step=step,
     )
 
 
@@ -122,13 +126,17 @@ def find_runs(paths: list[Path]) -> list[Run]:
 
 
 def at_budget(run: Run, timesteps: int) -> Run | None:
-    """The run as it stood at its last evaluation at or before ``timesteps``; None if it stopped short of that.
+    """The run as it stood at ``timesteps``: its evaluation at the budget where whole steps of its envs carried it
+    past (the first one at or after ``timesteps`` within one step of its ``n_envs`` envs: 16-env PPO is evaluated
+    at 3,008 for a budget of 3,000), else its last evaluation before; None if it stopped short of ``timesteps``.
 
     Per-episode returns come from ``metrics/eval_episodes.csv`` (runs older than that file have none).
     """
     if run.evals is None or run.reached < timesteps:
         return None
-    evals = run.evals[run.evals["timesteps"] <= timesteps]
+    steps = run.evals["timesteps"]
+    at = steps[(steps >= timesteps) & (steps < timesteps + run.step)]
+    evals = run.evals[steps <= (int(at.iloc[0]) if len(at) else timesteps)]
     if not len(evals):
         return None
     last = evals.iloc[-1]

@@ -31,11 +31,15 @@ ALLOW_ENV = "LANDER_ALLOWED_TARGETS"  # set (comma-separated prefixes, maybe non
 
 @cache
 def shipped_targets() -> frozenset[str]:
-    """Every name lander's own configs (``lander/conf``) import: ``_target_`` values and getters' paths."""
+    """Every name lander's own configs (``lander/conf``) import: ``_target_`` values, getters' paths, and the
+    modules its env ids name (``ale_py``)."""
     names: set[str] = set()
     for path in sorted(CONF_DIR.rglob("*.yaml")):
-        for _key, node in nodes(yaml.safe_load(path.read_text()), ""):
+        data = yaml.safe_load(path.read_text())
+        for _key, node in nodes(data, ""):
             names |= set(imported(node))
+        if path.parent.name == "env" and ":" in str(data.get("id", "")):  # ale_py:PongNoFrameskip-v4
+            names.add(str(data["id"]).split(":")[0])
     return frozenset(names)
 
 

@@ -73,6 +73,18 @@ def test_bad_arguments_are_named(ppo_run, tmp_path):
     assert proc.returncode == 2 and "holds no lander run" in proc.stderr
 
 
+def test_an_output_name_stays_inside_the_run(ppo_run, tmp_path):
+    """``name=`` names a file under ``<run>/evaluations/``: a path there would overwrite the run's own files or
+    write anywhere."""
+    before = digest(ppo_run)
+    outside = tmp_path / "x"
+    for name in ("../summary", f"../../../{outside.name}", str(outside), ".hidden", "a/b"):
+        proc = evaluate(f"run={ppo_run}", f"name={name}", "n_episodes=1")
+        assert proc.returncode == 2 and "name=" in proc.stderr, (name, proc.stderr[-1000:])
+    assert digest(ppo_run) == before and not list(tmp_path.glob("x*"))
+    assert not list((ppo_run / "evaluations").glob("*summary*"))
+
+
 def test_truncated_zip_is_a_clear_error(ppo_run, tmp_path):
     broken = tmp_path / "broken.zip"
     broken.write_bytes((ppo_run / "model.zip").read_bytes()[:300])

@@ -62,7 +62,7 @@ def test_episode_budget(tmp_path):
 
 
 def test_nan_in_the_parameters_stops_the_run_with_a_clear_message(tmp_path):
-    proc = run_lander(tmp_path / "run", *SMALL, "total_timesteps=4096", "algo.model.ent_coef=nan")
+    proc = run_lander(tmp_path / "run", *SMALL, "total_timesteps=4096", "algo.model.learning_rate=1e30")
     assert proc.returncode == 1
     summary = read_json(tmp_path / "run/summary.json")
     assert summary["status"] == "failed"

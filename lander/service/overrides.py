@@ -172,14 +172,14 @@ def compose_checked(overrides: list[str], parsed: list[Override], multirun: bool
 
     from lander.config import CONF_DIR
     from lander.keys import check_override_keys
-    from lander.precheck import check_command, job_overrides, preset_sweeps
+    from lander.precheck import check_command, hydra_message, job_overrides, preset_sweeps, single_values
     from lander.schema import register_configs
 
     register_configs()
     try:
         check_override_keys(overrides)  # lander's did-you-mean for a misspelt key, before Hydra's own words
         with _compose_lock, initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-            preset = preset_sweeps([], [o for o in overrides if "," not in o]) if multirun else []
+            preset = preset_sweeps([], single_values(overrides)) if multirun else []
             first = job_overrides([*preset, *overrides], multirun=True)[0] if overrides or preset else []
             cfg = compose(config_name="config", overrides=first)
         jobs = sweep_size([*(parse(p, True) for p in preset), *parsed])
@@ -194,16 +194,5 @@ def compose_checked(overrides: list[str], parsed: list[Override], multirun: bool
     except (HydraException, OmegaConfBaseException, ValueError) as exc:
         if isinstance(exc, Refused):
             raise
-        raise Refused(hydra_message(exc)) from exc
+        raise Refused(hydra_message(exc)) from exc  # (a preset's own composition)
     return cfg
-
-
-def hydra_message(exc: BaseException) -> str:
-    """Hydra's error in one line: the message, the options it lists (not its search path), and the cause."""
-    text = str(exc).split("Config search path:")[0]
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    message = lines[0] + (f"; {lines[1]} {', '.join(lines[2:])}" if len(lines) > 2 else "".join(lines[1:2]))
-    cause = exc.__cause__
-    if cause is not None and str(cause).strip():
-        message += f": {str(cause).strip().splitlines()[0]}"  # e.g. "Value 'x' could not be converted to Integer"
-    return message

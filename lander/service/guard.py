@@ -23,7 +23,7 @@ import hmac
 import ipaddress
 import json
 from collections.abc import Iterable
-from http.cookies import SimpleCookie
+from http.cookies import CookieError, SimpleCookie
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -105,7 +105,10 @@ class Guard:
         anywhere (the printed URL's ``?token=`` on ``/`` is turned into the cookie)."""
         assert self.token is not None
         query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
-        cookies = SimpleCookie(headers.get("cookie", ""))
+        try:
+            cookies: SimpleCookie = SimpleCookie(headers.get("cookie", ""))
+        except CookieError:  # a malformed Cookie header: as if none was sent
+            cookies = SimpleCookie()
         bearer = headers.get("authorization", "").removeprefix("Bearer ").strip()
         cookie = cookies[self.cookie].value if self.cookie in cookies else ""
         given = query.get("token", [""])[0]

@@ -56,7 +56,11 @@ def read_complete(path: Path) -> tuple[list[str], list[dict[str, str]]]:
     and rows with missing fields are left out."""
     if not path.is_file():
         return [], []
-    text = path.read_text(errors="replace")
+    return complete_rows(path.read_text(errors="replace"))
+
+
+def complete_rows(text: str) -> tuple[list[str], list[dict[str, str]]]:
+    """:func:`read_complete` of CSV text already read (the service reads files its own, bounded way)."""
     if text and not text.endswith("\n"):
         text = text[: text.rfind("\n") + 1]
     reader = csv.DictReader(io.StringIO(text, newline=""))

@@ -12,12 +12,11 @@ status ``unreadable`` and the reason, and the list still answers.
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 from pathlib import Path
 from typing import Any
 
+from lander.csvlog import complete_rows
 from lander.lock import RunLock
 from lander.rundir import RunPaths, find_run_dirs
 from lander.service.files import Unreadable, read_bytes, read_text, real_file, servable, shown
@@ -140,12 +139,8 @@ def rows(root: Path, path: Path, column: str, since: float | None = None) -> lis
 
 
 def parse_rows(text: str) -> list[dict[str, Any]]:
-    """CSV text as rows of numbers: a last line without its newline (a write cut short) and rows with missing
-    fields left out (as :func:`lander.csvlog.read_complete` reads a file)."""
-    if text and not text.endswith("\n"):
-        text = text[: text.rfind("\n") + 1]
-    reader = csv.DictReader(io.StringIO(text, newline=""))
-    return [{k: number(v) for k, v in row.items()} for row in reader if None not in row.values() and None not in row]
+    """CSV text as rows of numbers, complete rows only (:func:`lander.csvlog.complete_rows`)."""
+    return [{k: number(v) for k, v in row.items()} for row in complete_rows(text)[1]]
 
 
 def number(value: str | None) -> Any:

@@ -24,8 +24,14 @@ import torch
 
 REPO = Path(__file__).resolve().parent.parent
 # training only: no evaluation, video, W&B, progress bar or checkpoints, so the CPU time is the training's
-TRAINING_ONLY = ["eval.freq=0", "final_eval=false", "video.enabled=false", "logger=none", "progress_bar=false",
-                 "checkpoint_freq=0"]  # fmt: skip
+TRAINING_ONLY = [
+    "eval.freq=0",
+    "final_eval=false",
+    "video.enabled=false",
+    "logger=none",
+    "progress_bar=false",
+    "checkpoint_freq=0",
+]
 
 
 def start(fast: bool, steps: int, run_dir: Path, core: int) -> subprocess.Popen:

@@ -39,8 +39,11 @@ def free_port() -> int:
 
 def train(root: Path, name: str) -> subprocess.Popen:
     run_dir = root / "outputs" / name
-    return subprocess.Popen([sys.executable, "-m", "lander.run", *RUN, f"hydra.run.dir={run_dir}"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    return subprocess.Popen(
+        [sys.executable, "-m", "lander.run", *RUN, f"hydra.run.dir={run_dir}"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
 
 
 def steps_per_second(root: Path, name: str) -> float:
@@ -93,9 +96,11 @@ def main() -> None:
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="lander-load-"))
     port = free_port()
-    service = subprocess.Popen([sys.executable, "-m", "lander.serve", "--root", str(root), "--port", str(port),
-                                "--token", TOKEN],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    service = subprocess.Popen(
+        [sys.executable, "-m", "lander.serve", "--root", str(root), "--port", str(port), "--token", TOKEN],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         while True:

@@ -5,7 +5,7 @@
     from lander.api import load_run, load_sweep
 
     run = load_run("outputs/2026-11-23/10-00-00_ppo_lunar_lander_seed-0")
-    run.summary["final_eval_mean"], run.evals.tail()  # summary.json, metrics/eval.csv as a DataFrame
+    run.summary["final_eval_mean"], run.eval.tail()  # summary.json, metrics/eval.csv as a DataFrame
     run.figures()["returns"]  # the figures of report.html (Plotly): returns, eval_episodes, training, speed
 
     sweep = load_sweep("multirun/2026-11-23/10-05-00")
@@ -27,19 +27,12 @@ from typing import Any
 import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 
-from lander.compare import Comparison, analyse, compare
-from lander.figures_run import read_metrics, run_figures
-from lander.figures_sweep import sweep_figures
-from lander.rundir import RunPaths, find_run_dirs, read_json
-from lander.runset import RunSetError
-
-METRICS = {  # attribute: the file under metrics/
-    "train_episodes": "train_episodes.csv",
-    "evals": "eval.csv",
-    "eval_episodes": "eval_episodes.csv",
-    "progress": "sb3_progress.csv",
-    "resources": "resources.csv",
-}
+from lander.analysis.comparison import Comparison, analyse
+from lander.errors import RunSetError
+from lander.reports.figures import read_metrics, run_figures, sweep_figures
+from lander.reports.run_report import write_run_report
+from lander.reports.sweep_report import compare
+from lander.storage.rundir import RunPaths, SweepPaths, find_run_dirs, read_json
 
 
 @dataclass
@@ -63,11 +56,12 @@ class RunRecord:
         return OmegaConf.load(self.paths.config)  # type: ignore[return-value]
 
     def metrics(self, name: str) -> pd.DataFrame:
-        """A metrics file by attribute name (``train_episodes``, ``evals``, ``eval_episodes``, ``progress``,
+        """A metrics file by attribute name (``train_episodes``, ``eval``, ``eval_episodes``, ``sb3_progress``,
         ``resources``) as numbers; empty if the run did not write it."""
-        if name not in METRICS:
-            raise KeyError(f"{name!r}: one of {', '.join(METRICS)}")
-        return read_metrics(self.paths.metrics / METRICS[name])
+        files = self.paths.metric_files
+        if name not in files:
+            raise KeyError(f"{name!r}: one of {', '.join(files)}")
+        return read_metrics(files[name])
 
     @property
     def train_episodes(self) -> pd.DataFrame:
@@ -75,9 +69,9 @@ class RunRecord:
         return self.metrics("train_episodes")
 
     @property
-    def evals(self) -> pd.DataFrame:
+    def eval(self) -> pd.DataFrame:
         """Every periodic evaluation: ``timesteps``, ``mean``, ``std``, ``sem``, ``n``, ``success_rate``, ..."""
-        return self.metrics("evals")
+        return self.metrics("eval")
 
     @property
     def eval_episodes(self) -> pd.DataFrame:
@@ -85,9 +79,9 @@ class RunRecord:
         return self.metrics("eval_episodes")
 
     @property
-    def progress(self) -> pd.DataFrame:
+    def sb3_progress(self) -> pd.DataFrame:
         """SB3's own logger records (``train/loss``, ``train/entropy_loss``, ``time/fps``, ...)."""
-        return self.metrics("progress")
+        return self.metrics("sb3_progress")
 
     def figures(self) -> dict[str, Any]:
         """The run's Plotly figures by name: ``returns``, ``eval_episodes``, ``training``, ``speed``."""
@@ -95,7 +89,6 @@ class RunRecord:
 
     def report(self) -> Path:
         """Write the run's ``report.html`` anew; return its path."""
-        from lander.report_run import write_run_report
 
         return write_run_report(self.path)
 
@@ -127,8 +120,17 @@ class SweepRecord:
         rows = []
         for env, by_label in self.comparison.groups.items():
             for label, runs in by_label.items():
-                rows += [{"env": env, "config": label, "seed": r.seed, "score": r.final_mean,
-                          "timesteps": r.timesteps, "path": str(r.path)} for r in runs]  # fmt: skip
+                rows += [
+                    {
+                        "env": env,
+                        "config": label,
+                        "seed": r.seed,
+                        "score": r.final_mean,
+                        "timesteps": r.timesteps,
+                        "path": str(r.path),
+                    }
+                    for r in runs
+                ]
         return pd.DataFrame(rows)
 
     def figures(self, band: str = "seeds") -> dict[str, dict[str, Any]]:
@@ -138,8 +140,9 @@ class SweepRecord:
 
     def report(self, band: str = "seeds") -> Path:
         """Write ``comparison/`` (tables, plots, ``report.html``) anew; return the HTML report's path."""
-        compare([self.path], self.path / "comparison", band=band)
-        return self.path / "comparison" / "report.html"
+        paths = SweepPaths(self.path)
+        compare([self.path], paths.comparison, band=band)
+        return paths.report
 
 
 def load_run(path: str | Path) -> RunRecord:

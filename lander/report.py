@@ -12,24 +12,23 @@ import logging
 import sys
 from pathlib import Path
 
-from lander.rundir import RunPaths, find_run_dirs
-from lander.runset import RunSetError
+from lander.errors import RunSetError
+from lander.reports.run_report import write_run_report
+from lander.reports.sweep_report import compare
+from lander.storage.rundir import RunPaths, SweepPaths, find_run_dirs
 
 log = logging.getLogger(__name__)
 
 
 def write_reports(path: Path, band: str = "seeds") -> list[Path]:
     """The reports of one run directory, or of every run under ``path`` and their comparison; their paths."""
-    from lander.compare import compare
-    from lander.report_run import write_run_report
-
     if RunPaths(path).is_run():
         return [write_run_report(path)]
     written = [write_run_report(run) for run in find_run_dirs([path])]
     if not written:
         raise RunSetError(f"no run directories (with .hydra/config.yaml) under {path}")
-    result = compare([path], path / "comparison", band=band)
-    return written + [p for p in result["files"] if p.suffix == ".html"]
+    found = compare([path], SweepPaths(path).comparison, band=band)
+    return written + [p for p in found.files if p.suffix == ".html"]
 
 
 def main(argv: list[str] | None = None) -> int:

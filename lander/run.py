@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from lander.interrupt import exit_on_signals
+from lander.process.signals import exit_on_signals
 
 if __name__ == "__main__":
     exit_on_signals()  # from the first line on: a background process would ignore SIGINT until train() starts
@@ -17,13 +17,15 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig
 
-from lander.config import ConfigError, check_logger, validate
-from lander.interrupt import Interrupted
-from lander.lock import RunLock
-from lander.rerun import continue_job, plan_job
-from lander.rundir import RunFileError, RunPaths, RunSummary, Status
-from lander.schema import register_configs
-from lander.trust import allowed_prefixes, check_trusted
+from lander.config.checks import check_logger, validate
+from lander.config.schema import register_configs
+from lander.config.trust import allowed_prefixes, check_trusted
+from lander.errors import ConfigError, RunFileError
+from lander.process.isolate import run_in_child
+from lander.process.signals import Interrupted
+from lander.storage.lock import RunLock
+from lander.storage.rundir import RunPaths, RunSummary, Status
+from lander.sweeps.rerun import continue_job, plan_job
 
 log = logging.getLogger("lander")
 register_configs()
@@ -33,19 +35,20 @@ register_configs()
 def main(cfg: DictConfig) -> float | None:
     """Train one run in Hydra's output directory; return the final eval mean (for Hydra sweepers).
 
-    In a sweep, each job runs in a process of its own (:mod:`lander.isolate`): one that dies takes no other
+    In a sweep, each job runs in a process of its own (:mod:`lander.process.isolate`): one that dies takes no other
     job with it.
     """
     hydra_cfg = HydraConfig.get()
     run_dir = Path(hydra_cfg.runtime.output_dir)
     if hydra_cfg.mode != RunMode.MULTIRUN:
         return run_job(cfg, run_dir, list(hydra_cfg.overrides.task), None)
-    from lander.isolate import run_in_child
-    from lander.sweep import sweep_group
+    from lander.sweeps.callback import sweep_group  # pandas, matplotlib, plotly: only a sweep needs them (~1 s)
 
     if hydra_cfg.launcher.get("n_jobs", 1) != 1:
         cfg.progress_bar = False  # parallel jobs' progress bars would overwrite each other on one console
     job = partial(run_job, cfg, run_dir, list(hydra_cfg.overrides.task), sweep_group(hydra_cfg.sweep.dir))
+    import lander.training.train  # noqa: F401  # imported once here, shared by every job's forked process
+
     run_in_child(job, RunPaths(run_dir))
     summary = RunSummary.load(RunPaths(run_dir))
     return summary.final_eval_mean if summary is not None and summary.status == Status.COMPLETED else None
@@ -60,7 +63,7 @@ def run_job(cfg: DictConfig, run_dir: Path, overrides: list[str], group: str | N
     sweep = group is not None
     try:
         if cfg.resume is not None:  # the run's own saved config, in its own directory
-            from lander.resume import resume_config
+            from lander.training.resume import resume_config  # torch and SB3 (~2 s): after the cheap checks
 
             run_dir = Path(cfg.resume)
             budget = [int(o.split("=", 1)[1]) for o in overrides if o.startswith("total_timesteps=")]
@@ -76,10 +79,11 @@ def run_job(cfg: DictConfig, run_dir: Path, overrides: list[str], group: str | N
             done = continue_job(cfg, RunPaths(run_dir))
             if done is not None:
                 return done.final_eval_mean
-            from lander.train import train
+            from lander.training.finish import run_closing  # torch and SB3 (~2 s): after the cheap checks
+            from lander.training.train import train
 
             summary = train(cfg, run_dir, group=group, overrides=overrides)
-            log.info("%s", closing_block(summary, RunPaths(run_dir)))
+            log.info("%s", run_closing(summary, RunPaths(run_dir)))
             return summary.final_eval_mean
         finally:
             lock.release()
@@ -88,7 +92,7 @@ def run_job(cfg: DictConfig, run_dir: Path, overrides: list[str], group: str | N
         if sweep:  # the other jobs go on; the sweep's end lists this one as failed
             return None
         sys.exit(2 if isinstance(exc, ConfigError) else 1)
-    except Interrupted as exc:  # what was saved and how to continue (lander.results.record_stop), last
+    except Interrupted as exc:  # what was saved and how to continue (lander.training.finish.record_stop), last
         if getattr(exc, "report", None):
             log.warning("%s", exc.report)  # type: ignore[attr-defined]
         sys.exit(exc.exit_code)
@@ -99,37 +103,12 @@ def run_job(cfg: DictConfig, run_dir: Path, overrides: list[str], group: str | N
         raise
 
 
-def closing_block(summary: RunSummary, paths: RunPaths) -> str:
-    """What a finished run printed last (after W&B's own lines): its result and where its files are."""
-    lines = [f"done: {summary.algo} on {summary.env_id}, seed {summary.seed}: {summary.timesteps:,} steps "
-             f"in {summary.wall_seconds or 0:.0f} s" + (f" (stopped early: {summary.stopped_early})"
-                                                       if summary.stopped_early else "")]  # fmt: skip
-    if summary.final_eval_mean is not None:
-        lines.append(f"  final evaluation: {summary.final_eval_mean:.4g} +- {summary.final_eval_sem or 0:.2g} (s.e.)"
-                     f", success rate {summary.final_eval_success_rate}")  # fmt: skip
-    files = [p.name for p in (paths.model, paths.eval_json, paths.learning_curve, paths.video) if p.is_file()]
-    lines += [f"  run directory: {paths.root}", f"  files: {', '.join(files)}, metrics/"]
-    if paths.report.is_file():
-        lines.append(f"  report: {paths.report}")
-    if any((paths.root / "wandb").glob("offline-run-*")):  # the artifact's files are recorded relative to the run
-        lines.append(f"  W&B upload: cd {paths.root} && wandb sync wandb/offline-run-*")
-    return "\n".join(lines)
-
-
 if __name__ == "__main__":
-    from lander.precheck import check_command
+    from lander.config.precheck import check_command
 
     try:
         sys.argv[1:] = check_command(sys.argv[1:])  # before Hydra creates the run directory
     except ConfigError as error:
         print(f"lander: invalid configuration: {error}", file=sys.stderr)
         sys.exit(2)
-    main()
-    from lander.sweep import FAILED_JOBS
-
-    if FAILED_JOBS:
-        print(
-            f"lander: {len(FAILED_JOBS)} job(s) of the sweep did not complete: {'; '.join(FAILED_JOBS)}",
-            file=sys.stderr,
-        )
-        sys.exit(1)
+    main()  # a sweep with a job that did not complete exits 1 from its end (lander.sweeps.callback)

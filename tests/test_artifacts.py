@@ -163,8 +163,8 @@ OFFLINE_THREADS = """
 import sys, threading
 from pathlib import Path
 from hydra import compose, initialize_config_dir
-from lander.schema import register_configs
-from lander.tracking import WandbRun
+from lander.config.schema import register_configs
+from lander.tracking.wandb_tracker import WandbRun
 register_configs()
 with initialize_config_dir(config_dir=sys.argv[1], version_base="1.3"):
     cfg = compose(config_name="config", overrides=["logger.mode=offline"])

@@ -8,9 +8,10 @@ import pytest
 from hydra.errors import ConfigCompositionException
 
 from helpers import composed, lander_env, run_lander
-from lander.algos import effective_gamma
-from lander.config import ConfigError, group_options, validate
-from lander.schema import register_configs
+from lander.algorithms.build import effective_gamma
+from lander.config.checks import validate
+from lander.config.schema import group_options, register_configs
+from lander.errors import ConfigError
 
 register_configs()
 
@@ -197,7 +198,7 @@ OUT_OF_RANGE = [  # each ran before, then crashed late or trained nonsense silen
 
 @pytest.mark.parametrize("overrides,message", OUT_OF_RANGE, ids=[" ".join(o) for o, _ in OUT_OF_RANGE])
 def test_values_out_of_their_domain_are_refused_in_the_precheck(overrides, message):
-    from lander.precheck import check_command
+    from lander.config.precheck import check_command
 
     with pytest.raises(ConfigError, match=re.escape(message)):
         check_command(overrides)

@@ -12,7 +12,7 @@ from omegaconf import OmegaConf
 from helpers import QUICK, REPO, lander, lander_env, read_json, run_lander
 from helpers.wandb_reader import read_run
 from lander.envs import make_train_env
-from lander.loading import safe_load
+from lander.evaluation.loading import safe_load
 
 
 def sweep(sweep_dir, *overrides):
@@ -47,8 +47,8 @@ def test_qcritic_preset_names_runs_like_the_assignment_and_pools_eval_episodes(t
     table = pd.read_csv(sweep_dir / "comparison/table.csv")
     assert list(table["config"]) == ["algo=a2c", "algo=mac", "algo=mac_adv"]
     assert (sweep_dir / "comparison/learning_curves_lunar_lander.png").is_file()
-    from lander.curves import pooled_curve
-    from lander.runset import find_runs
+    from lander.analysis.curves import pooled_curve
+    from lander.analysis.runset import find_runs
 
     mac = [r for r in find_runs([sweep_dir]) if r.summary["algo"] == "mac"]
     curve = pooled_curve(mac)
@@ -99,8 +99,8 @@ def test_q_learning_alpha_preset_states_the_best_alpha_per_env(tmp_path):
 def test_every_preset_composes(preset, algo, env):
     from hydra import compose, initialize_config_dir
 
-    from lander.config import validate
-    from lander.schema import register_configs
+    from lander.config.checks import validate
+    from lander.config.schema import register_configs
 
     register_configs()
     with initialize_config_dir(config_dir=str(REPO / "lander" / "conf"), version_base="1.3"):

@@ -8,9 +8,9 @@ import pytest
 from omegaconf import OmegaConf
 
 from helpers import QUICK, read_json, run_lander
-from lander.algos import model_class
+from lander.algorithms.build import model_class
 from lander.envs import make_train_env
-from lander.loading import safe_load
+from lander.evaluation.loading import safe_load
 
 ALGO_TINY = {
     "mac": ["n_envs=2", "total_timesteps=600"],

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from stable_baselines3 import PPO
 
-from lander.evaluation import EvalResult, evaluate
+from lander.evaluation.policy import EvalResult, evaluate
 
 
 @pytest.fixture(scope="module")

@@ -129,12 +129,12 @@ def test_a_background_run_stops_on_sigint_from_its_first_moment(tmp_path):
 def test_two_writers_are_refused_and_a_stale_lock_is_taken_over(tmp_path):
     run_dir = tmp_path / "run"
     assert faulted_run(run_dir, "write:model_@2:KILL").returncode == -signal.SIGKILL
-    stale = json.loads((run_dir / ".lander.lock").read_text())["pid"]  # its owner is dead: stale
+    stale = json.loads((run_dir / ".lander.storage.lock").read_text())["pid"]  # its owner is dead: stale
     first = subprocess.Popen(
         [sys.executable, "-m", "lander.run", f"resume={run_dir}"], cwd=REPO, env=lander_env(), stderr=subprocess.PIPE
     )
     deadline = time.monotonic() + 60
-    while json.loads((run_dir / ".lander.lock").read_text() or "{}").get("pid") in (None, stale):
+    while json.loads((run_dir / ".lander.storage.lock").read_text() or "{}").get("pid") in (None, stale):
         assert time.monotonic() < deadline and first.poll() is None
         time.sleep(0.05)
     first.send_signal(signal.SIGSTOP)  # holds the lock, mid-run

@@ -15,8 +15,15 @@ import pytest
 from helpers import REPO, lander, lander_env, read_json, run_lander
 from helpers.wandb_reader import read_runs
 
-TINY = ["n_envs=2", "algo.model.n_steps=256", "eval.freq=512", "eval.episodes=3", "eval.n_envs=3",
-        "video.max_steps=50", "checkpoint_freq=0"]  # fmt: skip
+TINY = [
+    "n_envs=2",
+    "algo.model.n_steps=256",
+    "eval.freq=512",
+    "eval.episodes=3",
+    "eval.n_envs=3",
+    "video.max_steps=50",
+    "checkpoint_freq=0",
+]
 
 
 @pytest.mark.parametrize(
@@ -28,8 +35,14 @@ TINY = ["n_envs=2", "algo.model.n_steps=256", "eval.freq=512", "eval.episodes=3"
     ],
 )
 def test_every_entry_point_has_help(module: str, expected: list[str]) -> None:
-    proc = subprocess.run([sys.executable, "-m", module, "--help"], cwd=REPO, capture_output=True, text=True,
-                          timeout=120, env=lander_env())  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-m", module, "--help"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=lander_env(),
+    )
     assert proc.returncode == 0, proc.stderr
     for text in expected:
         assert text in proc.stdout
@@ -56,10 +69,20 @@ def test_the_real_budget_is_said_and_counted_and_can_be_rounded_down(tmp_path: P
 
 def test_ctrl_c_prints_one_block_keeps_a_curve_and_the_checkpoint_can_be_evaluated(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
-    cmd = [sys.executable, "-m", "lander.run", *TINY, "total_timesteps=1000000", "logger=none", "progress_bar=true",
-           "checkpoint_freq=1024", f"hydra.run.dir={run_dir}"]  # fmt: skip
-    proc = subprocess.Popen(cmd, cwd=REPO, env=lander_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True)  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "lander.run",
+        *TINY,
+        "total_timesteps=1000000",
+        "logger=none",
+        "progress_bar=true",
+        "checkpoint_freq=1024",
+        f"hydra.run.dir={run_dir}",
+    ]
+    proc = subprocess.Popen(
+        cmd, cwd=REPO, env=lander_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
     deadline = time.monotonic() + 240
     while not list((run_dir / "checkpoints").glob("model_*_steps.zip")) and time.monotonic() < deadline:
         time.sleep(0.2)
@@ -70,8 +93,14 @@ def test_ctrl_c_prints_one_block_keeps_a_curve_and_the_checkpoint_can_be_evaluat
     assert f"continue: python -m lander.run resume={run_dir}" in output
     assert output.rindex("it/s") < output.index("interrupted by SIGINT")  # the bar was closed first
     assert (run_dir / "learning_curve.png").stat().st_size > 10_000 and not (run_dir / "model.zip").exists()
-    evaluate = subprocess.run([sys.executable, "-m", "lander.evaluate", f"run={run_dir}", "n_episodes=2"], cwd=REPO,
-                              env=lander_env(), capture_output=True, text=True, timeout=300)  # fmt: skip
+    evaluate = subprocess.run(
+        [sys.executable, "-m", "lander.evaluate", f"run={run_dir}", "n_episodes=2"],
+        cwd=REPO,
+        env=lander_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert evaluate.returncode == 0, evaluate.stderr
     assert "has no model.zip (the run stopped before its end): evaluating its newest checkpoint" in evaluate.stderr
     (record,) = (run_dir / "evaluations").glob("*.json")
@@ -103,14 +132,14 @@ def test_a_finished_run_is_trained_further_in_the_same_wandb_run(tmp_path: Path)
 def test_a_long_run_says_how_long_it_will_take(caplog: pytest.LogCaptureFixture) -> None:
     from stable_baselines3 import PPO
 
-    from lander.budget import DurationForecast
+    from lander.training.budget import DurationForecast
 
     model = PPO("MlpPolicy", "CartPole-v1", n_steps=64, batch_size=32, n_epochs=1, seed=0, device="cpu")
-    with caplog.at_level("WARNING", logger="lander.budget"):
+    with caplog.at_level("WARNING", logger="lander.training.budget"):
         model.learn(128, callback=DurationForecast(end=10**9, after=0.0, threshold=1.0))
     (message,) = [r.getMessage() for r in caplog.records]
     assert message.startswith("at ") and "steps/s so far, training to 1000000000 steps takes about " in message
     caplog.clear()
-    with caplog.at_level("WARNING", logger="lander.budget"):  # a short run says nothing
+    with caplog.at_level("WARNING", logger="lander.training.budget"):  # a short run says nothing
         model.learn(128, callback=DurationForecast(end=256, after=0.0))
     assert not caplog.records

@@ -20,9 +20,20 @@ import pytest
 
 from helpers import REPO, lander, lander_env, read_json, run_lander
 
-RUN = ["algo=ppo", "n_envs=2", "algo.model.n_steps=128", "algo.model.batch_size=64", "total_timesteps=512",
-       "eval.freq=256", "eval.episodes=2", "eval.n_envs=2", "checkpoint_freq=256", "video.enabled=false",
-       "progress_bar=false", "logger=none"]  # fmt: skip
+RUN = [
+    "algo=ppo",
+    "n_envs=2",
+    "algo.model.n_steps=128",
+    "algo.model.batch_size=64",
+    "total_timesteps=512",
+    "eval.freq=256",
+    "eval.episodes=2",
+    "eval.n_envs=2",
+    "checkpoint_freq=256",
+    "video.enabled=false",
+    "progress_bar=false",
+    "logger=none",
+]
 
 
 class Payload:
@@ -44,11 +55,21 @@ def stopped_run(tmp_path_factory) -> Path:
     """A run stopped by SIGTERM after its first checkpoint, with its replay buffer (DQN)."""
     run_dir = tmp_path_factory.mktemp("stopped") / "run"
     proc = run_lander(
-        run_dir, "algo=dqn", "total_timesteps=600", "algo.model.learning_starts=100", "algo.model.buffer_size=2000",
-        "eval.freq=300", "eval.episodes=2", "eval.n_envs=2", "checkpoint_freq=200", "checkpoint_replay_buffer=true",
-        "video.enabled=false", "progress_bar=false", "logger=none",
+        run_dir,
+        "algo=dqn",
+        "total_timesteps=600",
+        "algo.model.learning_starts=100",
+        "algo.model.buffer_size=2000",
+        "eval.freq=300",
+        "eval.episodes=2",
+        "eval.n_envs=2",
+        "checkpoint_freq=200",
+        "checkpoint_replay_buffer=true",
+        "video.enabled=false",
+        "progress_bar=false",
+        "logger=none",
         env=lander_env(LANDER_FAULT="write:model_@2:TERM"),
-    )  # fmt: skip
+    )
     assert proc.returncode == 143, proc.stderr[-3000:]
     return run_dir
 
@@ -85,7 +106,7 @@ def test_a_replay_buffer_holding_objects_stops_resume_and_changes_nothing(stoppe
     error = [line for line in output.splitlines() if "cannot continue" in line]
     assert len(error) == 1 and "replay_buffer_" in error[0] and "Traceback" not in output, output[-3000:]
     assert not (tmp_path / "pwned").exists()
-    bookkeeping = (".log", ".lander.lock")  # its log line, and the lock it held while it checked
+    bookkeeping = (".log", ".lander.storage.lock")  # its log line, and the lock it held while it checked
     after = snapshot(run_dir)
     assert {k: v for k, v in after.items() if not k.endswith(bookkeeping)} == {
         k: v for k, v in before.items() if not k.endswith(bookkeeping)
@@ -204,8 +225,15 @@ def test_online_wandb_that_cannot_be_reached_fails_in_seconds_or_falls_back(tmp_
     assert proc.returncode == 2 and "cannot be reached" in proc.stderr and "Traceback" not in proc.stderr
     assert not (tmp_path / "run").exists()
     run_dir = tmp_path / "fallback"
-    proc = run_lander(run_dir, *RUN, "logger=wandb", "logger.mode=online", "logger.offline_fallback=true",
-                      env=unreachable, timeout=300)  # fmt: skip
+    proc = run_lander(
+        run_dir,
+        *RUN,
+        "logger=wandb",
+        "logger.mode=online",
+        "logger.offline_fallback=true",
+        env=unreachable,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "logging offline instead" in (run_dir / "run.log").read_text()
     assert list((run_dir / "wandb").glob("offline-run-*"))
@@ -213,8 +241,18 @@ def test_online_wandb_that_cannot_be_reached_fails_in_seconds_or_falls_back(tmp_
 
 def test_sigint_to_a_sweep_stops_every_job_once_with_a_checkpoint(tmp_path):
     sweep = tmp_path / "sweep"
-    cmd = [sys.executable, "-m", "lander.run", "--multirun", "seed=0,1", *RUN[:4], "total_timesteps=100000",
-           *RUN[5:], "hydra/launcher=basic", f"hydra.sweep.dir={sweep}"]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "lander.run",
+        "--multirun",
+        "seed=0,1",
+        *RUN[:4],
+        "total_timesteps=100000",
+        *RUN[5:],
+        "hydra/launcher=basic",
+        f"hydra.sweep.dir={sweep}",
+    ]
     proc = subprocess.Popen(cmd, cwd=REPO, env=lander_env(), stderr=subprocess.PIPE, start_new_session=True)
     deadline = time.monotonic() + 120
     while not list((sweep / "0/checkpoints").glob("model_*.zip")):

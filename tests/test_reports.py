@@ -16,9 +16,19 @@ RUN_PLOTS = ["plot-returns", "plot-eval_episodes", "plot-training", "plot-speed"
 
 def test_interrupted_run_leaves_a_report_of_what_it_recorded(tmp_path):
     run_dir = tmp_path / "run"
-    proc = run_lander(run_dir, "n_envs=2", "algo.model.n_steps=256", "total_timesteps=4096", "eval.freq=512",
-                      "eval.episodes=2", "eval.n_envs=2", "checkpoint_freq=512", "progress_bar=false",
-                      "logger=none", env=lander_env(LANDER_FAULT="row:eval.csv@3:INT"))  # fmt: skip
+    proc = run_lander(
+        run_dir,
+        "n_envs=2",
+        "algo.model.n_steps=256",
+        "total_timesteps=4096",
+        "eval.freq=512",
+        "eval.episodes=2",
+        "eval.n_envs=2",
+        "checkpoint_freq=512",
+        "progress_bar=false",
+        "logger=none",
+        env=lander_env(LANDER_FAULT="row:eval.csv@3:INT"),
+    )
     assert proc.returncode != 0
     assert read_json(run_dir / "summary.json")["status"] == "interrupted"
     assert "report.html" in proc.stdout + proc.stderr  # named among what was saved
@@ -36,15 +46,25 @@ def test_interrupted_run_leaves_a_report_of_what_it_recorded(tmp_path):
 
 def test_report_cli_rewrites_a_killed_runs_report(tmp_path):
     run_dir = tmp_path / "run"
-    killed = run_lander(run_dir, "n_envs=2", "algo.model.n_steps=256", "total_timesteps=4096", "eval.freq=512",
-                        "eval.episodes=2", "eval.n_envs=2", "progress_bar=false", "logger=none",
-                        env=lander_env(LANDER_FAULT="row:eval.csv@2:KILL"))  # fmt: skip
+    killed = run_lander(
+        run_dir,
+        "n_envs=2",
+        "algo.model.n_steps=256",
+        "total_timesteps=4096",
+        "eval.freq=512",
+        "eval.episodes=2",
+        "eval.n_envs=2",
+        "progress_bar=false",
+        "logger=none",
+        env=lander_env(LANDER_FAULT="row:eval.csv@2:KILL"),
+    )
     assert killed.returncode == -signal.SIGKILL and not (run_dir / "report.html").exists()
     proc = subprocess.run([sys.executable, "-m", "lander.report", str(run_dir)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == str(run_dir / "report.html")
     page = (run_dir / "report.html").read_text()
     assert 'class="status running"' in page and f"resume={run_dir}" in page  # killed: how to continue
-    bad = subprocess.run([sys.executable, "-m", "lander.report", str(tmp_path / "nothing")], capture_output=True,
-                         text=True)  # fmt: skip
+    bad = subprocess.run(
+        [sys.executable, "-m", "lander.report", str(tmp_path / "nothing")], capture_output=True, text=True
+    )
     assert bad.returncode == 2 and "not a directory" in bad.stderr

@@ -144,7 +144,7 @@ def test_off_policy_checkpoints_carry_the_replay_buffer(tmp_path):
     ]
     from stable_baselines3 import DQN
 
-    from lander.replay import load_buffer
+    from lander.storage.replay import load_buffer
 
     model = DQN.load(run_dir / "checkpoints/model_900_steps.zip", device="cpu", buffer_size=5000)
     load_buffer(model.replay_buffer, run_dir / "checkpoints/replay_buffer_900_steps.npz")

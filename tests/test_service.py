@@ -93,9 +93,16 @@ def test_bad_requests_get_clear_errors_and_change_nothing(api, tmp_path):
     (outside / ".hydra/config.yaml").write_text("seed: 0\n")
     (root / "outputs").mkdir(exist_ok=True)
     (root / "outputs" / "link").symlink_to(outside)  # a symlink out of the root
-    for path in ["/api/runs/nothing", "/api/runs/..~..~etc", "/api/runs/outputs~link", "/api/runs/~etc~passwd",
-                 "/api/runs/outputs~link/metrics/eval", "/api/runs/nothing/metrics/eval", "/api/sweeps/nothing",
-                 "/api/runs/outputs~link/files/.hydra/config.yaml"]:  # fmt: skip
+    for path in [
+        "/api/runs/nothing",
+        "/api/runs/..~..~etc",
+        "/api/runs/outputs~link",
+        "/api/runs/~etc~passwd",
+        "/api/runs/outputs~link/metrics/eval",
+        "/api/runs/nothing/metrics/eval",
+        "/api/sweeps/nothing",
+        "/api/runs/outputs~link/files/.hydra/config.yaml",
+    ]:
         assert svc.get(path).status_code == 404, path
     assert all(r["path"] != "outputs/link" for r in svc.get("/api/runs").json())
     (root / "outputs" / "link").unlink()

@@ -81,8 +81,12 @@ def test_overrides_that_smuggle_an_interpolation_are_refused_and_never_run(serve
         assert "interpolation" in response.json()["error"], response.text
     response = svc.post("/api/sweeps", json={"overrides": ["seed=0,1", r"logger.project=$\{oc.env\:HOME\}"]})
     assert response.status_code == 422 and "interpolation" in response.json()["error"], response.text
-    for key in ("+callbacks.x._target_=builtins.print", "+algo.model.policy_kwargs={_target_:builtins.print}",
-                "env.wrappers=[{_target_:builtins.print}]", "+algo.model.policy_kwargs={_args_:[1]}"):  # fmt: skip
+    for key in (
+        "+callbacks.x._target_=builtins.print",
+        "+algo.model.policy_kwargs={_target_:builtins.print}",
+        "env.wrappers=[{_target_:builtins.print}]",
+        "+algo.model.policy_kwargs={_args_:[1]}",
+    ):
         response = svc.post("/api/runs", json={"overrides": [key]})
         assert response.status_code == 422 and "_target_" in response.json()["error"], (key, response.text)
     assert launched(svc) == count and tree(root) == before and not pwned.exists()
@@ -254,8 +258,17 @@ def test_a_planted_config_is_not_instantiated_on_resume(served):
     pwned = root / "pwned-by-resume.txt"
     plant_run(root, "planted_callback", callbacks={"x": {"_target_": "builtins.open", "_args_": [str(pwned), "w"]}})
     plant_run(root, "planted_model", algo={"model": {"_target_": "planted_module.Model"}})
-    plant_run(root, "planted_class", algo={"model": {"policy_kwargs": {"activation_fn": {
-        "_target_": "hydra.utils.get_class", "path": "planted_module.Activation"}}}})  # fmt: skip
+    plant_run(
+        root,
+        "planted_class",
+        algo={
+            "model": {
+                "policy_kwargs": {
+                    "activation_fn": {"_target_": "hydra.utils.get_class", "path": "planted_module.Activation"}
+                }
+            }
+        },
+    )
     plant_run(root, "planted_decode", callbacks={"x": "${oc.decode:'{a: 1}'}"})
     plant_run(root, "planted_env", env={"id": "planted_module:Env-v0"})
     (plant_run(root, "planted_log") / "run.log").symlink_to(root / "appended-by-resume.txt")  # a file of yours
@@ -296,27 +309,44 @@ def test_files_behind_symlinks_out_of_the_root_are_not_read(served, tmp_path):
     svc, root = served
     outside = tmp_path / "outside"
     outside.mkdir()
-    secret = {"summary.json": json.dumps({"status": "completed", "algo": SECRET}),
-              "eval.csv": f"timesteps,mean,sem\n1,{len(SECRET)},0\n", "overrides.yaml": f"- {SECRET}\n",
-              "report.html": f"<p>{SECRET}</p>", "table.csv": f"config,seeds\n{SECRET},1\n"}  # fmt: skip
+    secret = {
+        "summary.json": json.dumps({"status": "completed", "algo": SECRET}),
+        "eval.csv": f"timesteps,mean,sem\n1,{len(SECRET)},0\n",
+        "overrides.yaml": f"- {SECRET}\n",
+        "report.html": f"<p>{SECRET}</p>",
+        "table.csv": f"config,seeds\n{SECRET},1\n",
+    }
     for name, text in secret.items():
         (outside / name).write_text(text)
     run = plant_run(root, "linked")
-    for name, place in (("summary.json", "summary.json"), ("eval.csv", "metrics/eval.csv"),
-                        ("overrides.yaml", ".hydra/overrides.yaml"), ("report.html", "report.html")):  # fmt: skip
+    for name, place in (
+        ("summary.json", "summary.json"),
+        ("eval.csv", "metrics/eval.csv"),
+        ("overrides.yaml", ".hydra/overrides.yaml"),
+        ("report.html", "report.html"),
+    ):
         (run / place).parent.mkdir(exist_ok=True)
         (run / place).unlink(missing_ok=True)
         (run / place).symlink_to(outside / name)
-    (run / ".lander.lock").symlink_to(outside / "created-by-the-lock-check")
+    (run / ".lander.storage.lock").symlink_to(outside / "created-by-the-lock-check")
     sweep = root / "multirun" / "linked_sweep"
     (sweep / "comparison").mkdir(parents=True)
     (sweep / "multirun.yaml").write_text("hydra: {}\n")
     for name in ("report.html", "table.csv"):
         (sweep / "comparison" / name).symlink_to(outside / name)
-    responses = [svc.get(path) for path in ("/api/runs", "/api/runs/outputs~linked",
-                 "/api/runs/outputs~linked/metrics/eval", "/api/runs/outputs~linked/files/report.html",
-                 "/api/runs/outputs~linked/files/summary.json", "/api/sweeps", "/api/sweeps/multirun~linked_sweep",
-                 "/api/sweeps/multirun~linked_sweep/report")]  # fmt: skip
+    responses = [
+        svc.get(path)
+        for path in (
+            "/api/runs",
+            "/api/runs/outputs~linked",
+            "/api/runs/outputs~linked/metrics/eval",
+            "/api/runs/outputs~linked/files/report.html",
+            "/api/runs/outputs~linked/files/summary.json",
+            "/api/sweeps",
+            "/api/sweeps/multirun~linked_sweep",
+            "/api/sweeps/multirun~linked_sweep/report",
+        )
+    ]
     for response in responses:
         assert SECRET not in response.text, (response.url, response.text[:500])
         assert response.status_code in (200, 404), (response.url, response.status_code, response.text[:500])
@@ -408,16 +438,24 @@ def test_a_token_is_on_by_default_and_the_printed_url_logs_in(served):
             "/api/runs", content=b'{"overrides": ["seed=x"]}', headers=origin | {"X-XSRF-Token": xsrf}
         )
         assert withit.status_code == 422  # it reached the check of the overrides
-        elsewhere = browser.post("/api/runs", content=b'{"overrides": ["seed=x"]}',
-                                 headers={"Origin": "http://127.0.0.2:8000", "Content-Type": "application/json",
-                                          "X-XSRF-Token": xsrf})  # fmt: skip
+        elsewhere = browser.post(
+            "/api/runs",
+            content=b'{"overrides": ["seed=x"]}',
+            headers={"Origin": "http://127.0.0.2:8000", "Content-Type": "application/json", "X-XSRF-Token": xsrf},
+        )
         assert elsewhere.status_code == 403 and "Origin" in elsewhere.json()["error"]
 
 
 def test_no_token_needs_an_acknowledgement_and_this_machine(tmp_path):
     def serve(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "lander.serve", "--root", str(tmp_path), *args], cwd=REPO,
-                              env=lander_env(), capture_output=True, text=True, timeout=60)  # fmt: skip
+        return subprocess.run(
+            [sys.executable, "-m", "lander.serve", "--root", str(tmp_path), *args],
+            cwd=REPO,
+            env=lander_env(),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
 
     refused = serve("--no-token")
     assert refused.returncode == 2 and "--no-token-acknowledged" in refused.stderr, refused.stderr

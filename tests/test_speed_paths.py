@@ -10,7 +10,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from helpers import assert_same_results, tiny_run
-from lander.speed import fast_paths, optimizers, use_foreach
+from lander.training.speed import fast_paths, optimizers, use_foreach
 
 
 @pytest.mark.parametrize("algo", ["ppo", pytest.param("a2c", marks=pytest.mark.slow), "sac"])  # a2c: ppo's paths

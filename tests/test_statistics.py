@@ -17,10 +17,10 @@ import yaml
 from scipy import stats
 
 from helpers import REPO, lander_env
-from lander import statistics as st
-from lander.compare import compare
-from lander.rundir import RunPaths, RunSummary, Status
-from lander.runset import RunSetError
+from lander.analysis import statistics as st
+from lander.errors import RunSetError
+from lander.reports.sweep_report import compare
+from lander.storage.rundir import RunPaths, RunSummary, Status
 
 REFERENCE = json.loads((Path(__file__).parent / "fixtures/rliable/reference.json").read_text())
 SEED, REPS = REFERENCE["seed"], REFERENCE["reps"]
@@ -77,8 +77,9 @@ def test_paired_test_when_seeds_are_shared_welch_otherwise() -> None:
     shifted = {seed + 10: value for seed, value in base.items()}
     welch = st.versus_baseline(x, shifted)
     assert welch["test"] == "Welch t"
-    assert welch["p_value"] == pytest.approx(stats.ttest_ind(list(x.values()), list(base.values()),
-                                                             equal_var=False).pvalue)  # fmt: skip
+    assert welch["p_value"] == pytest.approx(
+        stats.ttest_ind(list(x.values()), list(base.values()), equal_var=False).pvalue
+    )
     pooled_sd = np.sqrt((np.var(list(x.values()), ddof=1) + np.var(list(base.values()), ddof=1)) / 2)
     assert welch["cohens_d"] == pytest.approx((np.mean(list(x.values())) - np.mean(list(base.values()))) / pooled_sd)
     assert paired["p_value"] < welch["p_value"]  # the shared seeds remove the between-seed spread
@@ -89,8 +90,15 @@ def test_paired_test_when_seeds_are_shared_welch_otherwise() -> None:
 # --- run directories with known scores ---------------------------------------------------------------------
 
 
-def fake_run(root: Path, name: str, overrides: list[str], seed: int, evals: dict[int, float], env: str = "lunar",
-             status: Status = Status.COMPLETED) -> Path:  # fmt: skip
+def fake_run(
+    root: Path,
+    name: str,
+    overrides: list[str],
+    seed: int,
+    evals: dict[int, float],
+    env: str = "lunar",
+    status: Status = Status.COMPLETED,
+) -> Path:
     """A run directory as lander leaves it (config, overrides, summary, eval.csv) with the given eval means."""
     paths = RunPaths(root / name)
     paths.hydra.mkdir(parents=True)
@@ -108,7 +116,7 @@ def test_configurations_are_compared_at_the_timestep_all_runs_reached(tmp_path: 
         fake_run(tmp_path, f"p{seed}", ["algo=ppo"], seed, {16384: 10.0 + seed, 32768: 100.0 + seed})
         fake_run(tmp_path, f"a{seed}", ["algo=a2c"], seed, {10000: 5.0, 20000: 50.0 + 2 * seed})
     result = compare([tmp_path], tmp_path / "out", baseline="algo=ppo")
-    table = result["table"].set_index("config")
+    table = result.table.set_index("config")
     assert table.loc["algo=ppo", "timesteps"] == 16384 and table.loc["algo=ppo", "final_mean"] == pytest.approx(11.0)
     assert table.loc["algo=a2c", "timesteps"] == 20000 and table.loc["algo=a2c", "final_mean"] == pytest.approx(52.0)
     assert table.loc["algo=a2c", "test"] == "paired t" and table.loc["algo=a2c", "prob_improvement"] == 1.0
@@ -123,8 +131,8 @@ def test_a_run_not_evaluated_by_the_common_timestep_is_listed_not_compared(tmp_p
     for seed in range(2):
         fake_run(tmp_path, f"short{seed}", ["algo=a2c"], seed, {10000: 1.0, 20000: 2.0})
     result = compare([tmp_path], tmp_path / "out")
-    assert list(result["table"]["config"]) == ["algo=a2c"]
-    assert [r.path.name for r in result["unevaluated"]] == ["final_only"]
+    assert list(result.table["config"]) == ["algo=a2c"]
+    assert [r.path.name for r in result.left_out["unevaluated"]] == ["final_only"]
     report = (tmp_path / "out/report.md").read_text()
     assert "## Runs with no evaluation at or before" in report and "(compared timestep 20,000)" in report
 
@@ -136,9 +144,9 @@ def test_a_duplicated_run_counts_once_and_is_listed(tmp_path: Path) -> None:
     again = fake_run(tmp_path, "y1_again", ["gamma=0.99"], 1, {100: 9.0})  # the same configuration and seed
     os.utime(again / "summary.json", (2e9, 2e9))  # ... finished later
     result = compare([tmp_path], tmp_path / "out")
-    table = result["table"].set_index("config")
+    table = result.table.set_index("config")
     assert table.loc["gamma=0.99", "seeds"] == 2 and table.loc["gamma=0.99", "final_mean"] == pytest.approx(6.0)
-    assert [(r.path.name, kept.path.name) for r, kept in result["duplicates"]] == [("y1", "y1_again")]
+    assert [(r.path.name, kept.path.name) for r, kept in result.left_out["duplicates"]] == [("y1", "y1_again")]
     assert "duplicates not counted: 1" in (tmp_path / "out/report.md").read_text()
 
 
@@ -147,7 +155,7 @@ def test_one_seed_gets_no_interval_test_or_improvement_and_says_so(tmp_path: Pat
     for seed in range(3):
         fake_run(tmp_path, f"b{seed}", ["gamma=0.99"], seed, {100: 2.0 + seed})
     result = compare([tmp_path], tmp_path / "out", baseline="gamma=0.99")
-    row = result["table"].set_index("config").loc["gamma=0.9"]
+    row = result.table.set_index("config").loc["gamma=0.9"]
     assert row["seeds"] == 1 and row["test"] == ""
     assert all(np.isnan(row[c]) for c in ("sem", "ci95_low", "ci95_high", "p_value", "prob_improvement"))
     report = (tmp_path / "out/report.md").read_text()
@@ -174,19 +182,25 @@ def test_holm_adjusts_the_configurations_tested_against_one_baseline(tmp_path: P
 
 
 def test_a_grid_over_envs_gets_a_stratified_improvement_across_envs(tmp_path: Path) -> None:
-    scores = {("cart", "a"): [1.0, 2.0, 3.0], ("cart", "b"): [2.5, 2.0, 4.0],
-              ("lunar", "a"): [-100.0, 50.0, 20.0], ("lunar", "b"): [80.0, 60.0, -10.0]}  # fmt: skip
+    scores = {
+        ("cart", "a"): [1.0, 2.0, 3.0],
+        ("cart", "b"): [2.5, 2.0, 4.0],
+        ("lunar", "a"): [-100.0, 50.0, 20.0],
+        ("lunar", "b"): [80.0, 60.0, -10.0],
+    }
     for (env, config), values in scores.items():
         for seed, value in enumerate(values):
             fake_run(tmp_path, f"{env}{config}{seed}", [f"env={env}", f"x={config}"], seed, {10: value}, env=env)
     result = compare([tmp_path], tmp_path / "out")
-    assert sorted(result["table"]["env"].unique()) == ["cart", "lunar"]
+    assert sorted(result.table["env"].unique()) == ["cart", "lunar"]
     row = pd.read_csv(tmp_path / "out/across_envs.csv").iloc[0]
     x = np.array([scores["cart", "b"], scores["lunar", "b"]]).T  # runs x envs, as rliable takes them
     y = np.array([scores["cart", "a"], scores["lunar", "a"]]).T
-    assert row["config"] == "x=b" and [row["prob_improvement"], row["prob_improvement_ci95_low"],
-                                       row["prob_improvement_ci95_high"]] == pytest.approx(
-        st.interval_of_improvement(x, y))  # fmt: skip
+    assert row["config"] == "x=b" and [
+        row["prob_improvement"],
+        row["prob_improvement_ci95_low"],
+        row["prob_improvement_ci95_high"],
+    ] == pytest.approx(st.interval_of_improvement(x, y))
     assert "## Across envs" in (tmp_path / "out/report.md").read_text()
 
 
@@ -194,16 +208,22 @@ def test_a_grid_over_envs_gets_a_stratified_improvement_across_envs(tmp_path: Pa
     "make,message",
     [
         (lambda d: fake_run(d, "a", [], 0, {1: 1.0}, status=Status.FAILED), "no run under"),
-        (lambda d: [fake_run(d, "a", ["env=x"], 0, {1: 1.0}, env="x"), fake_run(d, "b", ["algo=q"], 0, {1: 1.0})],
-         "runs of different envs mixed"),
-        (lambda d: fake_run(d, "a", [], 0, {1: 1.0}).joinpath("metrics/eval.csv").write_text("timesteps,mean\n1,"),
-         "metrics/eval.csv lacks the column"),
+        (
+            lambda d: [fake_run(d, "a", ["env=x"], 0, {1: 1.0}, env="x"), fake_run(d, "b", ["algo=q"], 0, {1: 1.0})],
+            "runs of different envs mixed",
+        ),
+        (
+            lambda d: fake_run(d, "a", [], 0, {1: 1.0}).joinpath("metrics/eval.csv").write_text("timesteps,mean\n1,"),
+            "metrics/eval.csv lacks the column",
+        ),
         (lambda d: fake_run(d, "a", [], 0, {1: 1.0}).joinpath("metrics/eval.csv").unlink(), "missing or empty"),
-        (lambda d: fake_run(d, "a", [], 0, {1: 1.0}).joinpath(".hydra/config.yaml").write_text("seed: [1"),
-         ".hydra/config.yaml cannot be read"),
+        (
+            lambda d: fake_run(d, "a", [], 0, {1: 1.0}).joinpath(".hydra/config.yaml").write_text("seed: [1"),
+            ".hydra/config.yaml cannot be read",
+        ),
     ],
     ids=["no-finished-run", "mixed-envs", "corrupt-eval-csv", "missing-eval-csv", "corrupt-config"],
-)  # fmt: skip
+)
 def test_bad_input_is_named_and_nothing_is_written(tmp_path: Path, make, message: str) -> None:
     make(tmp_path / "runs")
     with pytest.raises(RunSetError, match=message.replace(".", r"\.")):

@@ -32,10 +32,20 @@ def sweep(sweep_dir, *overrides):
 @pytest.fixture(scope="module")
 def serial_sweep(tmp_path_factory):
     sweep_dir = tmp_path_factory.mktemp("sweep") / "serial"
-    cmd = [sys.executable, "-m", "lander.run", "--multirun", "hydra/launcher=basic", "algo=ppo,a2c", "seed=0,1",
-           *TINY_SWEEP, f"hydra.sweep.dir={sweep_dir}"]  # fmt: skip
-    proc = subprocess.run(cmd, cwd=REPO, env=lander_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          text=True, timeout=900)  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "lander.run",
+        "--multirun",
+        "hydra/launcher=basic",
+        "algo=ppo,a2c",
+        "seed=0,1",
+        *TINY_SWEEP,
+        f"hydra.sweep.dir={sweep_dir}",
+    ]
+    proc = subprocess.run(
+        cmd, cwd=REPO, env=lander_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=900
+    )
     assert proc.returncode == 0, proc.stdout[-4000:]
     (sweep_dir / "console.txt").write_text(proc.stdout)  # what the console showed, in order
     return sweep_dir
@@ -185,11 +195,11 @@ def test_optuna_search_stores_a_resumable_study(tmp_path):
 
 
 def test_compare_at_an_equal_budget_uses_each_runs_evaluation_at_that_point(serial_sweep, tmp_path):
-    from lander.compare import compare
-    from lander.runset import RunSetError
+    from lander.errors import RunSetError
+    from lander.reports.sweep_report import compare
 
     result = compare([serial_sweep], tmp_path / "at512", at_timesteps=512)
-    table = result["table"]
+    table = result.table
     for config, jobs in (("algo=ppo", ("0", "1")), ("algo=a2c", ("2", "3"))):
         row = table[table["config"] == config].iloc[0]
         evals = [pd.read_csv(serial_sweep / j / "metrics/eval.csv").set_index("timesteps").loc[512] for j in jobs]
@@ -226,8 +236,11 @@ def test_evaluate_cli_on_a_sweep_evaluates_every_job(serial_sweep):
 # The sweep's reports (its jobs' and its comparison's), its console, the notebook and its W&B runs: on this
 # file's serial sweep, so that no other test file makes a sweep of its own for them.
 RUN_PLOTS = ["plot-returns", "plot-eval_episodes", "plot-training", "plot-speed"]
-SWEEP_PLOTS = ["plot-learning_curves_lunar_lander", "plot-final_scores_lunar_lander",
-               "plot-performance_profile_lunar_lander"]  # fmt: skip
+SWEEP_PLOTS = [
+    "plot-learning_curves_lunar_lander",
+    "plot-final_scores_lunar_lander",
+    "plot-performance_profile_lunar_lander",
+]
 
 
 @pytest.mark.parametrize("job", ["0", "2"])  # PPO and A2C; every algorithm's report: tests/test_artifacts.py
@@ -253,8 +266,10 @@ def test_run_report_opens_offline_and_interactive(serial_sweep, job, tmp_path):
         page.locator("#plot-returns .legendtoggle").first.click()  # a series toggled off from its legend
         page.wait_for_function("document.getElementById('plot-returns').data[0].visible === 'legendonly'")
         assert hover_text(page, "plot-returns")  # the mouse over the plot shows the values under it
-        video = page.evaluate("(() => { const v = document.querySelector('video'); "
-                              "return [v.src.slice(0, 22), v.readyState, v.duration]; })()")  # fmt: skip
+        video = page.evaluate(
+            "(() => { const v = document.querySelector('video'); "
+            "return [v.src.slice(0, 22), v.readyState, v.duration]; })()"
+        )
         config = page.locator("#config pre").first.text_content()
         page.screenshot(path=tmp_path / f"run_{algo}.png", full_page=True)
     check_visit(visit, report)
@@ -302,8 +317,9 @@ def test_notebook_runs_against_a_sweep(serial_sweep, monkeypatch):
     assert code and all(not c.outputs and c.execution_count is None for c in code)  # stored without outputs
     monkeypatch.setenv("LANDER_RUN", str(serial_sweep / "0"))
     monkeypatch.setenv("LANDER_SWEEP", str(serial_sweep))
-    NotebookClient(notebook, timeout=300, kernel_name="python3",
-                   resources={"metadata": {"path": str(REPO / "notebooks")}}).execute()  # fmt: skip
+    NotebookClient(
+        notebook, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(REPO / "notebooks")}}
+    ).execute()
     outputs = [o for c in code for o in c.outputs]
     assert not [o for o in outputs if o.output_type == "error"]
     figures = [o for o in outputs if "application/vnd.plotly.v1+json" in o.get("data", {})]
@@ -322,8 +338,12 @@ def test_wandb_run_holds_the_report_and_an_artifact_that_syncs_from_its_director
     assert page.read_bytes() == (run_dir / "report.html").read_bytes()  # the whole page as written, Plotly inlined
     copied = shutil.copytree(run_dir, tmp_path / "elsewhere")  # a run directory copied to another machine
     (wandb_file,) = copied.glob("wandb/offline-run-*/run-*.wandb")
-    entries = [e for r in records(wandb_file) if r.WhichOneof("record_type") == "artifact"
-               for e in r.artifact.manifest.contents]  # fmt: skip
+    entries = [
+        e
+        for r in records(wandb_file)
+        if r.WhichOneof("record_type") == "artifact"
+        for e in r.artifact.manifest.contents
+    ]
     assert {e.path for e in entries} == {"model.zip", "eval.json"}
     for entry in entries:  # relative to the run directory: `cd <run dir> && wandb sync wandb/offline-run-*`
         assert not Path(entry.local_path).is_absolute() and entry.local_path.startswith("wandb/artifact_files/")
@@ -337,7 +357,7 @@ def test_wandb_run_holds_the_report_and_an_artifact_that_syncs_from_its_director
 
 def test_hostile_text_in_a_run_stays_text(serial_sweep, tmp_path):
     """A config value and a summary error with markup: the page shows them, runs none of it."""
-    from lander.report_run import write_run_report
+    from lander.reports.run_report import write_run_report
 
     run_dir = Path(shutil.copytree(serial_sweep / "0", tmp_path / "run"))
     config = run_dir / ".hydra/config.yaml"

@@ -14,9 +14,20 @@ import pytest
 
 from helpers import REPO, lander_env
 
-JOB = ["algo=ppo", "n_envs=2", "algo.model.n_steps=128", "algo.model.batch_size=64", "total_timesteps=3072",
-       "eval.freq=1024", "eval.episodes=2", "eval.n_envs=2", "checkpoint_freq=1024", "video.enabled=false",
-       "progress_bar=false", "logger=none"]  # fmt: skip
+JOB = [
+    "algo=ppo",
+    "n_envs=2",
+    "algo.model.n_steps=128",
+    "algo.model.batch_size=64",
+    "total_timesteps=3072",
+    "eval.freq=1024",
+    "eval.episodes=2",
+    "eval.n_envs=2",
+    "checkpoint_freq=1024",
+    "video.enabled=false",
+    "progress_bar=false",
+    "logger=none",
+]
 
 
 @pytest.mark.parametrize(
@@ -25,8 +36,16 @@ JOB = ["algo=ppo", "n_envs=2", "algo.model.n_steps=128", "algo.model.batch_size=
 )
 def test_a_killed_job_leaves_the_other_jobs_and_the_comparison(tmp_path, launcher):
     sweep = tmp_path / "sweep"
-    cmd = [sys.executable, "-m", "lander.run", "--multirun", "seed=0,1,2", *JOB, f"hydra/launcher={launcher}",
-           f"hydra.sweep.dir={sweep}"]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "lander.run",
+        "--multirun",
+        "seed=0,1,2",
+        *JOB,
+        f"hydra/launcher={launcher}",
+        f"hydra.sweep.dir={sweep}",
+    ]
     if launcher == "joblib":
         cmd.append("hydra.launcher.n_jobs=3")
     proc = subprocess.Popen(cmd, cwd=REPO, env=lander_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -35,7 +54,7 @@ def test_a_killed_job_leaves_the_other_jobs_and_the_comparison(tmp_path, launche
     while not (victim / "summary.json").is_file():  # job 1 is training (its process holds the lock)
         assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()
         time.sleep(0.05)
-    pid = json.loads((victim / ".lander.lock").read_text())["pid"]
+    pid = json.loads((victim / ".lander.storage.lock").read_text())["pid"]
     os.kill(pid, signal.SIGKILL)
     _out, err = proc.communicate(timeout=600)
     assert proc.returncode == 1, err[-3000:]

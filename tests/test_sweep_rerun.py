@@ -121,11 +121,26 @@ def test_a_killed_optuna_search_is_completed_to_n_trials(tmp_path: Path) -> None
     import optuna
 
     sweep_dir = tmp_path / "optuna"
-    cmd = [sys.executable, "-m", "lander.run", "hparams_search=ppo_optuna", "hydra.sweeper.n_trials=3",
-           *[o for o in SWEEP if not o.startswith(("algo=", "total_timesteps="))], "total_timesteps=12288",
-           "eval.freq=0", f"hydra.sweep.dir={sweep_dir}"]  # fmt: skip
-    proc = subprocess.Popen(cmd, cwd=REPO, env=lander_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True)  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "lander.run",
+        "hparams_search=ppo_optuna",
+        "hydra.sweeper.n_trials=3",
+        *[o for o in SWEEP if not o.startswith(("algo=", "total_timesteps="))],
+        "total_timesteps=12288",
+        "eval.freq=0",
+        f"hydra.sweep.dir={sweep_dir}",
+    ]
+    proc = subprocess.Popen(
+        cmd,
+        cwd=REPO,
+        env=lander_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
 
     def second_trial_running() -> bool:
         summaries = [read_json(p) for p in sweep_dir.glob("*/summary.json")]

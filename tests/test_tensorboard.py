@@ -13,9 +13,18 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 from helpers import lander, lander_env, run_lander
 from helpers.wandb_reader import read_runs
 
-RUN = ["n_envs=2", "algo.model.n_steps=256", "total_timesteps=3072", "eval.freq=512", "eval.episodes=2",
-       "eval.n_envs=2", "checkpoint_freq=512", "video.enabled=false", "progress_bar=false",
-       "logger.tensorboard=true"]  # fmt: skip
+RUN = [
+    "n_envs=2",
+    "algo.model.n_steps=256",
+    "total_timesteps=3072",
+    "eval.freq=512",
+    "eval.episodes=2",
+    "eval.n_envs=2",
+    "checkpoint_freq=512",
+    "video.enabled=false",
+    "progress_bar=false",
+    "logger.tensorboard=true",
+]
 
 
 def scalars(run_dir: Path) -> EventAccumulator:

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from helpers import composed, lander
-from lander.callbacks import Every
-from lander.rerun import plan_job, set_aside
-from lander.rundir import RunPaths, RunSummary, Status, atomic_write, find_run_dirs, write_json
-from lander.runset import Run, changes_nothing, labels
-from lander.schema import neutral_keys
+from lander.analysis.runset import Run, changes_nothing, labels
+from lander.config.schema import neutral_keys
+from lander.storage.rundir import RunPaths, RunSummary, Status, atomic_write, find_run_dirs, write_json
+from lander.sweeps.rerun import plan_job, set_aside
+from lander.training.callbacks import Every
 
 
 def test_every_fires_at_multiples_and_from_a_resumed_step() -> None:
@@ -139,7 +139,7 @@ def test_every_default_is_written_once_in_the_yaml() -> None:
 
     from omegaconf import MISSING, OmegaConf
 
-    from lander.schema import LanderConfig
+    from lander.config.schema import LanderConfig
 
     with_defaults = [f.name for f in fields(LanderConfig) if f.default not in (MISSING, NO_DEFAULT)]
     assert with_defaults == []  # the groups (algo, env, eval, ...) are default_factory nodes of MISSING fields

@@ -11,8 +11,8 @@ import pytest
 from stable_baselines3.common.callbacks import BaseCallback
 
 from helpers import composed, lander, read_json
-from lander.config import ConfigError
-from lander.train import train
+from lander.errors import ConfigError
+from lander.training.train import train
 
 TINY_CARTPOLE = [
     "algo=ppo",

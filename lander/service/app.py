@@ -1,5 +1,5 @@
 """The service's HTTP app (FastAPI; its OpenAPI schema at ``/openapi.json``): the dashboard page at ``/`` and the
-endpoints of :mod:`lander.service.api_read` and :mod:`lander.service.api_write`, behind
+endpoints of :mod:`lander.service.routes_read` and :mod:`lander.service.routes_write`, behind
 :class:`lander.service.guard.Guard` (Host, token, Origin, sizes), with every error as JSON in one line."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 
-from lander.service import api_read, api_write, store
+from lander.service import routes_read, routes_write, store
 from lander.service.guard import Guard, cookie_names
 from lander.service.launcher import Launcher
 from lander.service.overrides import Refused
@@ -60,8 +60,8 @@ def create_app(
     app.add_exception_handler(Exception, failed)
     app.get("/", response_class=HTMLResponse, include_in_schema=False)(page)
     app.get("/dashboard.js", include_in_schema=False)(script)
-    app.include_router(api_read.router)
-    app.include_router(api_write.router)
+    app.include_router(routes_read.router)
+    app.include_router(routes_write.router)
     return Guard(app, token, port, hosts)
 
 

@@ -1,9 +1,9 @@
 """Starting, stopping and resuming ``python -m lander.run`` processes for the service.
 
 Requests are checked before anything starts (:mod:`lander.service.overrides`; a resumed run's saved config by
-:func:`lander.trust.check_trusted`). A process gets its arguments as a list (no shell), its own session, an empty
+:func:`lander.config.trust.check_trusted`). A process gets its arguments as a list (no shell), its own session, an empty
 working directory of the service's own and ``python -P`` (no directory a request or a copied run can write to is
-on its ``sys.path``), :data:`lander.trust.ALLOW_ENV` (so it checks its own config again before it imports
+on its ``sys.path``), :data:`lander.config.trust.ALLOW_ENV` (so it checks its own config again before it imports
 anything), and its console in ``<run or sweep dir>/service.log``. At most ``max_running`` of them run at once.
 What was launched is recorded in ``<root>/.lander-service/launched.jsonl``, so a restarted service still knows it.
 """
@@ -25,12 +25,12 @@ from typing import Any
 
 import yaml
 
-from lander.config import ConfigError
-from lander.lock import RunLock
-from lander.rundir import RunPaths, Status
+from lander.config.trust import ALLOW_ENV, check_trusted
+from lander.errors import ConfigError
 from lander.service import files, store
 from lander.service.overrides import Refused
-from lander.trust import ALLOW_ENV, check_trusted
+from lander.storage.lock import RunLock
+from lander.storage.rundir import RunPaths, Status
 
 SAFE_PATH = ["-P"] if sys.version_info >= (3, 11) else []  # no working directory on sys.path (3.11+; 3.10: the
 # empty working directory stands in for it)
@@ -154,7 +154,7 @@ class Launcher:
 
     def resume(self, run: Path) -> dict[str, Any]:
         """``python -m lander.run resume=<run>`` for an interrupted, failed or killed run whose saved config
-        imports and resolves only what lander trusts (:func:`lander.trust.check_trusted`)."""
+        imports and resolves only what lander trusts (:func:`lander.config.trust.check_trusted`)."""
         current = status(self.root, run)
         if RunLock(run).busy():
             raise Refused(f"{run.name} is running (or still writing its last files): it cannot be resumed now", 409)

@@ -12,7 +12,7 @@ Each override is parsed with Hydra's own override parser and accepted only as da
 - at most :data:`MAX_OVERRIDES` overrides of :data:`MAX_CHARS` characters, a sweep of at most ``max_jobs`` jobs.
 
 Then every job is composed and validated as ``python -m lander.run`` would, holding the composition lock for one
-composition at a time, and the composed config must pass :func:`lander.trust.check_trusted`.
+composition at a time, and the composed config must pass :func:`lander.config.trust.check_trusted`.
 """
 
 from __future__ import annotations
@@ -27,8 +27,11 @@ from hydra.core.override_parser.types import ChoiceSweep, Glob, Override, Overri
 from hydra.errors import HydraException
 from omegaconf import DictConfig
 
-from lander.config import ConfigError, group_options
-from lander.trust import check_trusted
+from lander.config.keys import check_override_keys
+from lander.config.precheck import check_command, hydra_message, job_overrides, preset_sweeps, single_values
+from lander.config.schema import CONF_DIR, group_options, register_configs
+from lander.config.trust import check_trusted
+from lander.errors import ConfigError
 
 MAX_OVERRIDES = 64
 MAX_CHARS = 1000
@@ -54,7 +57,7 @@ def check_overrides(overrides: Any, multirun: bool, max_jobs: int, allowed: list
     :param overrides: the request's ``"overrides"``
     :param multirun: a sweep (``POST /api/sweeps``)
     :param max_jobs: the most jobs a sweep may expand to
-    :param allowed: the ``--allow-target`` prefixes (for :func:`lander.trust.check_trusted`)
+    :param allowed: the ``--allow-target`` prefixes (for :func:`lander.config.trust.check_trusted`)
     """
     if not isinstance(overrides, list) or not all(isinstance(o, str) for o in overrides):
         raise Refused('"overrides" must be a list of strings such as ["algo=ppo", "seed=0"]')
@@ -169,11 +172,6 @@ def compose_checked(overrides: list[str], parsed: list[Override], multirun: bool
     return the first job's config. Hydra's own errors and lander's as :class:`Refused`."""
     from hydra import compose, initialize_config_dir
     from omegaconf.errors import OmegaConfBaseException
-
-    from lander.config import CONF_DIR
-    from lander.keys import check_override_keys
-    from lander.precheck import check_command, hydra_message, job_overrides, preset_sweeps, single_values
-    from lander.schema import register_configs
 
     register_configs()
     try:

@@ -16,10 +16,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from lander.csvlog import complete_rows
-from lander.lock import RunLock
-from lander.rundir import RunPaths, find_run_dirs
 from lander.service.files import Unreadable, read_bytes, read_text, real_file, servable, shown
+from lander.storage.csvlog import complete_rows
+from lander.storage.lock import RunLock
+from lander.storage.rundir import RunPaths, SweepPaths, find_run_dirs
 
 KiB, MiB = 2**10, 2**20
 MAX_SUMMARY = MAX_CONFIG = 1 * MiB  # summary.json, .hydra/*.yaml: a few kB when lander writes them
@@ -27,13 +27,7 @@ MAX_CSV = 64 * MiB  # a metrics file served whole (a 1M-step run's largest is ab
 MAX_RECORD = 16 * MiB  # <root>/.lander-service/launched.jsonl
 TAIL = 64 * KiB  # what the list of runs reads of the end of eval.csv (its latest evaluation)
 
-METRICS = {  # name in the API: file under metrics/, and its timestep column
-    "train_episodes": ("train_episodes.csv", "timesteps"),
-    "eval": ("eval.csv", "timesteps"),
-    "eval_episodes": ("eval_episodes.csv", "timesteps"),
-    "resources": ("resources.csv", "timesteps"),
-    "sb3_progress": ("sb3_progress.csv", "time/total_timesteps"),
-}
+TIMESTEP_COLUMNS = {"sb3_progress": "time/total_timesteps"}  # the other metric files' column is "timesteps"
 FILES = (
     "report.html",
     "video.mp4",
@@ -109,7 +103,7 @@ def run_dir(root: Path, id_: str) -> Path:
 def sweep_dir(root: Path, id_: str) -> Path:
     """The sweep directory of ``id_`` (one with Hydra's ``multirun.yaml``), or :class:`NotFound`."""
     path = inside(root, id_)
-    if not (path / "multirun.yaml").is_file():
+    if not SweepPaths(path).multirun.is_file():
         raise NotFound(id_)
     return path
 
@@ -118,7 +112,7 @@ def run_file(root: Path, id_: str, name: str) -> Path:
     """The real path of a file of a run by name (:data:`FILES`, or ``metrics/<name>.csv``), a regular file under
     the root; :class:`NotFound` otherwise."""
     path = run_dir(root, id_)
-    allowed = set(FILES) | {f"metrics/{f}" for f, _ in METRICS.values()}
+    allowed = set(FILES) | {f"metrics/{f.name}" for f in RunPaths(path).metric_files.values()}
     if name not in allowed:
         raise NotFound(f"{id_}/{name}".replace("\x00", "\\0"))
     try:
@@ -139,7 +133,7 @@ def rows(root: Path, path: Path, column: str, since: float | None = None) -> lis
 
 
 def parse_rows(text: str) -> list[dict[str, Any]]:
-    """CSV text as rows of numbers, complete rows only (:func:`lander.csvlog.complete_rows`)."""
+    """CSV text as rows of numbers, complete rows only (:func:`lander.storage.csvlog.complete_rows`)."""
     return [{k: number(v) for k, v in row.items()} for row in complete_rows(text)[1]]
 
 
@@ -238,7 +232,7 @@ def list_sweeps(root: Path) -> list[dict[str, Any]]:
             "path": str(f.parent.relative_to(root)),
             "started": f.lstat().st_mtime,
             "jobs": len(find_run_dirs([f.parent])),
-            "compared": servable(root, f.parent / "comparison/table.csv"),
+            "compared": servable(root, SweepPaths(f.parent).table),
         }
         for f in found
         if f.resolve().is_relative_to(root.resolve())

@@ -94,7 +94,7 @@ def composed(*overrides: str):
     """The config ``python -m lander.run <overrides>`` would run (real Hydra composition, lander's schema)."""
     from hydra import compose, initialize_config_dir
 
-    from lander.schema import register_configs
+    from lander.config.schema import register_configs
 
     register_configs()
     with initialize_config_dir(config_dir=str(REPO / "lander" / "conf"), version_base="1.3"):

@@ -21,10 +21,29 @@ import httpx
 from helpers.runs import REPO, lander_env
 
 # a run of a tiny budget, and one long enough to be stopped while it trains
-TINY = ["n_envs=2", "algo.model.n_steps=256", "total_timesteps=1024", "eval.freq=512", "eval.episodes=2",
-        "eval.n_envs=2", "video.max_steps=50", "progress_bar=false", "checkpoint_freq=0"]  # fmt: skip
-LONG = ["n_envs=2", "algo.model.n_steps=256", "total_timesteps=200000", "eval.freq=512", "eval.episodes=2",
-        "eval.n_envs=2", "video.enabled=false", "progress_bar=false", "checkpoint_freq=512", "logger=none"]  # fmt: skip
+TINY = [
+    "n_envs=2",
+    "algo.model.n_steps=256",
+    "total_timesteps=1024",
+    "eval.freq=512",
+    "eval.episodes=2",
+    "eval.n_envs=2",
+    "video.max_steps=50",
+    "progress_bar=false",
+    "checkpoint_freq=0",
+]
+LONG = [
+    "n_envs=2",
+    "algo.model.n_steps=256",
+    "total_timesteps=200000",
+    "eval.freq=512",
+    "eval.episodes=2",
+    "eval.n_envs=2",
+    "video.enabled=false",
+    "progress_bar=false",
+    "checkpoint_freq=512",
+    "logger=none",
+]
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -75,8 +94,9 @@ def service(root: Path, *args: str, env: dict[str, str] | None = None) -> Iterat
     """``python -m lander.serve --root root`` on a free port until the block ends."""
     port = free_port()
     cmd = [sys.executable, "-m", "lander.serve", "--root", str(root), "--port", str(port), *args]
-    process = subprocess.Popen(cmd, cwd=REPO, env=env or lander_env(), stdout=subprocess.PIPE,
-                               stderr=subprocess.STDOUT, text=True)  # fmt: skip
+    process = subprocess.Popen(
+        cmd, cwd=REPO, env=env or lander_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
     output: list[str] = []
     reader = threading.Thread(target=lambda: output.extend(process.stdout or []), daemon=True)  # type: ignore[arg-type]
     reader.start()

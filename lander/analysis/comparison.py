@@ -1,0 +1,111 @@
+"""Comparison of runs: configurations grouped across seeds, compared at an equal budget, with statistics over runs.
+
+Every run of an env is compared at the largest evaluated timestep all of them reached (:mod:`lander.analysis.runset`);
+with ``at_timesteps=N``, every run that got N steps far is compared as it stood at its last evaluation up to N
+(finished or not). The statistics are in :mod:`lander.analysis.table` and :mod:`lander.analysis.statistics`;
+:func:`lander.reports.sweep_report.compare` writes what :func:`analyse` finds.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from lander.analysis.runset import Run, configurations, drop_duplicates, find_runs, select
+from lander.analysis.table import across_envs, env_table
+from lander.errors import RunSetError
+
+log = logging.getLogger(__name__)
+
+
+def check_envs(runs: list[Run]) -> None:
+    """A comparison spanning envs needs the same configurations in each (an ``env=...`` sweep over a grid)."""
+    by_env: dict[str, set[tuple[str, ...]]] = {}
+    for r in runs:
+        by_env.setdefault(r.env, set()).add(tuple(o for o in r.key if not o.lstrip("+").startswith("env=")))
+    if len({frozenset(keys) for keys in by_env.values()}) > 1:
+        listed = "; ".join(
+            f"{env}: {', '.join(' '.join(k) or 'default' for k in sorted(keys))}" for env, keys in by_env.items()
+        )
+        raise RunSetError(
+            f"runs of different envs mixed ({listed}): compare the runs of one env at a time, "
+            "or sweep the same configurations over every env"
+        )
+
+
+@dataclass
+class Comparison:
+    """What :func:`analyse` found: the runs, the compared ones by env and configuration, the tables, the others.
+
+    :param runs: every run found
+    :param groups: per env, the compared runs by configuration label (each as it stood at its compared budget)
+    :param tables: per env, the table of :func:`lander.analysis.table.env_table`
+    :param table: the tables of every env, one after the other (``table.csv``)
+    :param spanning: P(improvement) across envs (``across_envs.csv``); empty for one env
+    :param left_out: the runs not compared: ``failed``, ``unfinished``, ``unevaluated``, ``duplicates``
+    :param at_timesteps: the budget asked for (None: each env's common budget)
+    :param files: what :func:`lander.reports.sweep_report.compare` wrote (empty until then)
+    """
+
+    runs: list[Run]
+    groups: dict[str, dict[str, list[Run]]]
+    tables: dict[str, pd.DataFrame]
+    table: pd.DataFrame
+    spanning: pd.DataFrame
+    left_out: dict[str, list] = field(default_factory=dict)
+    at_timesteps: int | None = None
+    files: list[Path] = field(default_factory=list)
+
+    @property
+    def compared(self) -> int:
+        """How many runs are compared."""
+        return sum(len(runs) for by_label in self.groups.values() for runs in by_label.values())
+
+    def budget(self, env: str) -> int:
+        """The timestep ``env``'s runs are compared at."""
+        return max(r.timesteps for runs in self.groups[env].values() for r in runs)
+
+
+def analyse(paths: list[Path], baseline: str | None = None, at_timesteps: int | None = None) -> Comparison:
+    """Find the runs under ``paths``, select those to compare and compute the statistics; write nothing.
+
+    :raise RunSetError: runs that cannot be compared as asked (the message names the file or value)
+    """
+    runs = find_runs(paths)
+    if not runs:
+        raise RunSetError(f"no run directories (with .hydra/config.yaml) under {', '.join(map(str, paths))}")
+    check_envs(runs)
+    compared, failed, unfinished, unevaluated = select(runs, at_timesteps)
+    if not compared:
+        what = "completed" if at_timesteps is None else f"reached {at_timesteps} timesteps"
+        raise RunSetError(
+            f"no run under {', '.join(map(str, paths))} {what}, nothing to compare: {len(runs)} "
+            f"run(s), {len(failed)} failed, {len(unfinished)} not finished"
+        )
+    compared, duplicates = drop_duplicates(compared)
+    groups = {env: configurations(runs, compared, env) for env in sorted({r.env for r in compared})}
+    base = baseline or next((next(iter(g)) for g in groups.values()), None)
+    for env, by_label in groups.items():
+        if baseline is not None and baseline not in by_label:
+            raise RunSetError(
+                f"baseline={baseline!r} is not a configuration of {env}; configurations: {', '.join(by_label)}"
+            )
+    tables = {env: env_table(by_label, base) for env, by_label in groups.items()}  # type: ignore[arg-type]
+    left_out: dict[str, list] = {
+        "failed": failed,
+        "unfinished": unfinished,
+        "unevaluated": unevaluated,
+        "duplicates": duplicates,
+    }
+    return Comparison(
+        runs=runs,
+        groups=groups,
+        tables=tables,
+        table=pd.concat(tables.values(), ignore_index=True) if tables else pd.DataFrame(),
+        spanning=across_envs(groups, base) if len(groups) > 1 else pd.DataFrame(),  # type: ignore[arg-type]
+        left_out=left_out,
+        at_timesteps=at_timesteps,
+    )

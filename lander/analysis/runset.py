@@ -1,0 +1,218 @@
+"""The runs a comparison reads, and which of them it compares at which budget.
+
+A run is one job directory. Runs are grouped into configurations by their overrides (the seed and keys that do
+not change training left out). By default every run of an env is compared at one budget: the largest evaluated
+timestep that all of them reached (:func:`common_budget`), each run as it stood there: its evaluation at that
+budget, also where whole steps of its envs carried it a few steps past (:func:`at_budget`), else its last one
+before. A (configuration, seed) found twice counts once (:func:`drop_duplicates`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import NamedTuple
+
+import pandas as pd
+import yaml
+
+from lander.config.schema import neutral_keys
+from lander.errors import RunSetError
+from lander.storage.csvlog import read_complete
+from lander.storage.rundir import RunPaths, RunSummary, Status, find_run_dirs
+
+# Overrides that are not part of a configuration: the seed (the repetition), keys declared neutral in the schema
+# (they do not change what is trained), and the names of the presets that set up the whole sweep
+NOT_CONFIGURATION = ("seed", "hydra", "experiment", "hparams_search", *neutral_keys())
+EVAL_COLUMNS = ("timesteps", "mean", "n", "success_rate")
+
+
+@dataclass
+class Run:
+    """One run directory as the comparison sees it; ``final_mean``/``timesteps`` are at its compared budget."""
+
+    path: Path
+    overrides: list[str]
+    seed: int
+    env: str
+    status: str
+    summary: dict = field(default_factory=dict)
+    eval: pd.DataFrame | None = None
+    final_returns: list[float] = field(default_factory=list)
+    threshold: float | None = None
+    final_mean: float = float("nan")
+    final_success: float = float("nan")
+    timesteps: int = 0  # the evaluation compared (its step count)
+    reached: int = 0  # the last evaluated timestep
+    step: int = 1  # env steps per step of its envs (n_envs): how far whole steps carry it past a budget
+
+    @property
+    def paths(self) -> RunPaths:
+        return RunPaths(self.path)
+
+    @property
+    def key(self) -> tuple[str, ...]:
+        """The configuration: every override except the seed and those that do not change training."""
+        return tuple(sorted(o for o in self.overrides if not changes_nothing(o)))
+
+
+def changes_nothing(override: str) -> bool:
+    """True for an override of a key in :data:`NOT_CONFIGURATION` (or below one: ``video.fps=10``)."""
+    key = override.lstrip("+~").split("=", 1)[0]
+    return any(key == k or key.startswith((k + ".", k + "/")) for k in NOT_CONFIGURATION)
+
+
+def read_evals(path: Path, strict: bool = True) -> pd.DataFrame | None:
+    """``metrics/eval.csv`` sorted by timesteps (None if missing or empty).
+
+    :param strict: a completed run's file must be whole (else :class:`RunSetError` naming the file); for a run
+        killed or still running, a row cut short is left out and an unreadable file reads as no evaluations
+    """
+    if not path.is_file() or not path.stat().st_size:
+        return None
+    if not strict:
+        fields, rows = read_complete(path)
+        evals = pd.DataFrame(rows, columns=fields)
+        if any(c not in fields for c in EVAL_COLUMNS):
+            return None
+        evals[list(EVAL_COLUMNS)] = evals[list(EVAL_COLUMNS)].apply(pd.to_numeric, errors="coerce")
+        evals = evals.dropna(subset=list(EVAL_COLUMNS[:3]))
+        return evals.sort_values("timesteps", kind="stable").drop_duplicates("timesteps", keep="last")
+    try:
+        evals = pd.read_csv(path)
+    except (pd.errors.ParserError, UnicodeDecodeError, ValueError) as exc:
+        raise RunSetError(f"{path} is not a readable CSV file ({exc})") from None
+    missing = [c for c in EVAL_COLUMNS if c not in evals.columns]
+    if missing:
+        raise RunSetError(f"{path} lacks the column(s) {', '.join(missing)}; it has {', '.join(evals.columns)}")
+    for column in EVAL_COLUMNS[:3]:
+        if not pd.api.types.is_numeric_dtype(evals[column]) or evals[column].isna().any():
+            raise RunSetError(f"{path}: column {column!r} holds values that are not numbers")
+    return evals.sort_values("timesteps", kind="stable").drop_duplicates("timesteps", keep="last")
+
+
+def read_run(path: Path) -> Run:
+    """Read a run directory (``.hydra/``, ``summary.json``, ``metrics/eval.csv``)."""
+    paths = RunPaths(path)
+    try:
+        cfg = yaml.safe_load(paths.config.read_text())
+        overrides = yaml.safe_load(paths.overrides.read_text()) if paths.overrides.is_file() else []
+        seed, env = int(cfg["seed"]), str(cfg["env"]["name"])
+        step = int(cfg.get("n_envs") or (cfg.get("algo") or {}).get("n_envs") or 1)
+    except (OSError, yaml.YAMLError, KeyError, TypeError, ValueError) as exc:
+        raise RunSetError(f"{paths.config} cannot be read as a run's config ({type(exc).__name__}: {exc})") from None
+    summary = RunSummary.load(paths)
+    evals = read_evals(paths.eval_csv, strict=summary is not None and summary.status == Status.COMPLETED)
+    return Run(
+        path=path,
+        overrides=[str(o) for o in overrides or []],
+        seed=seed,
+        env=env,
+        status=summary.status.value if summary else "failed before training",
+        summary=summary.to_dict() if summary else {},
+        eval=evals,
+        threshold=cfg["env"].get("reward_threshold"),
+        reached=int(evals["timesteps"].max()) if evals is not None and len(evals) else 0,
+        step=step,
+    )
+
+
+def find_runs(paths: list[Path]) -> list[Run]:
+    """Every run at or below ``paths`` (a sweep directory, run directories, or a mix), job 2 before job 10."""
+    return [read_run(run_dir) for run_dir in find_run_dirs(paths)]
+
+
+def at_budget(run: Run, timesteps: int) -> Run | None:
+    """The run as it stood at ``timesteps``: its evaluation at the budget where whole steps of its envs carried it
+    past (the first one at or after ``timesteps`` within one step of its ``n_envs`` envs: 16-env PPO is evaluated
+    at 3,008 for a budget of 3,000), else its last evaluation before; None if it stopped short of ``timesteps``.
+
+    Per-episode returns come from ``metrics/eval_episodes.csv`` (runs older than that file have none).
+    """
+    if run.eval is None or run.reached < timesteps:
+        return None
+    steps = run.eval["timesteps"]
+    at = steps[(steps >= timesteps) & (steps < timesteps + run.step)]
+    evals = run.eval[steps <= (int(at.iloc[0]) if len(at) else timesteps)]
+    if not len(evals):
+        return None
+    last = evals.iloc[-1]
+    returns: list[float] = []
+    if run.paths.eval_episodes.is_file():
+        episodes = pd.read_csv(run.paths.eval_episodes)
+        returns = episodes.loc[episodes["timesteps"] == last["timesteps"], "return"].tolist()[-int(last["n"]) :]
+    reached = [] if run.threshold is None else evals.loc[evals["mean"] >= run.threshold, "timesteps"].tolist()
+    return replace(
+        run,
+        eval=evals,
+        final_returns=returns,
+        summary=run.summary | {"first_timestep_reaching_threshold": int(reached[0]) if reached else None},
+        final_mean=float(last["mean"]),
+        final_success=float(last["success_rate"]),
+        timesteps=int(last["timesteps"]),
+    )
+
+
+def common_budget(runs: list[Run]) -> int:
+    """The largest evaluated timestep that every one of ``runs`` reached."""
+    return min(r.reached for r in runs)
+
+
+class Selection(NamedTuple):
+    """What :func:`select` found: the runs compared (as they stood at their budget) and the others."""
+
+    compared: list[Run]
+    failed: list[Run]
+    unfinished: list[Run]  # running; with ``at_timesteps``, also runs short of it
+    unevaluated: list[Run]  # completed, but with no evaluation at or before their env's common budget
+
+
+def select(runs: list[Run], at_timesteps: int | None) -> Selection:
+    """Without ``at_timesteps`` the completed runs are compared, each env's at its :func:`common_budget`;
+    with it, every run (finished or not) that reached ``at_timesteps``, as it stood there."""
+    failed = [r for r in runs if r.status not in (Status.COMPLETED, Status.RUNNING)]
+    if at_timesteps is not None:
+        standing = [at_budget(r, at_timesteps) for r in runs if r.status in (Status.COMPLETED, Status.RUNNING)]
+        reached = [b for b in standing if b is not None]
+        kept = {b.path for b in reached}
+        unfinished = [r for r in runs if r.path not in kept and r.status in (Status.COMPLETED, Status.RUNNING)]
+        return Selection(reached, failed, unfinished, [])
+    done = [r for r in runs if r.status == Status.COMPLETED]
+    for r in done:
+        if r.eval is None:
+            raise RunSetError(f"{r.paths.eval_csv} is missing or empty, but {r.path} completed")
+    budgets = {env: common_budget([r for r in done if r.env == env]) for env in {r.env for r in done}}
+    at: dict[Path, Run | None] = {r.path: at_budget(r, budgets[r.env]) for r in done}
+    unevaluated = [replace(r, timesteps=budgets[r.env]) for r in done if at[r.path] is None]
+    compared = [b for b in at.values() if b is not None]
+    return Selection(compared, failed, [r for r in runs if r.status == Status.RUNNING], unevaluated)
+
+
+def drop_duplicates(runs: list[Run]) -> tuple[list[Run], list[tuple[Run, Run]]]:
+    """Keep one run per (env, configuration, seed): the newest (by ``summary.json``'s time).
+
+    :return: the runs kept, and ``(dropped, kept instead)`` pairs
+    """
+    newest: dict[tuple, Run] = {}
+    for run in sorted(runs, key=lambda r: r.paths.summary.stat().st_mtime if r.paths.summary.is_file() else 0):
+        newest[(run.env, run.key, run.seed)] = run
+    kept = [r for r in runs if newest[(r.env, r.key, r.seed)] is r]
+    return kept, [(r, newest[(r.env, r.key, r.seed)]) for r in runs if newest[(r.env, r.key, r.seed)] is not r]
+
+
+def labels(keys: list[tuple[str, ...]]) -> dict[tuple[str, ...], str]:
+    """Name each configuration by the overrides in which it differs from the others."""
+    common = set.intersection(*(set(k) for k in keys)) if len(keys) > 1 else set()
+    return {k: " ".join(o for o in k if o not in common) or " ".join(k) or "default" for k in keys}
+
+
+def configurations(runs: list[Run], compared: list[Run], env: str) -> dict[str, list[Run]]:
+    """The compared runs of ``env`` by configuration label, in the order configurations first appear, by seed."""
+    names = labels(list(dict.fromkeys(r.key for r in runs if r.env == env)))  # failed runs' configs count
+    groups: dict[str, list[Run]] = {}
+    for r in compared:
+        if r.env == env:
+            groups.setdefault(names[r.key], []).append(r)
+    for runs_of_config in groups.values():
+        runs_of_config.sort(key=lambda r: r.seed)
+    return groups

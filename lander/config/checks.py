@@ -1,0 +1,255 @@
+"""Value checks of a composed config, before anything is trained.
+
+The schema (:mod:`lander.config.schema`) gives every key a type, so Hydra rejects ``seed=abc`` or an unknown key;
+:func:`validate` checks what a type cannot express (ranges, algorithm/env compatibility), naming the key
+and the allowed values.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import netrc
+import os
+import re
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+from omegaconf import DictConfig, ListConfig, OmegaConf
+
+from lander.config.schema import ACTION_SPACES, CONF_DIR, OBSERVATION_SPACES, EnvConfig, group_options
+from lander.errors import ConfigError
+
+
+def compatible_envs(algo_cfg: DictConfig) -> list[str]:
+    """Names of the ``env`` group options whose action and observation spaces the algorithm supports."""
+    names = []
+    for option in group_options("env"):
+        env_cfg = OmegaConf.merge(OmegaConf.structured(EnvConfig), OmegaConf.load(CONF_DIR / "env" / f"{option}.yaml"))
+        if env_cfg.action_space in algo_cfg.action_spaces and env_cfg.observation_space in algo_cfg.observation_spaces:
+            names.append(option)
+    return names
+
+
+MINIMA: dict[str, tuple[int, bool, str]] = {  # key -> (smallest value, null allowed, what is allowed)
+    "total_timesteps": (1, True, "null (the algorithm's budget) or a positive integer"),
+    "n_envs": (1, True, "null or an integer >= 1"),
+    "algo.total_timesteps": (1, False, "a positive integer"),
+    "algo.n_envs": (1, False, "an integer >= 1"),
+    "eval.episodes": (1, False, "an integer >= 1"),
+    "eval.n_envs": (1, False, "an integer >= 1"),
+    "eval.freq": (0, False, "0 (off) or a positive number of timesteps"),
+    "checkpoint_freq": (0, False, "0 (off) or a positive integer"),
+    "checkpoint_keep": (0, False, "0 (keep all) or a positive integer"),
+    "max_episodes": (1, True, "null (no episode budget) or an integer >= 1"),
+    "monitor_freq": (0, False, "0 (off) or a positive number of timesteps"),
+    "early_stop.patience": (1, True, "null (off) or an integer >= 1"),
+    "torch_threads": (0, False, "0 (torch's default) or an integer >= 1"),
+    "seed": (0, False, "an integer >= 0 (numpy seeds are unsigned)"),
+    "eval.seed": (0, False, "an integer >= 0"),
+    "video.seed": (0, False, "an integer >= 0"),
+    "video.fps": (1, False, "an integer >= 1"),
+    "video.max_steps": (1, False, "an integer >= 1"),
+}
+SEED_LIMIT = 2**32  # numpy seeds are unsigned 32-bit
+SEEDS = ("seed", "eval.seed", "video.seed")
+INF = math.inf
+# algo.model keys lander knows, checked where they are numbers: (low, high, low included, high included, allowed),
+# from what they mean in SB3 (and lander's algorithms): a value outside crashes late or silently trains nonsense
+MODEL_RANGES: dict[str, tuple[float, float, bool, bool, str]] = {
+    "n_steps": (1, INF, True, False, "an integer >= 1 (env steps per env per rollout)"),
+    "batch_size": (1, INF, True, False, "an integer >= 1"),
+    "n_epochs": (1, INF, True, False, "an integer >= 1"),
+    "buffer_size": (1, INF, True, False, "an integer >= 1"),
+    "learning_starts": (0, INF, True, False, "an integer >= 0"),
+    "learning_rate": (0, INF, False, False, "a finite number > 0 (or a schedule)"),
+    "gamma": (0, 1, False, True, "a number in (0, 1]"),
+    "gae_lambda": (0, 1, True, True, "a number in [0, 1]"),
+    "clip_range": (0, INF, False, False, "a finite number > 0"),
+    "clip_range_vf": (0, INF, False, False, "null or a finite number > 0"),
+    "ent_coef": (0, INF, True, False, "a finite number >= 0"),
+    "vf_coef": (0, INF, True, False, "a finite number >= 0"),
+    "pg_coef": (0, INF, True, False, "a finite number >= 0"),
+    "max_grad_norm": (0, INF, False, False, "a finite number > 0"),
+    "target_kl": (0, INF, False, False, "null or a finite number > 0"),
+    "tau": (0, 1, False, True, "a number in (0, 1]"),
+    "alpha": (0, 1, False, True, "a number in (0, 1]"),
+    "exploration_fraction": (0, 1, True, True, "a number in [0, 1]"),
+    "exploration_initial_eps": (0, 1, True, True, "a number in [0, 1]"),
+    "exploration_final_eps": (0, 1, True, True, "a number in [0, 1]"),
+    "train_freq": (1, INF, True, False, "an integer >= 1 (or [n, 'step' | 'episode'] with n >= 1)"),
+    "target_update_interval": (1, INF, True, False, "an integer >= 1"),
+    "policy_delay": (1, INF, True, False, "an integer >= 1"),
+    "batch_episodes": (1, INF, True, False, "an integer >= 1"),
+}
+CHOICES: dict[str, tuple[str, ...]] = {
+    "vec_env": ("dummy", "subproc"),
+    "comparison_band": ("seeds", "episodes"),
+    "budget_rounding": ("up", "down"),
+    "logger.backend": ("wandb", "none"),
+    "logger.mode": ("offline", "online", "disabled"),
+    "env.action_space": ACTION_SPACES,
+    "env.observation_space": OBSERVATION_SPACES,
+}
+
+
+def _check(ok: bool, key: str, value: Any, allowed: str) -> None:
+    if not ok:
+        raise ConfigError(f"{key}={value!r} is not allowed: {key} must be {allowed}")
+
+
+def validate(cfg: DictConfig) -> None:
+    """Check values a type cannot express; raise :class:`ConfigError` naming the key and what is allowed.
+
+    :param cfg: the composed run config
+    """
+    gamma = cfg.gamma
+    _check(gamma is None or 0.0 < gamma <= 1.0, "gamma", gamma, "null or in (0, 1]")
+    for key, (smallest, nullable, allowed) in MINIMA.items():
+        value = OmegaConf.select(cfg, key)
+        _check((value is None and nullable) or (value is not None and value >= smallest), key, value, allowed)
+    for key, choices in CHOICES.items():
+        value = OmegaConf.select(cfg, key)
+        _check(value in choices, key, value, f"one of: {', '.join(choices)}")
+    device = cfg.device
+    _check(
+        device in ("auto", "cpu", "mps") or re.fullmatch(r"cuda(:\d+)?", device) is not None,
+        "device",
+        device,
+        "one of: auto, cpu, cuda, cuda:N, mps",
+    )
+    _check("_target_" in cfg.algo.model, "algo.model._target_", None, "the import path of the model class")
+    for key in SEEDS:
+        value = OmegaConf.select(cfg, key)
+        _check(value < SEED_LIMIT, key, value, "an integer in [0, 2**32) (numpy seeds are unsigned 32-bit)")
+    check_model_values(cfg.algo.model)
+    check_env_id(cfg.env.id)
+    check_device(device)
+    check_compatible(cfg)
+
+
+def check_model_values(model: DictConfig) -> None:
+    """Every number in ``algo.model`` must be finite, and the keys of :data:`MODEL_RANGES` in their range."""
+    for key, value in numbers(OmegaConf.to_container(model, resolve=True), "algo.model"):
+        _check(math.isfinite(value), key, value, "a finite number (not nan or inf)")
+    for key, (low, high, low_in, high_in, allowed) in MODEL_RANGES.items():
+        value = model.get(key)
+        if key == "train_freq" and isinstance(value, list | ListConfig) and value:
+            value = value[0]  # [n, "step"]
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            inside = (value >= low if low_in else value > low) and (value <= high if high_in else value < high)
+            _check(inside, f"algo.model.{key}", value, allowed)
+    steps = model.get("gradient_steps")
+    if isinstance(steps, int) and not isinstance(steps, bool):
+        allowed = "an integer >= 1, or -1 (as many as env steps)"
+        _check(steps >= 1 or steps == -1, "algo.model.gradient_steps", steps, allowed)
+
+
+def numbers(value: Any, key: str) -> list[tuple[str, float]]:
+    """Every int or float in a plain container, with its dotted key."""
+    if isinstance(value, bool):
+        return []
+    if isinstance(value, int | float):
+        return [(key, value)]
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    return [found for name, item in items for found in numbers(item, f"{key}.{name}")]
+
+
+def check_env_id(env_id: str) -> None:
+    """Gymnasium must know ``env.id`` (after importing the module of a ``module:Id``, as ``gymnasium.make`` does)."""
+    import difflib
+    import importlib
+
+    import gymnasium
+
+    module, _, name = env_id.rpartition(":")
+    if module:
+        try:
+            importlib.import_module(module)
+        except ImportError as exc:
+            raise ConfigError(f"env.id={env_id!r}: the module {module!r} cannot be imported ({exc})") from exc
+    if name not in gymnasium.registry:
+        close = difflib.get_close_matches(name, list(gymnasium.registry), n=3)
+        hint = f" (did you mean {', '.join(close)}?)" if close else " (see gymnasium.registry)"
+        raise ConfigError(f"env.id={env_id!r}: Gymnasium has no such environment{hint}")
+
+
+def check_device(device: str) -> None:
+    """A CUDA or MPS device must exist on this machine (torch would fall back or fail mid-run)."""
+    if device.startswith("cuda"):
+        import torch
+
+        index = int(device.split(":")[1]) if ":" in device else 0
+        found = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        _check(index < found, "device", device, f"a device this machine has ({found} CUDA devices): cpu or auto")
+    elif device == "mps":
+        import torch
+
+        _check(torch.backends.mps.is_available(), "device", device, "a device this machine has: cpu or auto")
+
+
+def check_compatible(cfg: DictConfig) -> None:
+    """The algorithm must support the env's action and observation spaces; name the envs it does fit."""
+    for kind, env_kind, algo_kinds in (
+        ("action", cfg.env.action_space, cfg.algo.action_spaces),
+        ("observation", cfg.env.observation_space, cfg.algo.observation_spaces),
+    ):
+        if env_kind not in algo_kinds:
+            fitting = compatible_envs(cfg.algo)
+            raise ConfigError(
+                f"algo={cfg.algo.name} cannot act in env={cfg.env.name}: {cfg.algo.name} supports "
+                f"{'/'.join(algo_kinds)} {kind} spaces and {cfg.env.name} has a {env_kind} one. "
+                f"Envs it supports: {', '.join(fitting) or 'none configured'} "
+                f"(for example: python -m lander.run algo={cfg.algo.name} env={fitting[0] if fitting else '...'})"
+            )
+
+
+def has_api_key() -> bool:
+    """True if a W&B API key is in ``WANDB_API_KEY`` or in the netrc file ``wandb login`` writes."""
+    if os.environ.get("WANDB_API_KEY"):
+        return True
+    host = urlparse(os.environ.get("WANDB_BASE_URL", "https://api.wandb.ai")).hostname
+    path = Path(os.environ.get("NETRC", Path.home() / ".netrc"))
+    try:
+        return bool(path.is_file() and netrc.netrc(path).authenticators(host or ""))
+    except (OSError, netrc.NetrcParseError):
+        return False
+
+
+def check_logger(cfg: DictConfig) -> None:
+    """Fail before training when online logging cannot work: no API key, or a W&B server that does not answer
+    within ``logger.connect_timeout`` seconds (with ``logger.offline_fallback=true``: go on offline, warned)."""
+    if cfg.logger.backend != "wandb" or cfg.logger.mode != "online":
+        return
+    if not has_api_key():
+        raise ConfigError(
+            "logger.mode=online needs a W&B API key: set WANDB_API_KEY or run `wandb login`; "
+            "or use logger.mode=offline (the default; `wandb sync` uploads later) or logger=none"
+        )
+    url = os.environ.get("WANDB_BASE_URL", "https://api.wandb.ai")
+    problem = unreachable(url, cfg.logger.connect_timeout)
+    if problem is None:
+        return
+    if cfg.logger.offline_fallback:
+        logging.getLogger(__name__).warning("W&B at %s cannot be reached (%s): logging offline instead", url, problem)
+        cfg.logger.mode = "offline"
+        return
+    raise ConfigError(
+        f"logger.mode=online: W&B at {url} cannot be reached ({problem}). Check the network, or use "
+        "logger.mode=offline (`wandb sync` uploads later), or logger.offline_fallback=true to go on offline"
+    )
+
+
+def unreachable(url: str, timeout: float) -> str | None:
+    """Why the server at ``url`` does not answer within ``timeout`` seconds; None if it answers at all."""
+    import urllib.error
+    import urllib.request
+
+    try:
+        urllib.request.urlopen(url.rstrip("/") + "/healthz", timeout=timeout).close()
+    except urllib.error.HTTPError:
+        return None  # it answered
+    except (OSError, ValueError) as exc:
+        return f"{type(exc).__name__}: {getattr(exc, 'reason', exc)}"
+    return None

@@ -1,0 +1,237 @@
+"""Checks of a ``python -m lander.run`` command line before Hydra writes anything.
+
+Hydra creates the run directory (and saves ``.hydra/``) before the task function runs, so a command that
+validation rejects is checked here first: every job's config is composed as Hydra will compose it and
+validated (:func:`lander.config.checks.validate`), a directory another process is writing to is refused, and a
+``resume=`` path is quoted for Hydra whatever characters it holds.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from contextlib import AbstractContextManager, nullcontext
+from pathlib import Path
+from typing import Any
+
+from lander.config.checks import check_logger, validate
+from lander.config.keys import check_model_keys, check_override_keys
+from lander.config.schema import CONF_DIR, register_configs
+from lander.errors import ConfigError
+from lander.storage.lock import check_free
+from lander.storage.rundir import RunPaths
+
+NO_LOCK = nullcontext()  # a command line composes alone
+MAX_JOBS_CHECKED = 256  # beyond this, each value of each swept key is checked once, not every combination
+
+
+def hydra_quote(value: str) -> str:
+    """``value`` as a quoted Hydra override value: commas, brackets, quotes and emoji kept as they are."""
+    value = re.sub(r"(\\+)('|$)", lambda m: m.group(1) * 2 + m.group(2), value)  # backslashes before a quote
+    return "'" + value.replace("'", "\\'").replace("${", "\\${") + "'"
+
+
+def resume_arguments(argv: list[str]) -> list[str]:
+    """For ``resume=<run dir>``: Hydra's output goes to that directory, and nothing else may be overridden."""
+    resume = [a for a in argv if a.startswith("resume=")]
+    if not resume:
+        return argv
+    run_dir = Path(resume[-1].split("=", 1)[1])
+    if not RunPaths(run_dir).is_run():
+        raise ConfigError(f"resume={str(run_dir)!r} is not a lander run directory (no .hydra/config.yaml)")
+    others = [a for a in argv if not a.startswith(("resume=", "hydra.", "total_timesteps="))]
+    for arg in argv:
+        if arg.startswith("total_timesteps=") and not re.fullmatch(r"[1-9]\d*", arg.split("=", 1)[1]):
+            raise ConfigError(f"{arg}: with resume=, total_timesteps is the new budget, a positive integer")
+    if others:
+        raise ConfigError(
+            f"resume= continues a run with its own saved config; remove {' '.join(others)} (the one key it "
+            "takes is total_timesteps=N, to train a run further)"
+        )
+    if "${" in str(run_dir.resolve()):
+        raise ConfigError(
+            f"resume={str(run_dir)!r}: Hydra reads '${{' in a path as an interpolation; rename the directory"
+        )
+    check_free(run_dir)
+    quoted = hydra_quote(str(run_dir.resolve()))
+    kept = [a for a in argv if not a.startswith("resume=")]
+    return [*kept, f"resume={quoted}", f"hydra.run.dir={quoted}", "hydra.output_subdir=null"]
+
+
+def job_overrides(overrides: list[str], multirun: bool) -> list[list[str]]:
+    """The override list of every job the command runs (a sweep's combinations; capped, see above)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import HydraException
+
+    def values(override: Any) -> list[str]:
+        if not (multirun and override.is_sweep_override()):
+            return [str(override.input_line)]
+        try:
+            return [f"{override.get_key_element()}={v}" for v in override.sweep_string_iterator()]
+        except HydraException:  # interval() or glob(): the sweeper draws or lists the values, checked as it runs
+            return []
+
+    parsed = OverridesParser.create().parse_overrides(overrides)
+    choices = [found for found in map(values, parsed) if found]
+    jobs = list(itertools.islice(itertools.product(*choices), MAX_JOBS_CHECKED + 1))
+    if len(jobs) > MAX_JOBS_CHECKED:
+        return [[c[min(i, len(c) - 1)] for c in choices] for i in range(max(map(len, choices)))]
+    return [list(job) for job in jobs]
+
+
+def check_jobs(argv: list[str], lock: AbstractContextManager[Any] = NO_LOCK) -> None:
+    """Compose and validate the config of every job of the command; raise :class:`ConfigError` on the first bad one.
+
+    A command Hydra itself cannot parse or compose is refused with Hydra's message in one line (:func:`hydra_message`).
+
+    :param lock: held around each composition (Hydra's state is global), never longer: the service's other
+        requests wait for one composition at most
+    """
+    from hydra import compose, initialize_config_dir
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    multirun = any(a in ("-m", "--multirun") for a in argv)
+    overrides = [a for a in without_flags(argv) if not a.startswith("hydra.")]
+    search = [a for a in argv if a.startswith("hydra.searchpath=")]
+    check_launcher(argv)
+    register_configs()
+    try:
+        with lock, initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+            if not multirun and (swept := preset_sweeps(search, overrides)):
+                raise ConfigError(
+                    f"this preset is a sweep ({'; '.join(swept)}) and runs with --multirun: python -m lander.run "
+                    f"--multirun {' '.join(argv)}  (or give every swept key one value to run a single job)"
+                )
+            jobs = job_overrides([*preset_sweeps(search, overrides), *overrides] if multirun else overrides, multirun)
+        for i, job in enumerate(jobs):
+            with lock, initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+                cfg = compose(config_name="config", overrides=[*search, *job])
+            validate(cfg)
+            if any(o.startswith("+algo.model.") for o in job):  # keys the algorithm's config does not have:
+                check_model_keys(cfg)  # against the class (imports torch: not done for other commands)
+            if i == 0:
+                check_logger(cfg)  # online W&B that cannot be reached fails now, not after a minute
+    except (HydraException, OmegaConfBaseException, ValueError) as exc:
+        if isinstance(exc, ConfigError):
+            raise
+        explain_model_override(str(exc), search, overrides, lock)
+        raise ConfigError(hydra_message(exc)) from exc  # Hydra's own words, in one line (exit 2, nothing written)
+
+
+def hydra_message(exc: BaseException) -> str:
+    """Hydra's error in one line: the message, the options it lists (not its search path), and the cause."""
+    text = str(exc).split("Config search path:")[0]
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    message = lines[0] + (f"; {lines[1]} {', '.join(lines[2:])}" if len(lines) > 2 else "".join(lines[1:2]))
+    cause = exc.__cause__
+    if cause is not None and str(cause).strip():
+        message += f": {str(cause).strip().splitlines()[0]}"  # e.g. "Value 'x' could not be converted to Integer"
+    return message
+
+
+def explain_model_override(
+    error: str, search: list[str], overrides: list[str], lock: AbstractContextManager[Any] = NO_LOCK
+) -> None:
+    """Hydra's "Could not override 'algo.model.X'" (X not in the algorithm's config), said in lander's words:
+    a parameter the model class does not take (with the closest names), or one it takes, to add with ``+``."""
+    from hydra import compose, initialize_config_dir
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    found = re.search(r"Could not override '(algo\.model\.[\w.]+)'", error)
+    if not found:
+        return
+    key = found.group(1)
+    added = [f"+{o}" if o.split("=", 1)[0] == key else o for o in single_values(overrides)]
+    try:
+        with lock, initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+            cfg = compose(config_name="config", overrides=[*search, *added])
+    except (HydraException, OmegaConfBaseException):
+        return  # something else is wrong too: Hydra reports it
+    check_model_keys(cfg)  # raises for a name the model class does not take
+    value = next((o.split("=", 1)[1] for o in overrides if o.split("=", 1)[0] == key), "...")
+    raise ConfigError(
+        f"{key} is a parameter of {cfg.algo.model._target_} that algo={cfg.algo.name} does not set; "
+        f"add it with a '+': +{key}={value}"
+    )
+
+
+def preset_sweeps(search: list[str], overrides: list[str]) -> list[str]:
+    """The basic sweeper's ``hydra.sweeper.params`` of a preset (``experiment=...``), as overrides that the
+    command line's own overrides of the same keys replace."""
+    from hydra import compose
+
+    plain = single_values(overrides)
+    cfg = compose(config_name="config", overrides=[*search, *plain], return_hydra_config=True)
+    if "BasicSweeper" not in str(cfg.hydra.sweeper.get("_target_", "")):
+        return []
+    given = {o.split("=", 1)[0] for o in overrides}
+    return [f"{k}={v}" for k, v in (cfg.hydra.sweeper.get("params") or {}).items() if k not in given]
+
+
+FLAGS_WITH_VALUES = (
+    "--cfg",
+    "-c",
+    "--package",
+    "-p",
+    "--config-path",
+    "-cp",
+    "--config-name",
+    "-cn",
+    "--config-dir",
+    "-cd",
+    "--experimental-rerun",
+)  # Hydra's, and their value
+
+
+PRINT_ONLY = ("--cfg", "-c", "--info", "-i", "--help", "-h", "--hydra-help")
+
+
+def without_flags(argv: list[str]) -> list[str]:
+    """The overrides of a command line: Hydra's flags and the values they take (``--cfg hydra``) left out."""
+    kept, skip = [], False
+    for arg in argv:
+        if skip or arg.startswith("-"):
+            skip = not skip and arg in FLAGS_WITH_VALUES
+            continue
+        kept.append(arg)
+    return kept
+
+
+def single_values(overrides: list[str]) -> list[str]:
+    """The overrides that give one value (not a sweep: ``a,b``, ``range()``, ``glob()``, ``interval()``...)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    parsed = OverridesParser.create().parse_overrides(overrides)
+    return [str(o.input_line) for o in parsed if not o.is_sweep_override()]
+
+
+def check_launcher(argv: list[str]) -> None:
+    """``hydra.launcher.n_jobs`` must be a non-zero integer (joblib: -1 = one job per core)."""
+    for arg in argv:
+        if arg.startswith("hydra.launcher.n_jobs="):
+            value = arg.split("=", 1)[1]
+            if not re.fullmatch(r"-?\d+", value) or int(value) == 0:
+                raise ConfigError(
+                    f"hydra.launcher.n_jobs={value!r} is not allowed: it must be a positive number of parallel "
+                    "jobs, or -1 for one per CPU core"
+                )
+
+
+def check_command(argv: list[str], lock: AbstractContextManager[Any] = NO_LOCK) -> list[str]:
+    """All checks of the command line ``argv``; return it as Hydra is to get it.
+
+    :param lock: held around each composition of a job's config (see :func:`check_jobs`)
+    """
+    argv = [a[1:] if a.startswith(("+experiment=", "+hparams_search=")) else a for a in argv]
+    check_override_keys(argv)
+    if any(a.startswith("resume=") for a in argv):
+        return resume_arguments(argv)
+    if set(argv) & set(PRINT_ONLY):  # Hydra prints the config or its help and runs nothing
+        return argv
+    for arg in argv:
+        if arg.startswith("hydra.run.dir=") and "-m" not in argv and "--multirun" not in argv:
+            check_free(Path(arg.split("=", 1)[1].strip("'\"")))
+    check_jobs(argv, lock)
+    return argv

@@ -1,0 +1,169 @@
+"""The structured-config schema, registered in Hydra's ConfigStore: every key's type, nothing else.
+
+Hydra rejects ``seed=abc`` or an unknown key before the task function runs. The values, defaults included,
+live in one place: ``lander/conf/config.yaml`` (and its groups), each key commented there; the run-level
+keys here are ``MISSING`` so a key left out of the YAML is an error, not a silent second default.
+The ``algo`` and ``env`` schemas do hold defaults: for keys a user's own algo/env YAML may leave out.
+
+A key that cannot change what is trained is declared with :func:`neutral`; the comparison leaves
+such keys out of a configuration's label (:func:`neutral_keys`).
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field, fields, is_dataclass
+from pathlib import Path
+from typing import Any, get_type_hints
+
+from hydra.core.config_store import ConfigStore
+from omegaconf import MISSING
+
+CONF_DIR = Path(__file__).resolve().parent.parent / "conf"  # the packaged configs: lander/conf
+
+
+def group_options(group: str) -> list[str]:
+    """The options of a config group, read from ``lander/conf/<group>/*.yaml``."""
+    return sorted(p.stem for p in (CONF_DIR / group).glob("*.yaml"))
+
+
+ACTION_SPACES = ("discrete", "continuous")
+OBSERVATION_SPACES = ("vector", "image", "discrete")
+NEUTRAL = "neutral"  # field metadata: True for keys that do not change what is trained
+
+
+def neutral(**kwargs: Any) -> Any:
+    """A field whose value cannot change the trained agent (logging, files, speed with identical results).
+
+    :param kwargs: ``default_factory`` for a group; otherwise the field is ``MISSING`` (its value is in the YAML)
+    """
+    return field(metadata={NEUTRAL: True}, **(kwargs or {"default": MISSING}))
+
+
+@dataclass
+class AlgoConfig:
+    name: str = "???"
+    action_spaces: list[str] = field(default_factory=lambda: list(ACTION_SPACES))
+    observation_spaces: list[str] = field(default_factory=lambda: list(OBSERVATION_SPACES))
+    n_envs: int = 1
+    total_timesteps: int = 100_000
+    model: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class EnvConfig:
+    name: str = "???"
+    id: str = "???"
+    action_space: str = "discrete"
+    observation_space: str = "vector"
+    policy: str = "MlpPolicy"
+    reward_threshold: float | None = None
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    wrappers: list[Any] = field(default_factory=list)
+
+
+@dataclass
+class EvalConfig:
+    freq: int = MISSING
+    episodes: int = MISSING
+    n_envs: int = MISSING
+    seed: int = MISSING
+    deterministic: bool = MISSING
+
+
+@dataclass
+class VideoConfig:
+    enabled: bool = MISSING
+    seed: int = MISSING
+    fps: int = MISSING
+    max_steps: int = MISSING
+
+
+@dataclass
+class LoggerConfig:
+    backend: str = MISSING
+    mode: str = MISSING
+    project: str = MISSING
+    name: str | None = MISSING
+    entity: str | None = MISSING
+    group: str | None = MISSING
+    job_type: str | None = MISSING
+    tags: list[str] = MISSING
+    log_model: bool = MISSING
+    offline_fallback: bool = MISSING
+    connect_timeout: float = MISSING
+    tensorboard: bool = MISSING  # also write TensorBoard event files (lander/tensorboard.py)
+
+
+@dataclass
+class EarlyStopConfig:
+    reward_threshold: float | None = MISSING
+    patience: int | None = MISSING
+
+
+@dataclass
+class LanderConfig:
+    algo: AlgoConfig = field(default_factory=AlgoConfig)
+    env: EnvConfig = field(default_factory=EnvConfig)
+    logger: LoggerConfig = neutral(default_factory=LoggerConfig)
+    eval: EvalConfig = field(default_factory=EvalConfig)
+    video: VideoConfig = neutral(default_factory=VideoConfig)
+    early_stop: EarlyStopConfig = field(default_factory=EarlyStopConfig)
+    callbacks: dict[str, Any] = field(default_factory=dict)  # user callbacks may change training: not neutral
+    seed: int = MISSING
+    gamma: float | None = MISSING
+    total_timesteps: int | None = MISSING
+    budget_rounding: str = MISSING  # up or down: whole rollouts past or within the budget (lander/budget.py)
+    n_envs: int | None = MISSING
+    device: str = MISSING
+    torch_threads: int = MISSING  # not neutral: the sums of a matrix product depend on the thread count
+    torch_fast_paths: bool = neutral()  # identical results (tests/test_speed_paths.py)
+    vec_env: str = MISSING
+    checkpoint_freq: int = neutral()
+    checkpoint_keep: int = neutral()
+    checkpoint_replay_buffer: bool = neutral()
+    resume: str | None = neutral()
+    max_episodes: int | None = MISSING
+    monitor_freq: int = neutral()
+    progress_bar: bool = neutral()
+    final_eval: bool = MISSING
+    baseline: str | None = neutral()
+    comparison_band: str = neutral()
+    report: bool = neutral()  # write report.html (lander/report_run.py)
+
+
+@dataclass
+class EvaluateConfig:
+    """``python -m lander.evaluate`` (``lander/conf/evaluate.yaml`` has the defaults and says what each key does)."""
+
+    run: str = MISSING
+    model: str = "model.zip"
+    n_episodes: int = 20
+    seed: int | None = None
+    deterministic: bool = True
+    n_envs: int = 10
+    video: bool = False
+    name: str | None = None
+
+
+def register_configs() -> None:
+    """Register the schemas so ``lander/conf/config.yaml`` and ``evaluate.yaml`` can name them in their defaults.
+
+    ``config.yaml`` puts ``./conf`` (the user's own configs) on Hydra's search path; where there is none, Hydra's
+    warning about it is not shown.
+    """
+    warnings.filterwarnings("ignore", message=r"provider=hydra\.searchpath in main, path=conf is not available")
+    ConfigStore.instance().store(name="lander_schema", node=LanderConfig)
+    ConfigStore.instance().store(name="evaluate_schema", node=EvaluateConfig)
+
+
+def neutral_keys(schema: type = LanderConfig, prefix: str = "") -> list[str]:
+    """Dotted names of the keys declared :func:`neutral` (a neutral group counts as one key, e.g. ``video``)."""
+    keys, types = [], get_type_hints(schema)
+    for item in fields(schema):
+        name = prefix + item.name
+        if item.metadata.get(NEUTRAL):
+            keys.append(name)
+        elif is_dataclass(types[item.name]):
+            keys += neutral_keys(types[item.name], name + ".")
+    return keys

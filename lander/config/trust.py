@@ -1,0 +1,148 @@
+"""What lander runs from a config it did not compose from its own files.
+
+A config is code wherever it names something to import: a ``_target_`` (Hydra's ``instantiate``), the ``path``
+of a ``hydra.utils.get_class`` / ``get_method`` / ``get_object`` target, a Gymnasium id ``module:Env-v0``
+(Gymnasium imports the module); and wherever it calls a resolver (``${oc.env:...}`` reads the environment,
+``${oc.decode:...}`` builds new nodes, ``_target_`` keys included, from a string).
+
+:func:`check_trusted` refuses, naming the key, every import that is not one of lander's own configs
+(:func:`shipped_targets`) or under a prefix the user allowed, and every resolver but ``now``. The experiment
+service applies it to what it launches and resumes, and tells ``python -m lander.run`` to apply it too
+(:data:`ALLOW_ENV`), so a planted ``.hydra/config.yaml`` or a request never runs code.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+from functools import cache
+from typing import Any
+
+import yaml
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+from lander.config.schema import CONF_DIR
+from lander.errors import ConfigError
+
+SAFE_RESOLVERS = frozenset({"now"})  # Hydra's clock, used in directory names
+GETTERS = frozenset({"hydra.utils.get_class", "hydra.utils.get_method", "hydra.utils.get_object"})
+ALLOW_ENV = "LANDER_ALLOWED_TARGETS"  # set (comma-separated prefixes, maybe none): lander.run checks its config
+
+
+@cache
+def shipped_targets() -> frozenset[str]:
+    """Every name lander's own configs (``lander/conf``) import: ``_target_`` values, getters' paths, and the
+    modules its env ids name (``ale_py``)."""
+    names: set[str] = set()
+    for path in sorted(CONF_DIR.rglob("*.yaml")):
+        data = yaml.safe_load(path.read_text())
+        for _key, node in nodes(data, ""):
+            names |= set(imported(node))
+        if path.parent.name == "env" and ":" in str(data.get("id", "")):  # ale_py:PongNoFrameskip-v4
+            names.add(str(data["id"]).split(":")[0])
+    return frozenset(names)
+
+
+def allowed_prefixes() -> list[str] | None:
+    """The prefixes :data:`ALLOW_ENV` allows, or None where it is unset (a run started from a terminal)."""
+    value = os.environ.get(ALLOW_ENV)
+    return None if value is None else [p.strip() for p in value.split(",") if p.strip()]
+
+
+def nodes(value: Any, key: str) -> Iterator[tuple[str, Any]]:
+    """Every node of a plain container with its dotted key, the container itself first."""
+    yield key, value
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for name, child in items:
+        yield from nodes(child, f"{key}.{name}" if key else str(name))
+
+
+def imported(node: Any) -> list[str]:
+    """The names a node makes Hydra import: its ``_target_``, and a getter's ``path``."""
+    if not isinstance(node, dict) or "_target_" not in node:
+        return []
+    target = str(node["_target_"])
+    return [target, str(node.get("path"))] if target in GETTERS else [target]
+
+
+def resolvers(text: str) -> list[str]:
+    """The names of the resolvers an OmegaConf string calls, nested ones included (escaped ``\\${`` is text)."""
+    if "${" not in text:
+        return []
+    from omegaconf import grammar_parser
+    from omegaconf.grammar.gen.OmegaConfGrammarParser import OmegaConfGrammarParser
+
+    found: list[str] = []
+
+    def walk(tree: Any) -> None:
+        if isinstance(tree, OmegaConfGrammarParser.InterpolationResolverContext):
+            found.append(tree.resolverName().getText())
+        for child in tree.getChildren() if hasattr(tree, "getChildren") else ():
+            walk(child)
+
+    walk(grammar_parser.parse(text))
+    return found
+
+
+def is_allowed(name: str, prefixes: Sequence[str]) -> bool:
+    return name in shipped_targets() or any(name == p or name.startswith(p.rstrip(".") + ".") for p in prefixes)
+
+
+def untrusted_resolvers(plain: Any) -> Iterator[tuple[str, str, str]]:
+    """``(key, value, resolver)`` for every call of a resolver but :data:`SAFE_RESOLVERS` in a plain container;
+    a value that does not parse as OmegaConf's grammar counts as calling ``"?"``."""
+    for key, value in nodes(plain, ""):
+        try:
+            called = resolvers(value) if isinstance(value, str) else []
+        except OmegaConfBaseException:
+            called = ["?"]
+        for name in called:
+            if name not in SAFE_RESOLVERS:
+                yield key, value, name
+
+
+def resolve_trusted(plain: dict[str, Any]) -> dict[str, Any]:
+    """A config read from a file, its interpolations resolved where they call only :data:`SAFE_RESOLVERS`; as
+    written where any calls another (``${oc.env:...}`` is shown, never resolved) or one does not resolve."""
+    if next(untrusted_resolvers(plain), None) is not None:
+        return plain
+    try:
+        return OmegaConf.to_container(OmegaConf.create(plain), resolve=True)  # type: ignore[return-value]
+    except (OmegaConfBaseException, ValueError, TypeError):
+        return plain
+
+
+def check_trusted(cfg: DictConfig | dict[str, Any], prefixes: Sequence[str], where: str = "") -> None:
+    """Raise :class:`ConfigError` naming the first key whose resolver or import lander does not trust.
+
+    :param cfg: a run config (a composed one, or one read from a ``.hydra/config.yaml``)
+    :param prefixes: dotted prefixes the user allowed (``--allow-target``), beyond lander's own targets
+    :param where: the file it came from, for the message
+    """
+    source = f"{where}: " if where else ""
+    plain = OmegaConf.to_container(cfg, resolve=False) if isinstance(cfg, DictConfig) else cfg
+    for key, value, name in untrusted_resolvers(plain):
+        raise ConfigError(
+            f"{source}{key}={value!r} calls the resolver {name}, which is not run for a config the "
+            "service starts (only ${now:...} and ${key} interpolations are; --allow-target does not "
+            "change that): run it from a terminal"
+        )
+    try:
+        resolved = OmegaConf.to_container(OmegaConf.create(plain), resolve=True)
+    except (OmegaConfBaseException, ValueError, TypeError) as exc:
+        raise ConfigError(f"{source}an interpolation does not resolve: {str(exc).splitlines()[0]}") from exc
+    for key, node in nodes(resolved, ""):
+        for name in imported(node):
+            if not is_allowed(name, prefixes):
+                raise ConfigError(
+                    f"{source}{key} imports {name!r}, which is not one of lander's own targets: start "
+                    f"the service with --allow-target {name} to allow it"
+                )
+    env = resolved.get("env") if isinstance(resolved, dict) else None
+    env_id = str(env.get("id", "")) if isinstance(env, dict) else ""
+    if ":" in env_id and not is_allowed(env_id.split(":")[0], prefixes):
+        raise ConfigError(
+            f"{source}env.id={env_id!r} makes Gymnasium import {env_id.split(':')[0]!r}: start the "
+            f"service with --allow-target {env_id.split(':')[0]} to allow it"
+        )

@@ -1,0 +1,107 @@
+"""Re-evaluating saved models (``python -m lander.evaluate``): each run's model loaded safely
+(:mod:`lander.evaluation.loading`) with the run's own config, evaluated on fixed seeds (``seed + i`` for episode i, the
+run's ``eval.seed`` by default) and written to ``<run>/evaluations/<name>.json`` (and ``.mp4``), leaving the run's own
+results untouched. A sweep directory evaluates every job in it.
+"""
+
+from __future__ import annotations
+
+import logging
+from functools import partial
+from pathlib import Path
+
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+from lander.envs import make_env, make_train_env
+from lander.errors import ConfigError, RunFileError
+from lander.evaluation.loading import safe_load
+from lander.evaluation.policy import evaluate
+from lander.evaluation.video import write_video
+from lander.storage.rundir import RunPaths, find_checkpoints, find_run_dirs, write_json
+
+log = logging.getLogger(__name__)
+
+
+def run_dirs(path: Path) -> list[Path]:
+    """``path`` itself if it is a run directory, else every run directory below it (a sweep), job 2 before 10."""
+    found = find_run_dirs([path])
+    if not found:
+        raise ConfigError(f"run={str(path)!r} holds no lander run (no .hydra/config.yaml)")
+    return found
+
+
+def model_file(paths: RunPaths, name: str) -> Path:
+    """``<run>/<name>``; for a run stopped before its end (no ``model.zip``), its newest checkpoint, said so."""
+    path = paths.root / name
+    if path.is_file() or name != "model.zip" or not find_checkpoints(paths.checkpoints):
+        return path
+    steps, newest = find_checkpoints(paths.checkpoints)[0]
+    log.warning(
+        "%s has no model.zip (the run stopped before its end): evaluating its newest checkpoint, %s (%d timesteps)",
+        paths.root,
+        newest.relative_to(paths.root),
+        steps,
+    )
+    return newest
+
+
+def evaluate_run(run_dir: Path, args: DictConfig) -> Path:
+    """Evaluate one run's model as ``args`` say; return the JSON file written."""
+    paths = RunPaths(run_dir)
+    cfg = OmegaConf.load(paths.config)
+    seed = cfg.eval.seed if args.seed is None else args.seed
+    source = model_file(paths, args.model)
+    env = make_train_env(cfg.env, 1, seed)
+    try:
+        model = safe_load(cfg, source, env)  # type: ignore[arg-type]
+    finally:
+        env.close()
+    result = evaluate(
+        model,
+        partial(make_env, cfg.env),
+        args.n_episodes,
+        seed,
+        args.n_envs,
+        args.deterministic,
+        cfg.env.get("reward_threshold"),
+    )
+    mode = "deterministic" if args.deterministic else "stochastic"
+    name = args.name or f"{source.stem}_{args.n_episodes}ep_{mode}_seed-{seed}"
+    paths.evaluations.mkdir(exist_ok=True)
+    shown = source.relative_to(paths.root) if source.is_relative_to(paths.root) else source
+    record = result.to_dict() | {
+        "model": str(shown),
+        "timesteps": int(model.num_timesteps),
+        "deterministic": args.deterministic,
+        "env_id": cfg.env.id,
+    }
+    if args.video:
+        video_cfg = OmegaConf.create({"seed": seed, "fps": cfg.video.fps, "max_steps": cfg.video.max_steps})
+        record["video"] = write_video(model, cfg.env, video_cfg, paths.evaluations / f"{name}.mp4")
+    path = write_json(paths.evaluations / f"{name}.json", record)
+    log.info(
+        "%s: %s mean %.4g +- %.2g (sem) over %d episodes -> %s",
+        run_dir,
+        record["model"],
+        record["mean"],
+        record["sem"],
+        record["n"],
+        path,
+    )
+    return path
+
+
+def evaluate_runs(args: DictConfig) -> int:
+    """Evaluate every run ``args.run`` holds as ``args`` say (:class:`lander.config.schema.EvaluateConfig`).
+
+    :return: the exit code: 0, or 1 if a run's model could not be evaluated (each named in the log)
+    """
+    failed = []
+    for run_dir in run_dirs(Path(args.run)):
+        try:
+            evaluate_run(run_dir, args)
+        except (RunFileError, FileNotFoundError, OmegaConfBaseException) as exc:  # a config without its keys too
+            log.error("%s: %s", run_dir, exc)
+            failed.append(run_dir)
+    return 1 if failed else 0

@@ -1,0 +1,59 @@
+"""A video of the trained agent, rendered headless and written with imageio-ffmpeg."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import imageio.v2 as imageio
+from omegaconf import DictConfig
+from stable_baselines3.common.base_class import BaseAlgorithm
+
+from lander.envs import make_env
+from lander.evaluation.policy import record_episode
+from lander.storage.rundir import atomic_write
+
+
+def write_video(
+    model: BaseAlgorithm, env_cfg: DictConfig, video_cfg: DictConfig, path: Path, progress: bool = False
+) -> dict:
+    """Play one episode on ``video.seed`` and write it to ``path`` (mp4, H.264), atomically.
+
+    :param progress: show a progress bar of the frames (rendering MuJoCo takes about a minute)
+    :return: the episode's return, length in frames and the seed
+    """
+    env = make_env(env_cfg, render_mode="rgb_array")
+    info: dict[str, Any] = {"seed": int(video_cfg.seed)}
+
+    def encode(tmp: Path) -> None:
+        # frames go to the encoder as they are rendered, never all in memory (720 MB for 1,000 LunarLander
+        # frames); written as they are (H.264 needs even sizes: LunarLander 600x400, Atari 160x210, MuJoCo 480x480)
+        writer = imageio.get_writer(tmp, fps=video_cfg.fps, codec="libx264", macro_block_size=2)
+        bar = frame_bar(video_cfg.max_steps) if progress else None
+
+        def append(frame: Any) -> None:
+            writer.append_data(frame)
+            if bar is not None:
+                bar.update(1)
+
+        try:
+            info["frames"], info["return"] = record_episode(
+                model, env, video_cfg.seed, append, max_steps=video_cfg.max_steps
+            )
+        finally:
+            writer.close()
+            if bar is not None:
+                bar.close()
+
+    try:
+        atomic_write(path, encode)
+    finally:
+        env.close()
+    return {"seed": info["seed"], "return": info["return"], "frames": info["frames"]}
+
+
+def frame_bar(max_steps: int) -> Any:
+    """A progress bar of video frames, up to ``max_steps`` (an episode may end sooner)."""
+    from tqdm.rich import tqdm
+
+    return tqdm(total=max_steps + 1, desc="video.mp4", unit="frame")

@@ -1,0 +1,86 @@
+"""One process per sweep job: whatever kills a job's process (``kill -9``, the OOM killer, a segfault in an
+env), the launcher's process goes on with the other jobs, under any launcher (basic, joblib, submitit).
+
+The job process is forked from the launcher's worker after torch and SB3 are imported (each job starts in
+milliseconds, sharing those imports) and before torch has started a thread. A job killed by a signal is
+recorded as failed in its ``summary.json``, so the sweep's end reports it and exits non-zero.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+from lander.storage.rundir import RunPaths, RunSummary, Status
+
+log = logging.getLogger("lander")
+GRACE_SECONDS = 3.0  # a signal to the launcher reaches the job too after this long, unless the job ended
+
+
+def run_in_child(job: Callable[[], Any], paths: RunPaths) -> int:
+    """Run ``job()`` in a forked process and wait for it; return its exit code (128 + signal if killed)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:  # the job's process
+        code = 1
+        try:
+            job()
+            code = 0
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 1
+        except BaseException:
+            log.exception("job failed")
+        finally:
+            logging.shutdown()
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
+    status = wait_forwarding_signals(pid)
+    if os.WIFSIGNALED(status):
+        record_killed(paths, pid, os.WTERMSIG(status))
+        return 128 + os.WTERMSIG(status)
+    return os.WEXITSTATUS(status)
+
+
+def wait_forwarding_signals(pid: int) -> int:
+    """Wait for the job ``pid``; a SIGINT/SIGTERM to this process reaches the job after :data:`GRACE_SECONDS`
+    (a signal to the whole process group, such as Ctrl-C, reaches both at once: the job must not get it
+    twice). After the job ended, the signal stops this process too (``SystemExit(128 + signal)``)."""
+    received: list[tuple[int, float]] = []
+
+    def handle(signum: int, frame: Any) -> None:
+        received.append((signum, time.monotonic()))
+
+    previous = {sig: signal.signal(sig, handle) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        forwarded = False
+        while True:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                break
+            if received and not forwarded and time.monotonic() - received[0][1] > GRACE_SECONDS:
+                os.kill(pid, received[0][0])
+                forwarded = True
+            time.sleep(0.05)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    if received:
+        raise SystemExit(128 + received[0][0])
+    return status
+
+
+def record_killed(paths: RunPaths, pid: int, signum: int) -> None:
+    """The job's process died by ``signum`` (it could not say so): its summary says failed, and why."""
+    summary = RunSummary.load(paths)
+    name = signal.Signals(signum).name
+    if summary is not None and summary.status == Status.RUNNING:
+        summary.update(status=Status.FAILED, error=f"killed by {name}: process {pid} died without recording its state")
+        summary.save(paths)
+    log.error("job %s: its process %d was killed by %s; the other jobs go on", paths.root, pid, name)

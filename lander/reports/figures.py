@@ -1,0 +1,308 @@
+"""Interactive (Plotly) figures: of one run, from the files it recorded (returns, evaluation episodes, SB3's training
+losses, resources), and of a comparison, per env (learning curves per configuration with their band, final scores
+with their intervals, performance profiles).
+"""
+
+from __future__ import annotations
+
+from math import ceil
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.colors import qualitative
+from plotly.subplots import make_subplots
+
+from lander.analysis import statistics as st
+from lander.analysis.curves import mean_curve, pooled_curve
+from lander.analysis.runset import Run
+from lander.storage.csvlog import read_complete
+from lander.storage.rundir import RunPaths
+
+COLORS = qualitative.Plotly
+LAYOUT = {"template": "plotly_white", "hovermode": "x unified", "height": 430, "margin": {"t": 60, "r": 20}}
+
+
+def read_metrics(path: Path) -> pd.DataFrame:
+    """A metrics CSV as numbers (a row cut short by a kill left out); empty when missing."""
+    if not path.is_file() or not path.stat().st_size:
+        return pd.DataFrame()
+    fields, rows = read_complete(path)
+    table = pd.DataFrame(rows, columns=fields)
+    return table.apply(pd.to_numeric, errors="coerce") if len(table) else table
+
+
+def rgba(color: str, alpha: float) -> str:
+    """``#rrggbb`` as ``rgba(r, g, b, alpha)``."""
+    r, g, b = (int(color[i : i + 2], 16) for i in (1, 3, 5))
+    return f"rgba({r}, {g}, {b}, {alpha})"
+
+
+def band(x: pd.Series, low: pd.Series, high: pd.Series, color: str, name: str, group: str) -> go.Scatter:
+    """A filled band between ``low`` and ``high`` (no hover of its own), toggled with its line's legend group."""
+    return go.Scatter(
+        x=list(x) + list(x)[::-1],
+        y=list(high) + list(low)[::-1],
+        mode="lines",
+        fill="toself",
+        fillcolor=rgba(color, 0.2),
+        line={"width": 0},
+        hoverinfo="skip",
+        name=name,
+        legendgroup=group,
+        showlegend=False,
+    )
+
+
+def returns_figure(paths: RunPaths, threshold: float | None = None, window: int = 50) -> go.Figure:
+    """Training episode returns (each, and a moving mean) and the evaluation mean ± s.e., vs timesteps."""
+    fig = go.Figure()
+    train, evals = read_metrics(paths.train_episodes), read_metrics(paths.eval_csv)
+    if len(train):
+        fig.add_scatter(
+            x=train["timesteps"],
+            y=train["return"],
+            mode="markers",
+            name="training episode",
+            marker={"size": 3, "color": rgba(COLORS[0], 0.35)},
+            customdata=train[["episode", "length"]],
+            hovertemplate="episode %{customdata[0]}: %{y:.4g} (%{customdata[1]} steps)",
+        )
+        smooth = train["return"].rolling(window, min_periods=1).mean()
+        fig.add_scatter(
+            x=train["timesteps"],
+            y=smooth,
+            name=f"training, {window}-episode mean",
+            line={"color": COLORS[0], "width": 2},
+        )
+    if len(evals):
+        fig.add_trace(
+            band(
+                evals["timesteps"],
+                evals["mean"] - evals["sem"],
+                evals["mean"] + evals["sem"],
+                COLORS[1],
+                "± s.e.",
+                "eval",
+            )
+        )
+        fig.add_scatter(
+            x=evals["timesteps"],
+            y=evals["mean"],
+            mode="lines+markers",
+            legendgroup="eval",
+            name=f"evaluation mean ± s.e. ({int(evals['n'].iloc[-1])} episodes)",
+            line={"color": COLORS[1], "width": 2.5},
+            customdata=evals[["sem", "success_rate"]],
+            hovertemplate="%{y:.4g} ± %{customdata[0]:.2g}, success %{customdata[1]:.2f}",
+        )
+    if threshold is not None:
+        fig.add_hline(y=threshold, line={"dash": "dash", "color": "gray"}, annotation_text=f"threshold {threshold:g}")
+    fig.update_layout(title="Returns", xaxis_title="timesteps", yaxis_title="episode return", **LAYOUT)
+    return fig
+
+
+def eval_episodes_figure(paths: RunPaths) -> go.Figure:
+    """Every evaluation episode's return (its seed on hover) at each evaluation, and their mean."""
+    fig = go.Figure()
+    episodes = read_metrics(paths.eval_episodes)
+    if len(episodes):
+        fig.add_scatter(
+            x=episodes["timesteps"],
+            y=episodes["return"],
+            mode="markers",
+            name="evaluation episode",
+            marker={"size": 6, "color": rgba(COLORS[1], 0.5)},
+            customdata=episodes[["seed", "length"]],
+            hovertemplate="seed %{customdata[0]}: %{y:.4g} (%{customdata[1]} steps)",
+        )
+        mean = episodes.groupby("timesteps", as_index=False)["return"].mean()
+        fig.add_scatter(x=mean["timesteps"], y=mean["return"], name="mean", line={"color": COLORS[1], "width": 2})
+    layout = LAYOUT | {"hovermode": "closest"}
+    fig.update_layout(
+        title="Evaluation episodes (fixed seeds)", xaxis_title="timesteps", yaxis_title="return", **layout
+    )
+    return fig
+
+
+def small_multiples(table: pd.DataFrame, x: str, columns: list[str], title: str, per_row: int = 3) -> go.Figure:
+    """One small plot per column of ``table`` against ``x``, each with its own y scale."""
+    if not columns:
+        return go.Figure().update_layout(title=f"{title}: nothing recorded", **LAYOUT)
+    rows = ceil(len(columns) / per_row)
+    fig = make_subplots(rows=rows, cols=per_row, subplot_titles=columns, vertical_spacing=min(0.12, 0.5 / rows))
+    for i, column in enumerate(columns):
+        values = table[[x, column]].dropna()
+        fig.add_scatter(
+            x=values[x],
+            y=values[column],
+            name=column,
+            mode="lines+markers",
+            marker={"size": 3},
+            line={"color": COLORS[i % len(COLORS)]},
+            row=i // per_row + 1,
+            col=i % per_row + 1,
+        )
+    fig.update_layout(title=title, showlegend=False, **(LAYOUT | {"height": 260 * rows + 80, "hovermode": "closest"}))
+    return fig
+
+
+def training_figure(paths: RunPaths) -> go.Figure:
+    """SB3's own metrics (``metrics/sb3_progress.csv``): losses, entropy, KL, clip fraction, ... per update."""
+    progress = read_metrics(paths.sb3_progress)
+    x = "time/total_timesteps"
+    columns = [c for c in progress.columns if c != x and progress[c].notna().any() and not c.startswith("time/")]
+    if x not in progress.columns:
+        columns = []
+    return small_multiples(progress, x, sorted(columns), "Training (SB3's logger) vs timesteps")
+
+
+def speed_figure(paths: RunPaths) -> go.Figure:
+    """Steps per second, memory (RSS) and CPU use as training went (``metrics/resources.csv``)."""
+    resources = read_metrics(paths.resources)
+    wanted = ["steps_per_second", "rss_mb", "peak_rss_mb", "cpu_percent", "episodes_per_minute"]
+    columns = [c for c in wanted if c in resources.columns and resources[c].notna().any()]
+    return small_multiples(resources, "timesteps", columns if "timesteps" in resources else [], "Speed and memory")
+
+
+def run_figures(paths: RunPaths, threshold: float | None = None) -> dict[str, go.Figure]:
+    """Every figure of a run, by name: ``returns``, ``eval_episodes``, ``training``, ``speed``."""
+    return {
+        "returns": returns_figure(paths, threshold),
+        "eval_episodes": eval_episodes_figure(paths),
+        "training": training_figure(paths),
+        "speed": speed_figure(paths),
+    }
+
+
+def threshold_line(fig: go.Figure, groups: dict[str, list[Run]]) -> None:
+    """The env's "solved" return as a dashed line, if it has one."""
+    threshold = next(iter(groups.values()))[0].threshold
+    if threshold is not None:
+        fig.add_hline(y=threshold, line={"dash": "dash", "color": "gray"}, annotation_text=f"threshold {threshold:g}")
+
+
+def curves_figure(groups: dict[str, list[Run]], env: str, band_kind: str = "seeds", budget: int = 0) -> go.Figure:
+    """Per configuration the mean evaluation return over seeds with its band; each seed's curve toggles on."""
+    fig = go.Figure()
+    for i, (label, runs) in enumerate(groups.items()):
+        color, with_curves = COLORS[i % len(COLORS)], [r for r in runs if r.eval is not None and len(r.eval)]
+        if not with_curves:
+            continue
+        pooled = band_kind == "episodes" and all(r.paths.eval_episodes.is_file() for r in with_curves)
+        curve = pooled_curve(with_curves) if pooled else mean_curve(with_curves)
+        fig.add_trace(band(curve["timesteps"], curve["low"], curve["high"], color, label, label))
+        fig.add_scatter(
+            x=curve["timesteps"],
+            y=curve["mean"],
+            name=f"{label} (n={len(with_curves)})",
+            legendgroup=label,
+            line={"color": color, "width": 2.5},
+        )
+        for run in with_curves:
+            evals: pd.DataFrame = run.eval  # type: ignore[assignment]
+            seed_line = {"color": rgba(color, 0.6), "width": 1, "dash": "dot"}
+            fig.add_scatter(
+                x=evals["timesteps"],
+                y=evals["mean"],
+                name=f"{label}, seed {run.seed}",
+                visible="legendonly",
+                line=seed_line,
+            )
+    threshold_line(fig, groups)
+    if budget:
+        fig.add_vline(
+            x=budget,
+            line={"dash": "dot", "color": "black"},
+            annotation_text=f"compared at {budget:,}",
+            annotation_position="bottom left",
+        )
+    spread = "± s.e. over all evaluation episodes" if band_kind == "episodes" else "95% bootstrap CI over seeds"
+    fig.update_layout(
+        title=f"{env}: evaluation return (mean, {spread})",
+        xaxis_title="timesteps",
+        yaxis_title="evaluation return",
+        **LAYOUT,
+    )
+    return fig
+
+
+def final_scores_figure(groups: dict[str, list[Run]], env: str) -> go.Figure:
+    """Each configuration's compared score: every seed a dot (its run on hover), the mean with its 95% CI."""
+    fig = go.Figure()
+    for i, (label, runs) in enumerate(groups.items()):
+        color, values = COLORS[i % len(COLORS)], np.array([r.final_mean for r in runs])
+        fig.add_scatter(
+            x=[label] * len(runs),
+            y=values,
+            mode="markers",
+            name=f"{label}: seeds",
+            marker={"size": 9, "color": rgba(color, 0.6)},
+            legendgroup=label,
+            offsetgroup="seeds",
+            customdata=[[r.seed, str(r.path), f"{r.timesteps:,}"] for r in runs],
+            hovertemplate="seed %{customdata[0]}: %{y:.4g} at %{customdata[2]} steps"
+            "<br>%{customdata[1]}<extra></extra>",
+        )
+        mean, low, high = (
+            st.interval(values[:, None], st.aggregate_mean) if len(values) > 1 else (values[0], np.nan, np.nan)
+        )
+        error = {"type": "data", "array": [high - mean], "arrayminus": [mean - low]} if len(values) > 1 else None
+        fig.add_scatter(
+            x=[label],
+            y=[mean],
+            mode="markers",
+            error_y=error,
+            legendgroup=label,
+            offsetgroup="mean",
+            marker={"symbol": "diamond", "size": 12, "color": "black"},
+            name=f"{label}: mean, 95% CI",
+            hovertemplate=f"mean %{{y:.4g}} [{low:.4g}, {high:.4g}]<extra></extra>",
+        )
+    threshold_line(fig, groups)
+    fig.update_layout(
+        title=f"{env}: final scores (each seed; mean and 95% bootstrap CI)",
+        yaxis_title="evaluation mean return per seed",
+        scattermode="group",
+        **(LAYOUT | {"hovermode": "closest"}),
+    )
+    return fig
+
+
+def profile_figure(groups: dict[str, list[Run]], env: str) -> go.Figure:
+    """Performance profile: the fraction of runs whose score exceeds tau, with a bootstrap band over runs."""
+    every = np.array([r.final_mean for runs in groups.values() for r in runs])
+    spread = max(every.max() - every.min(), 1.0)
+    taus = np.linspace(every.min() - 0.05 * spread, every.max() + 0.05 * spread, 101)
+    fig = go.Figure()
+    for i, (label, runs) in enumerate(groups.items()):
+        color, values = COLORS[i % len(COLORS)], np.array([[r.final_mean] for r in runs])
+        point, low, high = st.interval(values, lambda s: st.performance_profile(s, taus), st.CURVE_REPS)
+        if len(runs) > 1:
+            fig.add_trace(band(taus, low, high, color, label, label).update(line_shape="hv"))
+        fig.add_scatter(
+            x=taus,
+            y=point,
+            name=f"{label} (n={len(runs)})",
+            legendgroup=label,
+            line={"color": color, "width": 2.5, "shape": "hv"},
+        )
+    fig.update_layout(
+        title=f"{env}: performance profile (95% bootstrap band over runs)",
+        yaxis_range=[-0.02, 1.02],
+        xaxis_title="score tau (evaluation mean return)",
+        yaxis_title="fraction of runs with score > tau",
+        **LAYOUT,
+    )
+    return fig
+
+
+def sweep_figures(groups: dict[str, list[Run]], env: str, band_kind: str = "seeds", budget: int = 0) -> dict:
+    """Every figure of one env of a comparison, by name: ``learning_curves``, ``final_scores``,
+    ``performance_profile``."""
+    return {
+        "learning_curves": curves_figure(groups, env, band_kind, budget),
+        "final_scores": final_scores_figure(groups, env),
+        "performance_profile": profile_figure(groups, env),
+    }

@@ -1,0 +1,101 @@
+"""Self-contained HTML pages: Plotly's JavaScript inlined once in the page, every text from a file escaped, no
+request to any server (no CDN, no fonts, no MathJax), so a report opens the same offline and copied elsewhere."""
+
+from __future__ import annotations
+
+import base64
+import html
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.offline import get_plotlyjs
+
+from lander.storage.rundir import write_text
+
+STYLE = """
+body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 0 auto; max-width: 1200px;
+       padding: 0 24px 48px; color: #222; }
+h1 { font-size: 1.6em; margin-bottom: 0.2em; } h2 { border-bottom: 1px solid #ddd; padding-bottom: 4px; }
+.status { display: inline-block; padding: 2px 10px; border-radius: 10px; color: white; font-weight: 600; }
+.completed { background: #2e7d32; } .failed { background: #c62828; } .interrupted { background: #ef6c00; }
+.running { background: #1565c0; } .error { background: #fdecea; border-left: 4px solid #c62828; padding: 8px 12px; }
+table { border-collapse: collapse; font-size: 0.9em; margin: 8px 0; }
+th, td { border: 1px solid #ddd; padding: 4px 8px; text-align: right; } th { background: #f5f5f5; }
+td:first-child, th:first-child, table.text td, table.text th { text-align: left; }
+pre { background: #f7f7f7; padding: 10px; overflow-x: auto; font-size: 0.85em; max-height: 480px; }
+nav a { margin-right: 14px; } .plot { margin: 12px 0 28px; } video { max-width: 600px; }
+"""
+VIDEO_INLINE_BYTES = 25 * 2**20  # larger videos are linked (relative to the report), not embedded
+
+
+def esc(value: Any) -> str:
+    """Any value as text safe inside HTML (a hostile file's ``<script>`` stays text)."""
+    return html.escape(str(value), quote=True)
+
+
+def figure(fig: go.Figure, div_id: str) -> str:
+    """A Plotly figure as a ``<div>`` (its data as JSON, ``<`` and ``>`` escaped by Plotly), no JS of its own."""
+    config = {"displaylogo": False, "responsive": True, "toImageButtonOptions": {"filename": div_id}}
+    return (
+        '<div class="plot">'
+        + fig.to_html(full_html=False, include_plotlyjs=False, div_id=f"plot-{div_id}", config=config)
+        + "</div>"
+    )
+
+
+def table(frame: pd.DataFrame, float_format: str = "{:.4g}") -> str:
+    """A DataFrame as an HTML table, cells escaped."""
+    if frame.empty:
+        return "<p><em>none</em></p>"
+    return frame.to_html(index=False, escape=True, na_rep="", border=0, float_format=lambda v: float_format.format(v))
+
+
+def number(value: Any) -> str:
+    """A float to 4 significant digits, anything else as it is."""
+    return format(value, ".4g") if isinstance(value, float) else str(value)
+
+
+def pairs(values: dict[str, Any]) -> str:
+    """A two-column table of names and values."""
+    rows = "".join(f"<tr><th>{esc(k)}</th><td>{esc(number(v))}</td></tr>" for k, v in values.items())
+    return f"<table>{rows}</table>"
+
+
+def pre(text: str, summary: str | None = None) -> str:
+    """Preformatted text, folded under ``summary`` when given."""
+    block = f"<pre>{esc(text)}</pre>"
+    return f"<details><summary>{esc(summary)}</summary>{block}</details>" if summary else block
+
+
+def section(anchor: str, title: str, body: str) -> str:
+    return f'<section id="{esc(anchor)}"><h2>{esc(title)}</h2>{body}</section>'
+
+
+def video(path: Path, report: Path) -> str:
+    """The video embedded in the page (a data URI), or linked beside it when it is too large to embed."""
+    if not path.is_file():
+        return "<p><em>no video recorded</em></p>"
+    if path.stat().st_size <= VIDEO_INLINE_BYTES:
+        source = "data:video/mp4;base64," + base64.b64encode(path.read_bytes()).decode("ascii")
+    else:
+        source = esc(path.relative_to(report.parent).as_posix())
+    return f'<video controls loop muted src="{source}"></video>'
+
+
+def page(title: str, sections: list[tuple[str, str, str]], header: str = "") -> str:
+    """The whole page: Plotly inlined in the head, a navigation bar, then ``(anchor, title, body)`` sections."""
+    nav = "".join(f'<a href="#{esc(anchor)}">{esc(name)}</a>' for anchor, name, _ in sections)
+    body = "".join(section(*s) for s in sections)
+    return (
+        f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{esc(title)}</title>'
+        f'<meta name="viewport" content="width=device-width, initial-scale=1"><style>{STYLE}</style>'
+        f'<script type="text/javascript">{get_plotlyjs()}</script></head>'
+        f"<body><h1>{esc(title)}</h1>{header}<nav>{nav}</nav>{body}</body></html>"
+    )
+
+
+def write_page(path: Path, title: str, sections: list[tuple[str, str, str]], header: str = "") -> Path:
+    """Write :func:`page` to ``path`` atomically (a reader never sees half a report)."""
+    return write_text(path, page(title, sections, header))

@@ -1,0 +1,173 @@
+"""``report.md`` of a comparison: per env the budget compared, the table with intervals, what its seeds allow and
+the best configuration; then the runs left out."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from lander.analysis.runset import Run
+from lander.analysis.table import seed_notes
+
+
+def readable(table: pd.DataFrame) -> str:
+    """The report's table: values with their intervals side by side, blanks where a statistic does not apply."""
+    return pd.DataFrame(readable_rows(table)).to_markdown(index=False, disable_numparse=True)
+
+
+def readable_rows(table: pd.DataFrame) -> list[dict[str, str]]:
+    """The rows of :func:`readable` as text, for ``report.md`` and ``report.html``."""
+
+    def number(value: float, fmt: str = ".4g") -> str:
+        return "" if pd.isna(value) else "inf" if value == float("inf") else format(value, fmt)
+
+    def with_ci(row: pd.Series, name: str, low: str, high: str) -> str:
+        value = number(row[name])
+        return f"{value} [{number(row[low])}, {number(row[high])}]" if value and not pd.isna(row[low]) else value
+
+    return [
+        {
+            "config": r["config"],
+            "seeds": r["seeds"],
+            "timesteps": f"{r['timesteps']:,}",
+            "mean [95% CI]": with_ci(r, "final_mean", "ci95_low", "ci95_high"),
+            "s.e.": number(r["sem"]),
+            "IQM [95% CI]": with_ci(r, "iqm", "iqm_ci95_low", "iqm_ci95_high"),
+            "success": number(r["success_rate"], ".2f"),
+            "diff": number(r["diff"]),
+            "d": number(r["cohens_d"], ".2f"),
+            "test": r["test"],
+            "p": number(r["p_value"], ".3g"),
+            "p (Holm)": number(r["p_holm"], ".3g"),
+            "P(improvement) [95% CI]": with_ci(
+                r, "prob_improvement", "prob_improvement_ci95_low", "prob_improvement_ci95_high"
+            ),
+            "seeds for 80% power": number(r["seeds_needed"], ".0f"),
+        }
+        for _, r in table.iterrows()
+    ]
+
+
+def budget_lines(by_label: dict[str, list[Run]], at_timesteps: int | None) -> list[str]:
+    """Where the runs of one env are compared, and which ones trained further than that."""
+    runs = [r for group in by_label.values() for r in group]
+    at = max(r.timesteps for r in runs)
+    if at_timesteps is not None:
+        lines = [
+            f"Compared at **{at_timesteps:,} timesteps**: every run that got that far (finished or not), "
+            "as it stood at its last evaluation up to then."
+        ]
+    else:
+        limit = min(runs, key=lambda r: r.reached)
+        least = (
+            "every run ended there"
+            if all(r.reached == limit.reached for r in runs)
+            else f"the one that stopped first: `{limit.path}`, at {limit.reached:,}"
+        )
+        lines = [
+            f"Compared at **{at:,} timesteps**: the largest evaluated timestep that every compared run "
+            f"reached ({least})."
+        ]
+    further = [r for r in runs if r.reached > r.timesteps]
+    if further:
+        lines.append(
+            f"{len(further)} run(s) went further (up to {max(r.reached for r in further):,} steps: a longer "
+            "budget, or whole rollouts past it); each is compared at its evaluation at or before that "
+            "point, not at its end."
+        )
+    for label, group in by_label.items():
+        steps = sorted({r.timesteps for r in group})
+        if len(steps) > 1 or steps[0] != at:
+            lines.append(
+                f"`{label}` is compared at its evaluation at {', '.join(f'{s:,}' for s in steps)} steps "
+                "(at the budget, where whole steps of its envs went a few steps past it; else its last "
+                "one before)."
+            )
+    return lines
+
+
+def report_lines(
+    runs: list[Run],
+    groups: dict[str, dict[str, list[Run]]],
+    tables: dict[str, pd.DataFrame],
+    spanning: pd.DataFrame,
+    left_out: dict[str, list],
+    at_timesteps: int | None,
+) -> list[str]:
+    """``report.md``: per env the budget, the table, what its seeds allow and the best; then the runs left out."""
+    compared = sum(len(g) for by_label in groups.values() for g in by_label.values())
+    names = {
+        "failed": "failed",
+        "unfinished": "not finished" if at_timesteps is None else "short of the budget",
+        "unevaluated": "not evaluated by then",
+        "duplicates": "duplicates not counted",
+    }
+    counts = "; ".join(f"{names[key]}: {len(items)}" for key, items in left_out.items())
+    report = [
+        "# Comparison",
+        "",
+        f"Runs: {len(runs)}; compared: {compared}; {counts}.",
+        "",
+        "Every statistic is over runs: a run's score is the mean return of its evaluation episodes at the compared "
+        "timestep, and intervals are 95% percentile bootstrap intervals over seeds (rliable's method).",
+        "",
+    ]
+    for env, by_label in groups.items():
+        table = tables[env]
+        report += [
+            f"## {env}",
+            "",
+            *budget_lines(by_label, at_timesteps),
+            "",
+            f"Baseline: `{table['baseline'].iloc[0]}`.",
+            "",
+        ]
+        report += [readable(table), ""]
+        report += [f"- {note}" for note in seed_notes(table)] + [""] + best_lines(table) + [""]
+    if len(spanning):
+        report += [
+            "## Across envs",
+            "",
+            "P(improvement) over the baseline averaged over envs, with rliable's "
+            "stratified bootstrap (seeds resampled within each env):",
+            "",
+            spanning.to_markdown(index=False, floatfmt=".4g"),
+            "",
+        ]
+    listed = [
+        (
+            "Duplicates not counted (the same configuration and seed; the newest is kept)",
+            [f"- `{r.path}` (seed {r.seed}): same as `{kept.path}`" for r, kept in left_out["duplicates"]],
+        ),
+        ("Failed runs", [run_line(r) for r in left_out["failed"]]),
+        (
+            "Runs not finished" if at_timesteps is None else f"Runs short of {at_timesteps} timesteps",
+            [run_line(r) for r in left_out["unfinished"]],
+        ),
+        (
+            "Runs with no evaluation at or before their env's compared timestep (e.g. eval.freq=0 and a longer budget)",
+            [f"{run_line(r)} (compared timestep {r.timesteps:,})" for r in left_out["unevaluated"]],
+        ),
+    ]
+    for title, items in listed:
+        report += [f"## {title}", "", *items, ""] if items else []
+    return report
+
+
+def run_line(run: Run) -> str:
+    """A failed or unfinished run in the report: its path, status, overrides and error."""
+    error = f": {run.summary['error']}" if run.summary.get("error") else ""
+    return f"- `{run.path}` ({run.status}): {' '.join(run.overrides)}{error}"
+
+
+def best_lines(result: pd.DataFrame) -> list[str]:
+    """One line per env naming the configuration with the highest final mean, with its interval over seeds."""
+    lines = []
+    for env, rows in result.groupby("env", sort=False) if len(result) else []:
+        best = rows.loc[rows["final_mean"].idxmax()]
+        spread = (
+            f"95% CI [{best['ci95_low']:.4g}, {best['ci95_high']:.4g}] over {best['seeds']} seeds"
+            if best["seeds"] > 1
+            else "n=1 seed: no interval"
+        )
+        lines.append(f"Highest final mean on {env}: **{best['config']}** ({best['final_mean']:.4g}, {spread}).")
+    return lines

@@ -1,0 +1,162 @@
+"""``report.html`` of one run: status, results, interactive figures, the final evaluation's episodes, the video,
+the resolved config and the environment snapshot, in one self-contained file (:mod:`lander.reports.html`).
+
+Written at the end of every run, completed or not (from what it recorded), and by ``python -m lander.report``.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import yaml
+from omegaconf import OmegaConf
+
+from lander.reports.figures import run_figures
+from lander.reports.html import esc, figure, pairs, pre, table, video, write_page
+from lander.storage.rundir import RunPaths, read_json
+
+log = logging.getLogger(__name__)
+RESULTS = {  # summary.json field: its name in the report
+    "final_eval_mean": "final evaluation mean",
+    "final_eval_sem": "its standard error",
+    "final_eval_success_rate": "success rate",
+    "best_eval_mean": "best evaluation mean",
+    "first_timestep_reaching_threshold": "first timestep reaching the threshold",
+    "timesteps": "timesteps trained",
+    "total_timesteps": "budget",
+    "stopped_early": "stopped early",
+    "wall_seconds": "wall time (s)",
+    "steps_per_second": "steps per second",
+    "peak_rss_mb": "peak memory (MB)",
+    "resumed_at": "resumed at",
+}
+
+
+def read_text(path: Path, limit: int = 2_000_000) -> str:
+    """A text file of the run (at most ``limit`` characters); '' if missing, unreadable bytes replaced."""
+    if not path.is_file():
+        return ""
+    with path.open(errors="replace") as handle:
+        return handle.read(limit)
+
+
+def resolved_config(paths: RunPaths) -> str:
+    """The run's config with its interpolations resolved (as it trained), or as written if they do not resolve."""
+    text = read_text(paths.config)
+    if not text:
+        return "(no .hydra/config.yaml)"
+    try:
+        return OmegaConf.to_yaml(OmegaConf.create(text), resolve=True)
+    except Exception as exc:  # an interpolation of a resolver not registered here, or a hand-edited file
+        return f"# not resolved ({type(exc).__name__}: {exc}); as written:\n{text}"
+
+
+def header(summary: dict[str, Any], paths: RunPaths) -> str:
+    """Status, what was trained, and for a run that did not complete, what stopped it and how to continue."""
+    status = str(summary.get("status", "unknown"))
+    what = (
+        f"{summary.get('algo', '?')} on {summary.get('env_id', '?')}, seed {summary.get('seed', '?')}, "
+        f"gamma {summary.get('gamma', '?')}"
+    )
+    badge = f'<span class="status {esc(status)}">{esc(status)}</span>'
+    out = f"<p>{badge} {esc(what)} &middot; <code>{esc(paths.root)}</code></p>"
+    if status == "completed":
+        return out
+    killed = "<strong>Not finished:</strong> still training, or killed without a chance to record it (kill -9)"
+    stopped = f"<strong>Stopped by</strong> <code>{esc(summary['error'])}</code>" if summary.get("error") else killed
+    resume = f"continue: <code>python -m lander.run resume={esc(paths.root)}</code>"
+    return out + f'<div class="error">{stopped}<br>{resume}</div>'
+
+
+def final_episodes(paths: RunPaths) -> str:
+    """The final evaluation: its statistics and every episode (seed, return, length)."""
+    record = read_json(paths.eval_json) if paths.eval_json.is_file() else {}
+    if not record:
+        return "<p><em>no final evaluation (eval.json) recorded</em></p>"
+    stats = {
+        k: record.get(k)
+        for k in (
+            "n",
+            "mean",
+            "std",
+            "sem",
+            "median",
+            "min",
+            "max",
+            "success_rate",
+            "threshold",
+            "timesteps",
+            "deterministic",
+        )
+    }
+    return pairs(stats) + table(pd.DataFrame(record.get("episodes", [])))
+
+
+def environment(paths: RunPaths) -> str:
+    """The environment snapshot: versions, git state, platform; ``pip freeze`` folded."""
+    versions = read_json(paths.environment / "versions.json") if (paths.environment / "versions.json").is_file() else {}
+    flat = {k: v for k, v in versions.items() if not isinstance(v, dict)}
+    nested = "".join(f"<h3>{esc(k)}</h3>{pairs(v)}" for k, v in versions.items() if isinstance(v, dict))
+    freeze = read_text(paths.environment / "pip_freeze.txt")
+    return pairs(flat) + nested + (pre(freeze, "pip freeze") if freeze else "")
+
+
+def files(paths: RunPaths) -> str:
+    """Links to the run's files, relative to the report (they open when the directory is copied whole)."""
+    names = [
+        "model.zip",
+        "best_model.zip",
+        "eval.json",
+        "summary.json",
+        "run.log",
+        "learning_curve.png",
+        "video.mp4",
+        *(f"metrics/{p.name}" for p in sorted(paths.metrics.glob("*.csv"))),
+    ]
+    links = [f'<li><a href="{esc(n)}">{esc(n)}</a></li>' for n in names if (paths.root / n).is_file()]
+    checkpoints = sorted(paths.checkpoints.glob("*.zip")) if paths.checkpoints.is_dir() else []
+    if checkpoints:
+        links.append(f"<li>checkpoints/: {len(checkpoints)} file(s), newest {esc(checkpoints[-1].name)}</li>")
+    return f"<ul>{''.join(links)}</ul>"
+
+
+def write_run_report(run_dir: Path) -> Path:
+    """Write ``report.html`` into ``run_dir`` from the files there; return its path."""
+    paths = RunPaths(run_dir)
+    summary = read_json(paths.summary) if paths.summary.is_file() else {}
+    config = yaml.safe_load(read_text(paths.config)) or {} if paths.config.is_file() else {}
+    threshold = (config.get("env") or {}).get("reward_threshold") if isinstance(config, dict) else None
+    figures = run_figures(paths, threshold)
+    results = {name: summary[key] for key, name in RESULTS.items() if summary.get(key) not in (None, [])}
+    sections = [
+        ("results", "Results", pairs(results)),
+        (
+            "curves",
+            "Learning curves",
+            figure(figures["returns"], "returns") + figure(figures["eval_episodes"], "eval_episodes"),
+        ),
+        ("training", "Training", figure(figures["training"], "training")),
+        ("speed", "Speed and memory", figure(figures["speed"], "speed")),
+        ("evaluation", "Final evaluation", final_episodes(paths)),
+        ("video", "Video", video(paths.video, paths.report)),
+        ("config", "Config", pre(resolved_config(paths)) + pre(read_text(paths.overrides), "command-line overrides")),
+        ("environment", "Environment", environment(paths)),
+        ("files", "Files", files(paths)),
+    ]
+    title = str(summary.get("run_name") or run_dir.name)
+    path = write_page(paths.report, f"lander run: {title}", sections, header(summary, paths))
+    log.info("report.html written (%.1f MB)", path.stat().st_size / 2**20)
+    return path
+
+
+def try_run_report(run_dir: Path) -> Path | None:
+    """:func:`write_run_report`, for a run that is stopping: a failure is logged, not raised (the report is a
+    convenience; the run's own record is already written)."""
+    try:
+        return write_run_report(run_dir)
+    except Exception as exc:
+        log.warning("no report.html for %s: %s: %s", run_dir, type(exc).__name__, exc)
+        return None

@@ -1,0 +1,148 @@
+"""``comparison/report.html`` of a sweep (or of any runs ``python -m lander.compare`` was given): per env the
+budget compared, the table with intervals, the interactive figures; then every run with a link to its own report,
+and the runs left out (failed, unfinished, duplicates). One self-contained file (:mod:`lander.reports.html`)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from functools import partial
+from pathlib import Path
+
+import pandas as pd
+
+from lander.analysis.comparison import Comparison, analyse
+from lander.analysis.runset import Run
+from lander.reports.figures import sweep_figures
+from lander.reports.html import esc, figure, number, table, write_page
+from lander.reports.markdown import budget_lines, readable_rows, report_lines
+from lander.reports.plots import plot_curves, plot_final_scores, plot_profile
+from lander.storage.rundir import atomic_write, write_text
+
+log = logging.getLogger(__name__)
+
+
+def inline_markdown(line: str) -> str:
+    """A line of ``report.md`` as HTML: escaped, with its **bold** and `code`."""
+    text = re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", esc(line))
+    return re.sub(r"`([^`]*)`", r"<code>\1</code>", text)
+
+
+def link(run: Run, report: Path) -> str:
+    """A link to the run's ``report.html`` (relative to the sweep report), or its directory if it has none."""
+    target = run.paths.report if run.paths.report.is_file() else run.path
+    return f'<a href="{esc(Path(os.path.relpath(target, report.parent)).as_posix())}">{esc(run.path.name)}</a>'
+
+
+def runs_table(runs: list[Run], report: Path) -> str:
+    """Every run: its report, status, configuration, seed, steps and final evaluation; errors in full."""
+    rows = [
+        f"<tr><td>{link(r, report)}</td><td>{esc(r.status)}</td><td>{esc(' '.join(r.overrides))}</td>"
+        f"<td>{esc(r.seed)}</td><td>{esc(r.summary.get('timesteps', ''))}</td>"
+        f"<td>{esc(number(r.summary.get('final_eval_mean', '')))}</td>"
+        f"<td>{esc(r.summary.get('error') or '')}</td></tr>"
+        for r in runs
+    ]
+    head = (
+        "<tr><th>run</th><th>status</th><th>overrides</th><th>seed</th><th>timesteps</th><th>final eval</th>"
+        "<th>error</th></tr>"
+    )
+    return f'<table class="text">{head}{"".join(rows)}</table>' if rows else "<p><em>none</em></p>"
+
+
+def env_section(found: Comparison, env: str, band: str) -> str:
+    """One env: where it is compared, the table, the figures."""
+    by_label, rows = found.groups[env], found.tables[env]
+    figures = sweep_figures(by_label, env, band, found.budget(env))
+    lines = "".join(f"<p>{inline_markdown(line)}</p>" for line in budget_lines(by_label, found.at_timesteps))
+    return (
+        f"<h3>{esc(env)}</h3>{lines}<p>Baseline: <code>{esc(rows['baseline'].iloc[0])}</code>. Every statistic "
+        "is over runs (one score per seed: its evaluation mean at the compared timestep); intervals are 95% "
+        "percentile bootstrap intervals over seeds.</p>"
+        + table(pd.DataFrame(readable_rows(rows)))
+        + "".join(figure(fig, f"{name}_{env}") for name, fig in figures.items())
+    )
+
+
+def left_out(found: Comparison, report: Path) -> str:
+    """The runs not compared, by why."""
+    parts = []
+    for key, title in (("failed", "Failed"), ("unfinished", "Not finished"), ("unevaluated", "Not evaluated by then")):
+        if found.left_out.get(key):
+            parts.append(f"<h3>{title}</h3>" + runs_table(found.left_out[key], report))
+    duplicates = found.left_out.get("duplicates") or []
+    if duplicates:
+        items = "".join(
+            f"<li>{link(r, report)} (seed {esc(r.seed)}): same as {link(kept, report)}</li>" for r, kept in duplicates
+        )
+        parts.append(f"<h3>Duplicates not counted (the newest is kept)</h3><ul>{items}</ul>")
+    return "".join(parts) or "<p>Every run was compared.</p>"
+
+
+def write_sweep_report(found: Comparison, path: Path, band: str = "seeds") -> Path:
+    """Write the comparison's ``report.html`` to ``path``; return it."""
+    compared = "".join(env_section(found, env, band) for env in found.groups)
+    if len(found.spanning):
+        compared += "<h3>Across envs</h3><p>P(improvement) over the baseline averaged over envs.</p>" + table(
+            found.spanning
+        )
+    counts = {key: len(items) for key, items in found.left_out.items()}
+    summary = (
+        f"<p>Runs: {len(found.runs)}; compared: {found.compared}; failed: {counts.get('failed', 0)}; not "
+        f"finished: {counts.get('unfinished', 0)}; duplicates: {counts.get('duplicates', 0)}.</p>"
+    )
+    sections = [
+        ("comparison", "Comparison", summary + compared),
+        ("runs", "Runs", runs_table(found.runs, path)),
+        ("left-out", "Runs left out", left_out(found, path)),
+    ]
+    sweep = path.parent.parent  # <sweep dir>/comparison/report.html
+    title = f"lander comparison: {sweep.parent.name}/{sweep.name}"
+    return write_page(path, title, sections)
+
+
+def compare(
+    paths: list[Path], out_dir: Path, baseline: str | None = None, at_timesteps: int | None = None, band: str = "seeds"
+) -> Comparison:
+    """Write the comparison of the runs under ``paths`` to ``out_dir``; return what it found.
+
+    Everything is computed before the first file is written, so bad input (:class:`RunSetError`, naming the
+    file or value) leaves ``out_dir`` as it was.
+
+    :param paths: a sweep directory, run directories, or both
+    :param out_dir: where ``table.csv``, ``table.md``, ``report.md``, ``report.html`` and the plots go
+    :param baseline: the configuration label the others are tested against (default: the first)
+    :param at_timesteps: compare the runs as they stood at this many steps (default: each env's common budget)
+    :param band: the curves' band, ``"seeds"`` (bootstrap over seeds) or ``"episodes"`` (s.e. over episodes)
+    :return: what was compared (:class:`Comparison`), with the files written in ``files``
+    """
+    found = analyse(paths, baseline, at_timesteps)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    files: list[Path] = []
+    for env, by_label in found.groups.items():
+        for name, plot in (
+            ("learning_curves", partial(plot_curves, band=band, budget=found.budget(env))),
+            ("final_scores", plot_final_scores),
+            ("performance_profile", plot_profile),
+        ):
+            files.append(out_dir / f"{name}_{env}.png")
+            plot(by_label, env, files[-1])
+    report = report_lines(found.runs, found.groups, found.tables, found.spanning, found.left_out, at_timesteps)
+    files += write_tables(found.table, found.spanning, out_dir, report)
+    files.append(write_sweep_report(found, out_dir / "report.html", band))
+    log.info("comparison of %d runs written to %s", found.compared, out_dir)
+    found.files = files
+    return found
+
+
+def write_tables(result: pd.DataFrame, spanning: pd.DataFrame, out_dir: Path, report: list[str]) -> list[Path]:
+    """Write ``table.csv``, ``table.md``, ``report.md`` (and ``across_envs.csv`` when the comparison spans envs)."""
+    atomic_write(out_dir / "table.csv", partial(result.to_csv, index=False))
+    write_text(out_dir / "table.md", result.to_markdown(index=False, floatfmt=".4g") + "\n")
+    write_text(out_dir / "report.md", "\n".join(report))
+    files = [out_dir / "table.csv", out_dir / "table.md", out_dir / "report.md"]
+    if len(spanning):
+        atomic_write(out_dir / "across_envs.csv", partial(spanning.to_csv, index=False))
+        files.append(out_dir / "across_envs.csv")
+    return files

@@ -1,0 +1,132 @@
+"""The service's read-only endpoints: runs, their metrics and files, sweeps.
+
+Every file is read through :mod:`lander.service.store` (real path under the root, regular file, bounded size),
+and the files of a run are served as untrusted: under ``Content-Security-Policy: sandbox`` (a report's scripts
+run in an opaque origin, with no access to the service, its cookies or the network), ``nosniff``.
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import yaml
+from fastapi import APIRouter, Request
+from fastapi.responses import FileResponse
+
+from lander.config.trust import resolve_trusted
+from lander.service import files, store
+from lander.storage.rundir import RunPaths, SweepPaths
+
+router = APIRouter()
+# what a run's file may do once opened: run its own inline scripts, show its own inline media; nothing else
+UNTRUSTED = (
+    "sandbox allow-scripts; default-src 'none'; script-src 'unsafe-inline' 'unsafe-eval'; "
+    "style-src 'unsafe-inline'; img-src data: blob:; media-src data: blob:; font-src data:"
+)
+MEDIA = {
+    ".html": "text/html",
+    ".mp4": "video/mp4",
+    ".png": "image/png",
+    ".json": "application/json",
+    ".csv": "text/csv",
+    ".zip": "application/zip",
+    ".log": "text/plain",
+}
+
+
+def root_of(request: Request) -> Path:
+    return request.app.state.root
+
+
+@router.get("/api/runs", summary="Every run under the root, newest first")
+def runs(request: Request) -> list[dict[str, Any]]:
+    return store.list_runs(root_of(request))
+
+
+@router.get("/api/runs/{run_id}", summary="One run: its summary, resolved config and overrides")
+def run(request: Request, run_id: str) -> dict[str, Any]:
+    root = root_of(request)
+    path = store.run_dir(root, run_id)
+    paths = RunPaths(path)
+    summary, _problem = store.summary_of(root, path)
+    return store.safe_run_info(root, path) | {
+        "summary": summary,
+        "config": shown_config(root, paths.config),
+        "overrides": yaml_file(root, paths.overrides) or [],
+    }
+
+
+@router.get("/api/runs/{run_id}/metrics/{name}", summary="A metrics file as rows; ?since=<timestep> for polling")
+def metrics(request: Request, run_id: str, name: str, since: float | None = None) -> list[dict[str, Any]]:
+    root = root_of(request)
+    files_ = RunPaths(store.run_dir(root, run_id)).metric_files
+    if name not in files_:
+        raise store.NotFound(f"metrics {name!r} (one of {', '.join(files_)})")
+    try:
+        return store.rows(root, files_[name], store.TIMESTEP_COLUMNS.get(name, "timesteps"), since)
+    except files.Unreadable as exc:
+        raise store.NotFound(str(exc)) from exc
+
+
+@router.get("/api/runs/{run_id}/files/{name:path}", summary="A file of the run (report, video, model, ...)")
+def run_file(request: Request, run_id: str, name: str) -> FileResponse:
+    return untrusted(store.run_file(root_of(request), run_id, name))
+
+
+@router.get("/api/sweeps", summary="Every sweep under the root, newest first")
+def sweeps(request: Request) -> list[dict[str, Any]]:
+    return store.list_sweeps(root_of(request))
+
+
+@router.get("/api/sweeps/{sweep_id}", summary="One sweep: its jobs and its comparison table")
+def sweep(request: Request, sweep_id: str) -> dict[str, Any]:
+    root = root_of(request)
+    path = store.sweep_dir(root, sweep_id)
+    try:
+        table = files.read_text(root, SweepPaths(path).table, store.MAX_CSV)
+        rows = pd.read_csv(io.StringIO(table)).astype(object).where(pd.notna, None).to_dict("records")
+    except (files.Unreadable, ValueError):
+        rows = []
+    jobs = [store.safe_run_info(root, job) for job in store.find_run_dirs([path])]
+    report = files.servable(root, SweepPaths(path).report)
+    return {
+        "id": sweep_id,
+        "path": str(path.relative_to(root)),
+        "jobs": jobs,
+        "comparison": rows,
+        "report": f"/api/sweeps/{sweep_id}/report" if report else None,
+    }
+
+
+@router.get("/api/sweeps/{sweep_id}/report", summary="The sweep's comparison/report.html")
+def sweep_report(request: Request, sweep_id: str) -> FileResponse:
+    root = root_of(request)
+    try:
+        report = files.real_file(root, SweepPaths(store.sweep_dir(root, sweep_id)).report)
+    except files.Unreadable as exc:
+        raise store.NotFound(str(exc)) from exc
+    return untrusted(report)
+
+
+def untrusted(path: Path) -> FileResponse:
+    """A file of a run or sweep, served so that it cannot act on the service (see :data:`UNTRUSTED`)."""
+    media = MEDIA.get(path.suffix, "application/octet-stream")
+    return FileResponse(path, media_type=media, headers={"Content-Security-Policy": UNTRUSTED})
+
+
+def yaml_file(root: Path, path: Path) -> Any:
+    """A small YAML file of a run, safely parsed; None if absent or unreadable."""
+    try:
+        return yaml.safe_load(files.read_text(root, path, store.MAX_CONFIG))
+    except (files.Unreadable, yaml.YAMLError):
+        return None
+
+
+def shown_config(root: Path, config: Path) -> dict[str, Any]:
+    """A run's config with its interpolations resolved where only trusted ones are called (``${key}``,
+    ``${now:...}``); as written otherwise, so ``${oc.env:...}`` never shows the service's environment."""
+    loaded = yaml_file(root, config)
+    return resolve_trusted(loaded) if isinstance(loaded, dict) else {}

@@ -1,0 +1,102 @@
+"""One run directory, one writer: ``<run dir>/.lander.storage.lock``, held for as long as a process trains there.
+
+The lock is an ``flock`` on the file, so the kernel releases it when its owner dies, ``kill -9`` included:
+a lock file left behind by a dead process is stale and taken over. The file holds the owner's pid,
+host and start time, for the message that refuses a second writer.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import socket
+import stat
+import time
+from pathlib import Path
+from typing import IO
+
+from lander.errors import ConfigError
+
+NAME = ".lander.storage.lock"
+
+
+class RunLock:
+    """The lock on one run directory; :meth:`acquire` it before writing anything there.
+
+    :param run_dir: the run directory
+    """
+
+    def __init__(self, run_dir: Path) -> None:
+        self.path = Path(run_dir) / NAME
+        self._handle: IO[str] | None = None
+
+    def owner(self) -> dict | None:
+        """The pid, host and start time recorded by the process holding (or last holding) the lock."""
+        try:
+            with self._open() as handle:
+                owner = json.loads(handle.read(4096) or "null")
+        except (OSError, ValueError):
+            return None
+        return owner if isinstance(owner, dict) else None
+
+    def busy(self) -> bool:
+        """True if a live process holds the lock (a stale lock file does not count, nor a link or a FIFO of that
+        name: a copied directory's, which no process of this machine holds)."""
+        try:
+            with self._open() as handle:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(handle, fcntl.LOCK_UN)
+        except BlockingIOError:
+            return True
+        except OSError:
+            return False
+        return False
+
+    def _open(self) -> IO[str]:
+        """The lock file for reading, neither following a link nor blocking; OSError if it is not a regular file."""
+        handle = os.fdopen(os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK))
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            handle.close()
+            raise OSError(f"{self.path}: not a regular file")
+        return handle
+
+    def acquire(self) -> RunLock:
+        """Take the lock, or raise :class:`ConfigError` naming the process that holds it."""
+        if self._handle is not None:
+            return self
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        handle = self.path.open("a+")
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.close()
+            raise ConfigError(busy_message(self.path.parent, self.owner())) from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "since": time.time()}))
+        handle.flush()
+        self._handle = handle
+        return self
+
+    def release(self) -> None:
+        """Give the lock up (the file stays: the next owner takes it over)."""
+        if self._handle is not None:
+            fcntl.flock(self._handle, fcntl.LOCK_UN)
+            self._handle.close()
+            self._handle = None
+
+
+def busy_message(run_dir: Path, owner: dict | None) -> str:
+    who = f"process {owner.get('pid')} on {owner.get('host')}" if owner else "another process"
+    return (
+        f"run directory {run_dir} is in use by {who} (lock file {run_dir / NAME}); "
+        "wait for it to end, or stop it, before running or resuming there"
+    )
+
+
+def check_free(run_dir: Path) -> None:
+    """Raise :class:`ConfigError` if a live process holds ``run_dir``'s lock (before Hydra writes there)."""
+    lock = RunLock(run_dir)
+    if lock.busy():
+        raise ConfigError(busy_message(Path(run_dir), lock.owner()))

@@ -1,0 +1,246 @@
+"""A run directory and its record: every file's path (:class:`RunPaths`), the typed ``summary.json``
+(:class:`RunSummary`, :class:`Status`), atomic writes, and finding the runs under a sweep directory.
+
+Train, resume, evaluate and compare all go through this module, so a file is named in one place only.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import errno
+import json
+import os
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+from lander.faults import fault
+
+
+def atomic_write(path: Path, write: Callable[[Path], Any]) -> Path:
+    """Call ``write(tmp)``, flush ``tmp`` to disk, rename it to ``path`` and flush the directory: a reader (or
+    a kill at any instant) sees the whole old file or the whole new one, never half of either.
+
+    The temporary name holds the process id, so two writers never share one.
+    """
+    tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp{path.suffix}")  # the suffix kept: writers infer formats
+    try:
+        write(tmp)
+        with tmp.open("rb") as handle:
+            os.fsync(handle.fileno())
+        fault(f"write:{path.name}")
+        os.replace(tmp, path)
+        fsync_directory(path.parent)
+    except BaseException:
+        tmp.unlink(missing_ok=True)  # a failed write (a full disk, an error, a signal) leaves nothing behind
+        raise
+    return path
+
+
+def remove_temporaries(root: Path) -> list[Path]:
+    """Remove the temporary files (:func:`atomic_write`) that killed writers left under ``root``."""
+    stale = [p for p in Path(root).rglob(".*.tmp*") if TEMPORARY.fullmatch(p.name) and p.is_file()]
+    for path in stale:
+        path.unlink(missing_ok=True)
+    return stale
+
+
+TEMPORARY = re.compile(r"\..+\.\d+\.tmp(\.\w+)?")
+
+
+def fsync_directory(directory: Path) -> None:
+    """Flush a directory's entries (a rename in it) to disk."""
+    handle = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(handle)
+    finally:
+        os.close(handle)
+
+
+def write_text(path: Path, text: str) -> Path:
+    """Write ``text`` to ``path`` atomically (:func:`atomic_write`)."""
+    return atomic_write(path, lambda tmp: tmp.write_text(text))
+
+
+def write_json(path: Path, data: dict[str, Any]) -> Path:
+    """Write ``data`` as indented JSON to ``path`` atomically."""
+    return write_text(path, json.dumps(data, indent=2) + "\n")
+
+
+def read_json(path: Path) -> dict[str, Any]:
+    """The JSON object in ``path``; empty if there is no such file."""
+    return json.loads(path.read_text()) if path.is_file() else {}
+
+
+class RunPaths:
+    """Every file of a run directory, by what it holds.
+
+    :param root: the run directory (Hydra's output directory of the job)
+    """
+
+    def __init__(self, root: str | Path) -> None:
+        self.root = Path(root)
+        self.hydra = self.root / ".hydra"
+        self.config = self.hydra / "config.yaml"  # the composed config of the run
+        self.overrides = self.hydra / "overrides.yaml"  # its command-line overrides
+        self.summary = self.root / "summary.json"  # RunSummary: status and results
+        self.eval_json = self.root / "eval.json"  # the final evaluation, episode by episode
+        self.model = self.root / "model.zip"  # the final model
+        self.best_model = self.root / "best_model.zip"  # the model of the best evaluation
+        self.learning_curve = self.root / "learning_curve.png"
+        self.video = self.root / "video.mp4"
+        self.report = self.root / "report.html"  # interactive, self-contained (lander.reports.run_report)
+        self.checkpoints = self.root / "checkpoints"
+        self.environment = self.root / "environment"  # pip freeze, versions, git commit
+        self.evaluations = self.root / "evaluations"  # python -m lander.evaluate writes here
+        self.metrics = self.root / "metrics"
+        self.train_episodes = self.metrics / "train_episodes.csv"
+        self.eval_csv = self.metrics / "eval.csv"
+        self.eval_episodes = self.metrics / "eval_episodes.csv"
+        self.sb3_progress = self.metrics / "sb3_progress.csv"
+        self.resources = self.metrics / "resources.csv"
+
+    def __repr__(self) -> str:
+        return f"RunPaths({str(self.root)!r})"
+
+    @property
+    def metric_files(self) -> dict[str, Path]:
+        """The metric CSV files by name, the name being the file's stem (as the API and the service call them)."""
+        return {
+            p.stem: p
+            for p in (self.train_episodes, self.eval_csv, self.eval_episodes, self.sb3_progress, self.resources)
+        }
+
+    def is_run(self) -> bool:
+        """True if this is a lander run directory (it has ``.hydra/config.yaml``)."""
+        return self.config.is_file()
+
+
+class SweepPaths:
+    """Every file of a sweep directory that lander reads or writes (the jobs are run directories below it).
+
+    :param root: the sweep directory (Hydra's ``hydra.sweep.dir``)
+    """
+
+    def __init__(self, root: str | Path) -> None:
+        self.root = Path(root)
+        self.multirun = self.root / "multirun.yaml"  # Hydra's record of the sweep: what makes it a sweep directory
+        self.comparison = self.root / "comparison"  # what the sweep's end writes (lander.reports.sweep_report.compare)
+        self.table = self.comparison / "table.csv"
+        self.report = self.comparison / "report.html"
+
+    def __repr__(self) -> str:
+        return f"SweepPaths({str(self.root)!r})"
+
+
+class Status(str, Enum):
+    """Where a run stands; ``summary.json`` holds the value."""
+
+    RUNNING = "running"  # training, or killed without a chance to say so (kill -9, power loss)
+    COMPLETED = "completed"
+    FAILED = "failed"  # an error stopped it
+    INTERRUPTED = "interrupted"  # SIGINT/SIGTERM stopped it after a checkpoint
+
+
+@dataclass
+class RunSummary:
+    """The record of a run, written to ``summary.json`` when it starts and whenever its status changes."""
+
+    status: Status = Status.RUNNING
+    run_name: str = ""
+    algo: str = ""
+    env: str = ""
+    env_id: str = ""
+    seed: int = 0
+    gamma: float = 0.99
+    n_envs: int = 1
+    total_timesteps: int = 0  # the budget
+    overrides: list[str] = field(default_factory=list)  # the job's command-line overrides
+    wandb_run_id: str | None = None
+    resumed_at: list[int] = field(default_factory=list)  # the checkpoint steps each resume started from
+    timesteps: int = 0  # env steps done
+    error: str | None = None  # what stopped a failed or interrupted run
+    wall_seconds: float | None = None
+    train_seconds: float | None = None  # model.learn, periodic evaluations included
+    train_cpu_seconds: float | None = None  # this process's CPU time in model.learn
+    eval_seconds: float | None = None
+    steps_per_second: float | None = None
+    train_steps_per_second: float | None = None  # evaluations left out
+    final_eval_mean: float | None = None
+    final_eval_sem: float | None = None
+    final_eval_std: float | None = None
+    final_eval_success_rate: float | None = None
+    best_eval_mean: float | None = None
+    first_timestep_reaching_threshold: int | None = None
+    stopped_early: str | None = None  # why training stopped before the budget
+    peak_rss_mb: float | None = None
+    video: dict[str, Any] | None = None  # seed, return and frames of video.mp4
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RunSummary:
+        """A summary from ``summary.json``'s object (keys it does not know, from other versions, are dropped)."""
+        known = {f.name for f in dataclasses.fields(cls)}
+        summary = cls(**{k: v for k, v in data.items() if k in known})
+        summary.status = Status(summary.status)
+        return summary
+
+    @classmethod
+    def load(cls, paths: RunPaths) -> RunSummary | None:
+        """The run's summary, or None if it has none (it never started training)."""
+        return cls.from_dict(read_json(paths.summary)) if paths.summary.is_file() else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self) | {"status": self.status.value}
+
+    def save(self, paths: RunPaths) -> None:
+        """Write ``summary.json`` atomically; on a full disk, over the old file's own blocks, so the status
+        of a run stopped by the full disk is still recorded."""
+        text = json.dumps(self.to_dict(), indent=2) + "\n"
+        try:
+            write_text(paths.summary, text)
+        except OSError as exc:
+            if exc.errno != errno.ENOSPC or not paths.summary.is_file():
+                raise
+            with paths.summary.open("r+") as handle:  # no new block needed for a summary of about 1 kB
+                handle.write(text)
+                handle.truncate()
+                handle.flush()
+                os.fsync(handle.fileno())
+
+    def update(self, **values: Any) -> RunSummary:
+        """Set fields by name (an unknown name is an error); return ``self``."""
+        for key, value in values.items():
+            if not hasattr(self, key):
+                raise AttributeError(f"RunSummary has no field {key!r}")
+            setattr(self, key, value)
+        return self
+
+
+CHECKPOINT = re.compile(r"model_(\d+)_steps\.zip")
+
+
+def find_checkpoints(directory: Path) -> list[tuple[int, Path]]:
+    """``(timesteps, path)`` of the checkpoints (``model_<steps>_steps.zip``) in ``directory``, newest first."""
+    found = [(int(m.group(1)), p) for p in directory.glob("model_*_steps.zip") if (m := CHECKPOINT.fullmatch(p.name))]
+    return sorted(found, reverse=True)
+
+
+def _natural(path: Path) -> list[tuple[int, int, str]]:
+    """Sort key that puts job 2 before job 10."""
+    return [(0, int(part), "") if part.isdigit() else (1, 0, part) for part in path.parts]
+
+
+def find_run_dirs(paths: Iterable[Path]) -> list[Path]:
+    """Every run directory at or below ``paths`` (sweep directories, run directories, or a mix), each once,
+    in the order of the paths given and, below each, of job number (job 2 before job 10); the sweep's
+    ``comparison/`` and the earlier attempts of re-run jobs (``attempts/``) left out."""
+    found: dict[Path, None] = {}
+    for root in paths:
+        for config in sorted(Path(root).glob("**/.hydra/config.yaml"), key=_natural):
+            run_dir = config.parent.parent
+            if not {"comparison", "attempts"} & set(run_dir.relative_to(root).parts):
+                found.setdefault(run_dir)
+    return list(found)

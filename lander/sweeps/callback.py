@@ -1,0 +1,141 @@
+"""Hydra callback that turns a ``--multirun`` sweep into a controlled experiment.
+
+At the start it checks that a re-run into an existing sweep directory is the same sweep (:mod:`lander.sweeps.rerun`)
+and creates the directory (the Optuna sweeper keeps its SQLite study there); at the
+end it writes ``<sweep dir>/comparison/`` with :func:`lander.compare.compare`, logs it once to W&B in
+the sweep's group, and names the jobs that failed (``python -m lander.run`` then exits 1). It reads the job
+directories, so it works the same whichever launcher (basic, joblib, submitit) ran the jobs.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from pathlib import Path
+from typing import Any
+
+from hydra.experimental.callback import Callback
+from omegaconf import DictConfig
+
+from lander.analysis.comparison import Comparison
+from lander.errors import ConfigError, RunSetError
+from lander.reports.sweep_report import compare
+from lander.storage.rundir import SweepPaths
+from lander.sweeps.rerun import check_same_sweep, continue_study
+from lander.tracking.wandb_tracker import keep_offline
+
+log = logging.getLogger(__name__)
+
+
+def sweep_group(sweep_dir: str | Path) -> str:
+    """The W&B group of a sweep, from its directory.
+
+    ``multirun/2026-11-22/14-05-31`` -> ``sweep-2026-11-22_14-05-31``
+    """
+    parts = Path(sweep_dir).parts[-2:]
+    return "sweep-" + "_".join(parts)
+
+
+class ComparisonCallback(Callback):
+    """Writes the sweep comparison when a multirun ends.
+
+    The baseline the other configurations are tested against is the config's ``baseline``
+    (a configuration label such as ``gamma=0.99``), or the first configuration when it is null.
+
+    :param log_to_wandb: also log the comparison table and plots to W&B, in the sweep's group
+    """
+
+    def __init__(self, log_to_wandb: bool = True) -> None:
+        self.log_to_wandb = log_to_wandb
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        try:
+            check_same_sweep(config)  # a re-run must be the same sweep: job N is then the same configuration
+            continue_study(config)  # an Optuna search goes on to n_trials over its whole study
+        except ConfigError as exc:
+            log.error("invalid configuration: %s", exc)
+            sys.exit(2)  # Hydra turns a callback's exception into a warning; SystemExit stops the sweep
+        Path(config.hydra.sweep.dir).mkdir(parents=True, exist_ok=True)
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        """Write the comparison; if a job did not complete, end the process with exit code 1 naming it (Hydra turns
+        a callback's exception into a warning, a ``SystemExit`` it lets through)."""
+        sweep_dir = Path(config.hydra.sweep.dir)
+        try:
+            found = self._compare(config, sweep_dir)
+        except RunSetError as exc:  # no job completed, or a completed job's files are unreadable
+            log.error("the sweep's comparison could not be written: %s", exc)
+            raise SystemExit(f"lander: the sweep did not complete: no comparison: {exc}") from None
+        if self.log_to_wandb and config.logger.backend == "wandb":
+            self._log_to_wandb(config, sweep_dir, found)
+        log.info("%s", sweep_closing(found, SweepPaths(sweep_dir).comparison))
+        failed = [
+            f"job {r.path.name} ({' '.join(r.overrides)}): {r.status}"
+            for r in found.left_out["failed"] + found.left_out["unfinished"]
+        ]
+        if failed:
+            log.error(
+                "%d job(s) of the sweep did not complete: %s. The comparison in %s covers the others.",
+                len(failed),
+                "; ".join(failed),
+                SweepPaths(sweep_dir).comparison,
+            )
+            raise SystemExit(f"lander: {len(failed)} job(s) of the sweep did not complete: {'; '.join(failed)}")
+
+    @staticmethod
+    def _compare(config: DictConfig, sweep_dir: Path) -> Comparison:
+        """:func:`lander.reports.sweep_report.compare` into ``<sweep>/comparison``; a baseline that names no
+        configuration is reported and the first configuration used instead."""
+
+        band = config.get("comparison_band", "seeds")
+        try:
+            return compare([sweep_dir], SweepPaths(sweep_dir).comparison, config.get("baseline"), band=band)
+        except RunSetError as exc:
+            if config.get("baseline") is None or "baseline=" not in str(exc):
+                raise
+            log.error("%s; the comparison tests against the first configuration instead", exc)
+            return compare([sweep_dir], SweepPaths(sweep_dir).comparison, None, band=band)
+
+    @staticmethod
+    def _log_to_wandb(config: DictConfig, sweep_dir: Path, found: Comparison) -> None:
+        import wandb
+
+        keep_offline(wandb, config.logger.mode)
+        run = wandb.init(
+            project=config.logger.project,
+            entity=config.logger.entity,
+            group=sweep_group(sweep_dir),
+            job_type="comparison",
+            name=f"comparison_{sweep_group(sweep_dir)}",
+            dir=str(sweep_dir),
+            mode=config.logger.mode,
+            settings=wandb.Settings(console="off"),
+        )
+        try:
+            report = SweepPaths(sweep_dir).report
+            run.log(
+                {"comparison/table": wandb.Table(dataframe=found.table)}
+                | {f"comparison/{p.stem}": wandb.Image(str(p)) for p in found.files if p.suffix == ".png"}
+                | ({"comparison/report": wandb.Html(str(report), inject=False)} if report.is_file() else {})
+            )
+        finally:
+            run.finish()
+
+
+def sweep_closing(found: Comparison, out_dir: Path) -> str:
+    """What a sweep prints last: per env and configuration the mean with its interval over seeds, the test
+    against the baseline, and where the report is."""
+    lines = [
+        f"sweep done: {len(found.runs)} job(s), {found.compared} compared"
+        + "".join(f", {len(v)} {k}" for k, v in found.left_out.items() if v)
+    ]
+    for env, table in found.tables.items():
+        lines.append(f"  {env} at {found.budget(env):,} timesteps (mean [95% CI] over seeds):")
+        width = max(len(str(c)) for c in table["config"])
+        for _, row in table.iterrows():
+            interval = f" [{row['ci95_low']:.4g}, {row['ci95_high']:.4g}]" if row["seeds"] > 1 else ""
+            tested = isinstance(row["test"], str) and row["test"]  # the baseline's row has no test
+            test = f"  {row['diff']:+.4g} vs baseline, {row['test']} p={row['p_value']:.3g}" if tested else ""
+            lines.append(f"    {row['config']:<{width}}  {row['final_mean']:.4g}{interval}  n={row['seeds']}{test}")
+    lines.append(f"  report: {out_dir / 'report.html'} (also report.md, table.csv)")
+    return "\n".join(lines)

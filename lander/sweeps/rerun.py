@@ -1,0 +1,134 @@
+"""Re-running a sweep to complete it: the same ``--multirun`` command with ``hydra.sweep.dir=<that sweep>``.
+
+Every job finds its directory (``<sweep>/<job number>``) already there and :func:`plan_job` says what to do
+with it: skip it (completed: its files are left as they are), resume it from its newest checkpoint
+(interrupted, or killed with ``kill -9``), or start it again (failed, or killed before its first checkpoint)
+after moving the earlier attempt's files to ``attempts/<n>/``. :func:`check_same_sweep` refuses a re-run
+whose jobs would not be the same ones (other overrides or sweep parameters), before anything is written.
+
+An Optuna search (``hparams_search=...``) names each trial's directory by its start time, so there is no job
+directory to resume; :func:`continue_study` instead counts ``n_trials`` over the whole stored study, marks
+trials that a kill left "running" as failed, queues their parameters again and moves their directories
+to ``attempts/``. Re-running the command then completes the study to ``n_trials``.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from pathlib import Path
+from typing import Literal
+
+from omegaconf import DictConfig, OmegaConf, read_write
+
+from lander.errors import ConfigError
+from lander.storage.lock import NAME as LOCK_NAME
+from lander.storage.rundir import RunPaths, RunSummary, Status, SweepPaths, find_checkpoints, find_run_dirs
+
+log = logging.getLogger(__name__)
+Plan = Literal["fresh", "skip", "resume", "retry"]
+
+
+def plan_job(paths: RunPaths) -> Plan:
+    """What a (re-)started job does with its directory, from its ``summary.json`` and checkpoints."""
+    summary = RunSummary.load(paths)
+    if summary is None:
+        return "fresh"
+    if summary.status == Status.COMPLETED:
+        return "skip"
+    killed = summary.status == Status.FAILED and (summary.error or "").startswith("killed by")  # lander.process.isolate
+    if (summary.status in (Status.RUNNING, Status.INTERRUPTED) or killed) and find_checkpoints(paths.checkpoints):
+        return "resume"
+    return "retry"
+
+
+def set_aside(paths: RunPaths) -> Path:
+    """Move an earlier attempt's files (all but ``.hydra/``, the log and earlier attempts) to ``attempts/<n>/``."""
+    attempts = paths.root / "attempts"
+    target = attempts / str(len(list(attempts.glob("*"))) + 1 if attempts.is_dir() else 1)
+    target.mkdir(parents=True)
+    for item in paths.root.iterdir():
+        if item.name not in (".hydra", "attempts", LOCK_NAME) and item.suffix != ".log":
+            shutil.move(str(item), str(target / item.name))
+    return target
+
+
+def continue_job(cfg: DictConfig, paths: RunPaths) -> RunSummary | None:
+    """A directory that already holds this job (a re-run sweep): skip it if it completed (its summary is
+    returned), resume it from its newest checkpoint, or set the failed attempt aside and start again."""
+    if cfg.resume is not None:
+        return None
+    plan = plan_job(paths)
+    if plan == "skip":
+        log.info("%s: already completed, skipped (its files are left as they are)", paths.root)
+        return RunSummary.load(paths)
+    if plan == "resume":
+        log.info("%s: interrupted earlier; resuming from its newest checkpoint", paths.root)
+        cfg.resume = str(paths.root)
+    elif plan == "retry":
+        log.info(
+            "%s: failed or stopped before a checkpoint; earlier attempt moved to %s, starting again",
+            paths.root,
+            set_aside(paths),
+        )
+    return None
+
+
+def check_same_sweep(config: DictConfig) -> None:
+    """Refuse to run a sweep into a directory that holds a different sweep (``multirun.yaml`` says which).
+
+    Job N's directory is ``<sweep dir>/N``: with other overrides or sweep parameters, job N would be another
+    configuration, and a completed run would be skipped under the wrong name.
+    """
+    saved = SweepPaths(config.hydra.sweep.dir).multirun
+    if not saved.is_file():
+        return
+    old = OmegaConf.load(saved)
+    for key, what in (("hydra.overrides.task", "overrides"), ("hydra.sweeper.params", "sweep parameters")):
+        before, now = OmegaConf.select(old, key), OmegaConf.select(config, key)
+        before = OmegaConf.to_container(before) if before is not None else None
+        now = OmegaConf.to_container(now) if now is not None else None
+        if before != now:
+            raise ConfigError(
+                f"hydra.sweep.dir={config.hydra.sweep.dir} holds a sweep with other {what}: "
+                f"{before} there, {now} now. Re-run it with the same command to complete it, "
+                "or give a new hydra.sweep.dir"
+            )
+
+
+def continue_study(config: DictConfig) -> None:
+    """For an Optuna sweep into a directory that already holds its study: run only the trials still missing."""
+    sweeper = config.hydra.sweeper
+    if "optuna" not in str(sweeper.get("_target_", "")) or not sweeper.get("storage"):
+        return
+    if not Path(config.hydra.sweep.dir).is_dir():  # a new search (its SQLite file would go in there)
+        return
+    import optuna
+
+    try:
+        study = optuna.load_study(study_name=sweeper.study_name, storage=sweeper.storage)
+    except KeyError:  # no such study yet: a new search
+        return
+    killed = [t for t in study.trials if t.state == optuna.trial.TrialState.RUNNING]
+    for trial in killed:  # no invocation is running (this one has not started): these were killed
+        study._storage.set_trial_state(trial._trial_id, optuna.trial.TrialState.FAIL)  # optuna 2.x (the sweeper's)
+        study.enqueue_trial(trial.params)
+    for job in find_run_dirs([Path(config.hydra.sweep.dir)]):
+        summary = RunSummary.load(RunPaths(job))
+        if summary is None or summary.status == Status.RUNNING:
+            target = Path(config.hydra.sweep.dir) / "attempts" / job.name
+            log.info("trial directory %s was killed; moved to %s (its parameters are queued again)", job, target)
+            target.parent.mkdir(exist_ok=True)
+            shutil.move(str(job), str(target))
+    finished = sum(t.state == optuna.trial.TrialState.COMPLETE for t in study.trials)
+    with read_write(config):
+        sweeper.n_trials = max(0, int(sweeper.n_trials) - finished)
+        if sweeper.get("sampler") and sweeper.sampler.get("seed") is not None:  # a fresh sampler with the same
+            sweeper.sampler.seed = int(sweeper.sampler.seed) + len(study.trials)  # seed would repeat the trials
+    log.info(
+        "continuing study %s: %d trials finished, %d to go (%d killed ones again)",
+        sweeper.study_name,
+        finished,
+        sweeper.n_trials,
+        len(killed),
+    )

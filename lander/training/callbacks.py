@@ -1,0 +1,617 @@
+"""lander's SB3 callbacks, in one place as SB3 keeps its own: a periodic trigger, the per-episode training log,
+throughput and resource monitoring with a guard against NaN/inf parameters, stop rules, periodic evaluation
+(the learning curve, the best model), checkpoints that survive a kill, and the list a training run uses (lander's in
+the order they must run, then the user's ``callbacks``).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import psutil
+import torch
+from hydra.errors import InstantiationException
+from hydra.utils import instantiate
+from omegaconf import DictConfig
+from stable_baselines3.common.base_class import BaseAlgorithm
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
+
+from lander.envs import make_env
+from lander.errors import ConfigError
+from lander.evaluation.policy import EvalResult, evaluate
+from lander.process.signals import raise_pending
+from lander.storage.csvlog import CsvLog, csv_rows
+from lander.storage.replay import save_buffer
+from lander.storage.rundir import RunPaths, atomic_write, find_checkpoints
+
+log = logging.getLogger(__name__)
+
+Sink = Callable[[dict[str, Any], int], None]  # (metrics, env step); W&B's WandbRun.log fits
+
+
+class Every:
+    """A periodic trigger: true once each time the step count reaches the next multiple of ``freq``.
+
+    Multiples, not intervals, so a resumed run evaluates and checkpoints at the steps an uninterrupted one would.
+
+    :param freq: env steps between triggers; 0: never
+    """
+
+    def __init__(self, freq: int) -> None:
+        self.freq = freq
+        self.next = freq
+
+    def start(self, steps: int) -> None:
+        """Count from ``steps`` (0, or a resumed run's step count)."""
+        self.next = (steps // self.freq + 1) * self.freq if self.freq else 0
+
+    def __call__(self, steps: int) -> bool:
+        if not self.freq or steps < self.next:
+            return False
+        self.start(steps)
+        return True
+
+
+class EpisodeLogger(BaseCallback):
+    """Writes every finished training episode (from SB3's ``Monitor`` info) to ``train_episodes.csv``.
+
+    :param path: the CSV file
+    :param sinks: more receivers of ``train/episode_return``, ``train/episode_length`` and ``train/episodes``
+    """
+
+    COLUMNS = ("timesteps", "episode", "return", "length", "wall_time")
+
+    def __init__(self, path: Path, sinks: list[Sink] | None = None) -> None:
+        super().__init__()
+        self.path, self.sinks = path, sinks or []
+        self.episodes = 0
+        self._csv: CsvLog | None = None
+        self._start = 0.0
+
+    def _on_training_start(self) -> None:
+        self.episodes = len(csv_rows(self.path))  # a resumed run numbers its episodes on
+        self._csv = CsvLog(self.path, self.COLUMNS)
+        self._start = time.perf_counter()
+
+    def _on_step(self) -> bool:
+        for info in self.locals.get("infos", []):
+            episode = info.get("episode")
+            if episode is None:
+                continue
+            self.episodes += 1
+            row = {
+                "timesteps": self.num_timesteps,
+                "episode": self.episodes,
+                "return": float(episode["r"]),
+                "length": int(episode["l"]),
+                "wall_time": round(time.perf_counter() - self._start, 3),
+            }
+            assert self._csv is not None
+            self._csv.write(row)
+            for sink in self.sinks:
+                sink(
+                    {
+                        "train/episode_return": row["return"],
+                        "train/episode_length": row["length"],
+                        "train/episodes": self.episodes,
+                    },
+                    self.num_timesteps,
+                )
+        return True
+
+    def _on_training_end(self) -> None:
+        if self._csv:
+            self._csv.close()
+
+
+log = logging.getLogger(__name__)
+
+
+class ResourceMonitor(BaseCallback):
+    """Every ``freq`` env steps: steps/s, episodes/min, resident memory and CPU use of this process.
+
+    Written to ``metrics/resources.csv`` and the sinks as ``time/steps_per_second``,
+    ``time/episodes_per_minute``, ``system/rss_mb``, ``system/peak_rss_mb`` and ``system/cpu_percent``
+    (100 = one core busy).
+
+    :param freq: env steps between samples
+    :param path: the CSV file
+    :param episodes: the number of training episodes finished so far (:class:`EpisodeLogger` counts them)
+    :param sinks: more receivers (W&B)
+    """
+
+    COLUMNS = (
+        "timesteps",
+        "steps_per_second",
+        "episodes_per_minute",
+        "rss_mb",
+        "peak_rss_mb",
+        "cpu_percent",
+        "wall_time",
+    )
+
+    def __init__(self, freq: int, path: Path, episodes: Callable[[], int], sinks: list[Sink] | None = None) -> None:
+        super().__init__()
+        self.freq, self.path, self.episodes, self.sinks = freq, path, episodes, sinks or []
+        self.peak_rss_mb = 0.0
+        self._process = psutil.Process()
+        self._csv: CsvLog | None = None
+        self._last = (0.0, 0, 0, 0.0)  # wall time, timesteps, episodes, CPU seconds
+        self._start = 0.0
+        self.every = Every(freq)
+
+    def _cpu_seconds(self) -> float:
+        times = self._process.cpu_times()
+        return times.user + times.system
+
+    def _on_training_start(self) -> None:
+        self._csv = CsvLog(self.path, self.COLUMNS)
+        self._start = time.perf_counter()
+        self._last = (self._start, self.model.num_timesteps, self.episodes(), self._cpu_seconds())
+        self.every.start(self.model.num_timesteps)
+
+    def _on_step(self) -> bool:
+        if self.every(self.num_timesteps):
+            self.sample()
+        return True
+
+    def sample(self) -> dict[str, float]:
+        """Record one sample now; return it."""
+        now, cpu, episodes_now = time.perf_counter(), self._cpu_seconds(), self.episodes()
+        then, steps, episodes, cpu_then = self._last
+        elapsed = max(now - then, 1e-9)
+        rss_mb = self._process.memory_info().rss / 2**20
+        self.peak_rss_mb = max(self.peak_rss_mb, rss_mb)
+        row = {
+            "timesteps": self.num_timesteps,
+            "steps_per_second": round((self.num_timesteps - steps) / elapsed, 1),
+            "episodes_per_minute": round((episodes_now - episodes) * 60 / elapsed, 2),
+            "rss_mb": round(rss_mb, 1),
+            "peak_rss_mb": round(self.peak_rss_mb, 1),
+            "cpu_percent": round(100 * (cpu - cpu_then) / elapsed, 1),
+            "wall_time": round(now - self._start, 3),
+        }
+        self._last = (now, self.num_timesteps, episodes_now, cpu)
+        assert self._csv is not None
+        self._csv.write(row)
+        metrics = {
+            "time/steps_per_second": row["steps_per_second"],
+            "time/episodes_per_minute": row["episodes_per_minute"],
+            "system/rss_mb": row["rss_mb"],
+            "system/peak_rss_mb": row["peak_rss_mb"],
+            "system/cpu_percent": row["cpu_percent"],
+        }
+        for sink in self.sinks:
+            sink(metrics, self.num_timesteps)
+        return row
+
+    def _on_training_end(self) -> None:
+        if self._csv:
+            self._csv.close()
+
+
+def nonfinite_parameters(model: BaseAlgorithm) -> list[str]:
+    """Names of the policy parameters that hold a NaN or inf."""
+    return [name for name, param in model.policy.named_parameters() if not torch.isfinite(param).all()]
+
+
+def check_finite(model: BaseAlgorithm, cause: str = "") -> None:
+    """Raise :class:`FloatingPointError` naming the policy parameters that hold a NaN or inf, if any."""
+    broken = nonfinite_parameters(model)
+    if broken:
+        raise FloatingPointError(
+            f"NaN or inf in policy parameters {', '.join(broken[:3])} at {model.num_timesteps} "
+            f"timesteps{cause}; the checkpoints written before are the last good ones"
+        )
+
+
+class NonFiniteGuard(BaseCallback):
+    """Stops the run with :class:`FloatingPointError` once a policy parameter is NaN or inf.
+
+    SB3 updates the parameters only between rollouts (off-policy "rollouts" are ``train_freq`` steps),
+    so they are checked at the start of every rollout, before any checkpoint of that rollout start.
+    """
+
+    def _on_rollout_start(self) -> None:
+        check_finite(self.model)
+
+    def _on_step(self) -> bool:
+        return True
+
+
+class StopRule(BaseCallback):
+    """A callback that stops training by returning False and records why in ``stop_reason``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stop_reason: str | None = None
+
+    def _stop(self, reason: str) -> bool:
+        self.stop_reason = reason
+        return False
+
+
+class StopOnReward(StopRule):
+    """Stop once an evaluation mean reaches ``threshold`` (``early_stop.reward_threshold``)."""
+
+    def __init__(self, threshold: float) -> None:
+        super().__init__()
+        self.threshold = threshold
+
+    def _on_step(self) -> bool:
+        mean = self.parent.last_mean  # type: ignore[union-attr]
+        if mean >= self.threshold:
+            return self._stop(f"eval mean {mean:.1f} reached early_stop.reward_threshold={self.threshold:g}")
+        return True
+
+
+class StopOnPlateau(StopRule):
+    """Stop after ``patience`` evaluations in a row without a new best mean (``early_stop.patience``)."""
+
+    def __init__(self, patience: int) -> None:
+        super().__init__()
+        self.patience = patience
+        self._best = float("-inf")
+        self._since_best = 0
+
+    def _init_callback(self) -> None:
+        self._best, self._since_best = self.parent.best_mean, 0  # type: ignore[union-attr]  # a resumed run's too
+
+    def _on_step(self) -> bool:
+        best = self.parent.best_mean  # type: ignore[union-attr]
+        if best > self._best:
+            self._best, self._since_best = best, 0
+            return True
+        self._since_best += 1
+        if self._since_best >= self.patience:
+            return self._stop(f"no new best eval mean in {self.patience} evaluations (early_stop.patience)")
+        return True
+
+
+class StopOnEpisodes(StopRule):
+    """Stop once ``max_episodes`` training episodes have finished (``max_episodes``, an episode budget).
+
+    :param episodes: the number of episodes finished so far (:class:`EpisodeLogger` counts them)
+    """
+
+    def __init__(self, max_episodes: int, episodes: Callable[[], int]) -> None:
+        super().__init__()
+        self.max_episodes, self.episodes = max_episodes, episodes
+
+    def _on_step(self) -> bool:
+        if self.episodes() >= self.max_episodes:
+            return self._stop(f"episode budget max_episodes={self.max_episodes} reached")
+        return True
+
+
+class SignalCheck(BaseCallback):
+    """Raises a SIGINT/SIGTERM received during :func:`lander.process.signals.deferred` at the next env step (put it
+    last, so every other callback has seen the step)."""
+
+    def _on_step(self) -> bool:
+        raise_pending()
+        return True
+
+
+log = logging.getLogger(__name__)
+
+
+class PeriodicEval(BaseCallback):
+    """Evaluates the policy every ``freq`` env steps on fixed seeds; keeps the best model.
+
+    :param freq: env steps (all training envs together) between evaluations; 0: none during training
+    :param env_fn: makes one evaluation env
+    :param n_episodes: episodes per evaluation; episode i uses seed ``base_seed + i``
+    :param base_seed: seed of episode 0
+    :param n_envs: episodes run side by side
+    :param paths: the run directory (``metrics/eval.csv``, ``metrics/eval_episodes.csv``, ``best_model.zip``)
+    :param threshold: "solved" return; the first timestep whose mean reaches it is kept
+    :param deterministic: greedy/mean actions
+    :param sinks: more receivers of the ``eval/...`` metrics
+    :param final_at: the budget: from this timestep on, periodic evaluation is left to the final one, which the
+        caller runs with :meth:`evaluate_now` after training (so the curve's last point is the final model's).
+        When training goes on past it (whole rollouts: PPO's 16 x 1024 steps), the policy in effect at the
+        budget is evaluated once too, recorded at the step that reached it, so runs of other algorithms can be
+        compared at the same budget
+    :param after_eval: callbacks called after every periodic evaluation (``parent`` is this one); training
+        stops when one returns False
+
+    The CSV files and eval envs stay open after training for that final evaluation; :meth:`close` them.
+    """
+
+    COLUMNS = (
+        "timesteps",
+        "mean",
+        "std",
+        "sem",
+        "n",
+        "median",
+        "min",
+        "max",
+        "success_rate",
+        "mean_length",
+        "wall_time",
+        "eval_seconds",
+    )
+    EPISODE_COLUMNS = ("timesteps", "seed", "return", "length")
+
+    def __init__(
+        self,
+        freq: int,
+        env_fn: Callable[[], gym.Env],
+        n_episodes: int,
+        base_seed: int,
+        n_envs: int,
+        paths: RunPaths,
+        threshold: float | None,
+        deterministic: bool = True,
+        sinks: list[Sink] | None = None,
+        final_at: int | None = None,
+        after_eval: list[BaseCallback] | None = None,
+    ) -> None:
+        super().__init__()
+        self.every, self.env_fn, self.n_episodes, self.base_seed = Every(freq), env_fn, n_episodes, base_seed
+        self.n_envs, self.paths, self.threshold, self.deterministic = n_envs, paths, threshold, deterministic
+        self.sinks, self.final_at, self.after_eval = sinks or [], final_at, after_eval or []
+        for callback in self.after_eval:
+            callback.parent = self
+        self.best_mean = self.last_mean = float("-inf")
+        self.first_solved: int | None = None
+        self.last: tuple[int, EvalResult] | None = None
+        self.eval_seconds = 0.0
+        self._envs: list[gym.Env] = []
+        self._csv: CsvLog | None = None
+        self._episodes_csv: CsvLog | None = None
+        self._start = 0.0
+        self._budget_step: int | None = None  # the step that reached final_at; -1 once evaluated (or not to be)
+
+    def _init_callback(self) -> None:
+        self.restore()
+        for callback in self.after_eval:
+            callback.init_callback(self.model)
+
+    def restore(self) -> None:
+        """Best mean, first "solved" step and the last evaluation from the evaluations already recorded
+        (a resumed run): a model resumed at the step of its last evaluation is not evaluated again."""
+        history = [(int(float(r["timesteps"])), float(r["mean"])) for r in csv_rows(self.paths.eval_csv)]
+        self.best_mean = max((m for _, m in history), default=float("-inf"))
+        self.first_solved = next((t for t, m in history if self.threshold is not None and m >= self.threshold), None)
+        if history:
+            step = history[-1][0]
+            rows = [r for r in csv_rows(self.paths.eval_episodes) if int(float(r["timesteps"])) == step]
+            returns, lengths = [float(r["return"]) for r in rows], [int(float(r["length"])) for r in rows]
+            result = EvalResult(returns, lengths, [int(float(r["seed"])) for r in rows], self.threshold)
+            self.last, self.last_mean = (step, result), history[-1][1]
+
+    def _on_training_start(self) -> None:
+        self._csv = self._csv or CsvLog(self.paths.eval_csv, self.COLUMNS)
+        self._episodes_csv = self._episodes_csv or CsvLog(self.paths.eval_episodes, self.EPISODE_COLUMNS)
+        self._envs = self._envs or [self.env_fn() for _ in range(min(self.n_envs, self.n_episodes))]
+        self._start = time.perf_counter()
+        self.every.start(self.num_timesteps)
+        if self.final_at is not None and self.num_timesteps >= self.final_at:  # resumed past the budget
+            self._budget_step = -1
+
+    def _on_step(self) -> bool:
+        if self.final_at is not None and self.num_timesteps >= self.final_at:
+            self._at_budget()
+            return True
+        if not self.every(self.num_timesteps):
+            return True
+        self.evaluate_now()
+        verdicts = [callback.on_step() for callback in self.after_eval]  # every rule sees every evaluation
+        return all(verdicts)
+
+    def _at_budget(self) -> None:
+        """Past the budget within one rollout: the policy has not changed since the step that reached the budget
+        (SB3 updates it only between rollouts, and training stops after this one), so evaluate it once,
+        recorded at that step. A run that ends exactly at that step gets only its final evaluation."""
+        if self._budget_step is None:
+            self._budget_step = self.num_timesteps
+        elif 0 <= self._budget_step < self.num_timesteps:
+            self.evaluate_now(at=self._budget_step)
+            self._budget_step = -1
+
+    def evaluate_now(self, at: int | None = None) -> EvalResult:
+        """Evaluate the model now: a row in ``eval.csv``, the sinks, ``best_model.zip`` if it is the best.
+
+        :param at: the step to record it at (default: the model's step count)
+        """
+        self.num_timesteps = self.model.num_timesteps if at is None else at
+        t0 = time.perf_counter()
+        result = evaluate(
+            self.model,
+            self.env_fn,
+            self.n_episodes,
+            self.base_seed,
+            self.n_envs,
+            self.deterministic,
+            self.threshold,
+            envs=self._envs,
+        )
+        seconds = time.perf_counter() - t0
+        self.eval_seconds += seconds
+        stats = result.stats()
+        self._record(stats, result, seconds)
+        self.last, self.last_mean = (self.num_timesteps, result), float(stats["mean"])  # type: ignore[arg-type]
+        if self.last_mean > self.best_mean:
+            self.best_mean = self.last_mean
+            atomic_write(self.paths.best_model, self.model.save)
+        if self.first_solved is None and self.threshold is not None and self.last_mean >= self.threshold:
+            self.first_solved = self.num_timesteps
+        log.info(
+            "eval at %d steps: mean %.4g +- %.2g (sem) over %d episodes, %.1fs",
+            self.num_timesteps,
+            stats["mean"],
+            stats["sem"],
+            stats["n"],
+            seconds,
+        )
+        return result
+
+    def _record(self, stats: dict[str, Any], result: EvalResult, seconds: float) -> None:
+        """Write the evaluation to the CSV files and the sinks."""
+        assert self._csv is not None and self._episodes_csv is not None
+        for seed, ret, length in zip(result.seeds, result.returns, result.lengths, strict=True):
+            self._episodes_csv.write({"timesteps": self.num_timesteps, "seed": seed, "return": ret, "length": length})
+        self._csv.write(  # after its episodes: an evaluation is recorded when its row is (resume relies on it)
+            {
+                "timesteps": self.num_timesteps,
+                **stats,
+                "wall_time": round(time.perf_counter() - self._start, 3),
+                "eval_seconds": round(seconds, 3),
+            }
+        )
+        for sink in self.sinks:
+            sink(
+                {f"eval/{k}": v for k, v in stats.items() if v is not None} | {"time/eval_seconds": seconds},
+                self.num_timesteps,
+            )
+
+    def close(self) -> None:
+        for env in self._envs:
+            env.close()
+        for csv_log in (self._csv, self._episodes_csv):
+            if csv_log:
+                csv_log.close()
+
+
+log = logging.getLogger(__name__)
+
+
+def save_checkpoint(
+    model: BaseAlgorithm, directory: Path, keep: int = 0, replay_buffer: bool = False, timesteps: int | None = None
+) -> Path:
+    """Save ``model`` as ``model_<timesteps>_steps.zip`` in ``directory`` and keep the newest ``keep`` (0: all).
+
+    :param timesteps: the step count to record (default: ``model.num_timesteps``)
+    :param replay_buffer: also save an off-policy algorithm's replay buffer
+    """
+    directory.mkdir(parents=True, exist_ok=True)
+    steps = model.num_timesteps if timesteps is None else timesteps
+    if replay_buffer and isinstance(model, OffPolicyAlgorithm) and model.replay_buffer is not None:
+        atomic_write(replay_buffer_path(directory, steps), partial(save_buffer, model.replay_buffer))
+    current, model.num_timesteps = model.num_timesteps, steps
+    try:
+        path = atomic_write(directory / f"model_{steps}_steps.zip", model.save)
+    finally:
+        model.num_timesteps = current
+    if keep > 0:
+        for old_steps, old in find_checkpoints(directory)[keep:]:
+            old.unlink()
+            replay_buffer_path(directory, old_steps).unlink(missing_ok=True)
+    return path
+
+
+def replay_buffer_path(directory: Path, steps: int) -> Path:
+    """The replay buffer saved with the checkpoint of ``steps``."""
+    return directory / f"replay_buffer_{steps}_steps.npz"
+
+
+class Checkpointer(BaseCallback):
+    """Saves a checkpoint at the first rollout start after every ``freq`` env steps.
+
+    At a rollout's start the last update is done and (off-policy) every transition is in the replay
+    buffer: the model is exactly the one that collects the next rollout. Off-policy "rollouts" are
+    ``train_freq`` steps long, so their checkpoints land within a few steps of every ``freq``.
+
+    It remembers where the current rollout began, so an interrupted run is saved as it stood then
+    (:meth:`save_now`).
+
+    :param freq: env steps between checkpoints; 0: only :meth:`save_now`
+    :param directory: the ``checkpoints/`` folder
+    :param keep: how many checkpoints to keep (0: all)
+    :param replay_buffer: save the replay buffer with each checkpoint (off-policy algorithms)
+    """
+
+    def __init__(self, freq: int, directory: Path, keep: int, replay_buffer: bool) -> None:
+        super().__init__()
+        self.every, self.directory, self.keep, self.replay_buffer = Every(freq), directory, keep, replay_buffer
+        self.rollout_start: int | None = None
+        self.learning = False
+
+    def _on_training_start(self) -> None:
+        self.learning = True
+        self.every.start(self.model.num_timesteps)
+
+    def _on_rollout_start(self) -> None:
+        self.rollout_start = self.model.num_timesteps
+        if self.every(self.model.num_timesteps):
+            check_finite(self.model)  # never checkpoint a diverged model
+            path = save_checkpoint(self.model, self.directory, self.keep, self.replay_buffer, self.rollout_start)
+            log.info("checkpoint %s", path.name)
+
+    def _on_step(self) -> bool:
+        return True
+
+    def _on_training_end(self) -> None:
+        self.learning = False
+
+    def save_now(self, model: BaseAlgorithm) -> tuple[int, Path]:
+        """Checkpoint ``model`` now; during ``learn`` as of the start of the current rollout.
+
+        The model's parameters have not changed since then (SB3 trains between rollouts), so the
+        rollout in progress is simply collected again after a resume.
+
+        :return: the timesteps recorded and the checkpoint's path
+        """
+        steps = self.rollout_start if self.learning and self.rollout_start is not None else model.num_timesteps
+        assert steps is not None
+        return steps, save_checkpoint(model, self.directory, self.keep, self.replay_buffer, steps)
+
+
+def user_callbacks(cfg: DictConfig) -> list[BaseCallback]:
+    """The ``callbacks`` config's SB3 callbacks, built with ``hydra.utils.instantiate`` in the order given."""
+    built = []
+    for name, node in (cfg.get("callbacks") or {}).items():
+        try:
+            callback = instantiate(node)
+        except InstantiationException as exc:
+            raise ConfigError(f"callbacks.{name} cannot be built: {str(exc).splitlines()[0]}") from exc
+        if not isinstance(callback, BaseCallback):
+            raise ConfigError(
+                f"callbacks.{name}: {node.get('_target_')} is a {type(callback).__name__}, "
+                "not a stable_baselines3 BaseCallback"
+            )
+        built.append(callback)
+    return built
+
+
+def callbacks_for(
+    cfg: DictConfig, paths: RunPaths, sinks: list[Any], total_timesteps: int
+) -> tuple[PeriodicEval, list[StopRule], list[BaseCallback]]:
+    """Lander's callbacks in order: guard, episodes, episode budget, evaluation with its stop rules, monitor."""
+    rules: list[StopRule] = []
+    if cfg.early_stop.reward_threshold is not None:
+        rules.append(StopOnReward(cfg.early_stop.reward_threshold))
+    if cfg.early_stop.patience is not None:
+        rules.append(StopOnPlateau(cfg.early_stop.patience))
+    evaluator = PeriodicEval(
+        cfg.eval.freq,
+        partial(make_env, cfg.env),
+        cfg.eval.episodes,
+        cfg.eval.seed,
+        cfg.eval.n_envs,
+        paths,
+        cfg.env.reward_threshold,
+        cfg.eval.deterministic,
+        sinks,
+        final_at=total_timesteps if cfg.final_eval else None,
+        after_eval=list(rules),
+    )
+    episodes = EpisodeLogger(paths.train_episodes, sinks)
+    callbacks: list[BaseCallback] = [NonFiniteGuard(), episodes]  # the guard first: nothing NaN is saved
+    if cfg.max_episodes is not None:
+        rules.append(StopOnEpisodes(cfg.max_episodes, lambda: episodes.episodes))
+        callbacks.append(rules[-1])
+    callbacks.append(evaluator)
+    if cfg.monitor_freq > 0:
+        callbacks.append(ResourceMonitor(cfg.monitor_freq, paths.resources, lambda: episodes.episodes, sinks))
+    return evaluator, rules, callbacks

@@ -1,0 +1,162 @@
+"""What a training leaves: when it finishes, the saved model, the final evaluation (``eval.json``), the
+learning-curve plot and the video, and the summary fields that describe them; when it stops (a signal, an
+error), its summary, a checkpoint if it was interrupted, and the learning curve of what it recorded."""
+
+from __future__ import annotations
+
+import logging
+import resource
+import time
+from typing import Any
+
+from omegaconf import DictConfig
+
+from lander.algorithms.build import effective_gamma
+from lander.evaluation.video import write_video
+from lander.faults import fault
+from lander.reports.plots import plot_learning_curve
+from lander.reports.run_report import try_run_report
+from lander.storage.rundir import RunPaths, RunSummary, Status, atomic_write, write_json
+from lander.tracking.base import run_name
+from lander.training.callbacks import Checkpointer, PeriodicEval, check_finite, nonfinite_parameters
+
+log = logging.getLogger(__name__)
+
+
+def final_evaluation(cfg: DictConfig, model: Any, evaluator: PeriodicEval, paths: RunPaths) -> dict[str, Any]:
+    """Evaluate the final model on ``eval.episodes`` fixed seeds (the curve's last point) and write ``eval.json``."""
+    reuse = evaluator.last is not None and evaluator.last[0] == model.num_timesteps  # stopped early right after one
+    result = evaluator.last[1] if reuse else evaluator.evaluate_now()  # type: ignore[index]
+    record = result.to_dict() | {
+        "timesteps": int(model.num_timesteps),
+        "deterministic": cfg.eval.deterministic,
+        "model": paths.model.name,
+        "env_id": cfg.env.id,
+    }
+    write_json(paths.eval_json, record)
+    log.info(
+        "final evaluation: mean %.4g +- %.2g (sem), %d episodes, success rate %s",
+        record["mean"],
+        record["sem"],
+        record["n"],
+        record["success_rate"],
+    )
+    return record
+
+
+def record_results(
+    cfg: DictConfig, model: Any, evaluator: PeriodicEval, paths: RunPaths, train_seconds: float, first_step: int = 0
+) -> dict[str, Any]:
+    """Save the model, evaluate it, plot the learning curve, record the video; return summary fields."""
+    atomic_write(paths.model, model.save)
+    steps = int(model.num_timesteps)
+    out: dict[str, Any] = {
+        "timesteps": steps,
+        "train_seconds": round(train_seconds, 2),
+        "eval_seconds": round(evaluator.eval_seconds, 2),
+        "steps_per_second": round((steps - first_step) / train_seconds, 1),
+        "train_steps_per_second": round((steps - first_step) / (train_seconds - evaluator.eval_seconds), 1),
+    }
+    if cfg.final_eval:
+        record = final_evaluation(cfg, model, evaluator, paths)
+        out |= {
+            "final_eval_mean": record["mean"],
+            "final_eval_sem": record["sem"],
+            "final_eval_std": record["std"],
+            "final_eval_success_rate": record["success_rate"],
+        }
+    evaluator.close()
+    out |= {
+        "best_eval_mean": evaluator.best_mean if evaluator.best_mean > float("-inf") else None,
+        "first_timestep_reaching_threshold": evaluator.first_solved,
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+    }  # Linux: KiB
+    # matplotlib, pandas and imageio are imported only now, after training, so they do not weigh on it
+
+    fault("finish:plot")
+    plot_learning_curve(paths.root, f"{run_name(cfg, effective_gamma(cfg))} ({cfg.env.id})", cfg.env.reward_threshold)
+    if cfg.video.enabled:
+        fault("finish:video")
+        log.info("recording video.mp4: one episode on seed %d, up to %d steps ...", cfg.video.seed, cfg.video.max_steps)
+        started = time.perf_counter()
+        out["video"] = write_video(model, cfg.env, cfg.video, paths.video, progress=cfg.progress_bar)
+        log.info(
+            "video.mp4: %d frames, return %.4g, %.0f s",
+            out["video"]["frames"],
+            out["video"]["return"],
+            time.perf_counter() - started,
+        )
+    return out
+
+
+def record_stop(
+    cfg: DictConfig, exc: BaseException, model: Any, checkpointer: Checkpointer, paths: RunPaths, summary: RunSummary
+) -> None:
+    """Record a failed or interrupted run: ``summary.json``, a checkpoint if interrupted, the learning curve of
+    what it recorded, and one block on the console (a traceback only for a failure)."""
+    status = Status.INTERRUPTED if isinstance(exc, KeyboardInterrupt) else Status.FAILED
+    broken = model is not None and bool(nonfinite_parameters(model))
+    if broken and not isinstance(exc, FloatingPointError):  # e.g. SB3's ValueError on NaN logits: say what it is
+        try:
+            check_finite(model, f" ({type(exc).__name__}: {str(exc).splitlines()[0][:200]})")
+        except FloatingPointError as nan_error:
+            exc = nan_error
+    summary.update(
+        status=status,
+        error=f"{type(exc).__name__}: {exc}",
+        timesteps=int(model.num_timesteps) if model is not None else summary.timesteps,
+    )
+    saved = []
+    if model is not None and status == Status.INTERRUPTED and not broken:
+        summary.timesteps, path = checkpointer.save_now(model)
+        saved.append(f"checkpoints/{path.name}")
+    summary.save(paths)
+    saved += ["summary.json", "metrics/"] + (["learning_curve.png"] if plot_recorded(cfg, paths) else [])
+    saved += ["report.html"] if write_report(cfg, paths) else []
+    if status == Status.FAILED:
+        log.exception("run failed at %d timesteps: %s", summary.timesteps, exc)
+        return
+    exc.report = (  # type: ignore[attr-defined]  # lander.run prints it last, after W&B's lines
+        f"interrupted by {exc} at {summary.timesteps} timesteps.\n  saved in {paths.root}: {', '.join(saved)}\n"
+        f"  continue: python -m lander.run resume={paths.root}"  # from its newest checkpoint, or step 0 if none
+    )
+
+
+def plot_recorded(cfg: DictConfig, paths: RunPaths) -> bool:
+    """The learning curve of a stopped run, from what it recorded; False if there was nothing (or it failed)."""
+
+    try:
+        title = f"{run_name(cfg, effective_gamma(cfg))} ({cfg.env.id}), stopped"
+        return plot_learning_curve(paths.root, title, cfg.env.reward_threshold) is not None
+    except Exception as exc:  # a stopping run must still exit cleanly; the plot is a convenience
+        log.warning("no learning curve for the stopped run: %s", exc)
+        return False
+
+
+def write_report(cfg: DictConfig, paths: RunPaths) -> bool:
+    """``report.html`` (unless ``report=false``), from what the run recorded; False if none was written."""
+    if not cfg.get("report", True):
+        return False
+
+    return try_run_report(paths.root) is not None
+
+
+def run_closing(summary: RunSummary, paths: RunPaths) -> str:
+    """What a finished run printed last (after W&B's own lines): its result and where its files are."""
+    lines = [
+        f"done: {summary.algo} on {summary.env_id}, seed {summary.seed}: {summary.timesteps:,} steps "
+        f"in {summary.wall_seconds or 0:.0f} s"
+        + (f" (stopped early: {summary.stopped_early})" if summary.stopped_early else "")
+    ]
+    if summary.final_eval_mean is not None:
+        lines.append(
+            f"  final evaluation: {summary.final_eval_mean:.4g} +- {summary.final_eval_sem or 0:.2g} (s.e.)"
+            f", success rate {summary.final_eval_success_rate}"
+        )
+    files = [p.name for p in (paths.model, paths.eval_json, paths.learning_curve, paths.video) if p.is_file()]
+    lines += [f"  run directory: {paths.root}", f"  files: {', '.join(files)}, metrics/"]
+    if paths.report.is_file():
+        lines.append(f"  report: {paths.report}")
+    if any((paths.root / "wandb").glob("offline-run-*")):  # the artifact's files are recorded relative to the run
+        lines.append(f"  W&B upload: cd {paths.root} && wandb sync wandb/offline-run-*")
+    return "\n".join(lines)

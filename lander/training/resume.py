@@ -1,0 +1,116 @@
+"""Resuming a run in its own directory: ``python -m lander.run resume=<run dir>``.
+
+The run continues from its newest checkpoint that loads (a truncated or foreign one is skipped for the
+one before it; a run killed before its first checkpoint starts again from step 0), with the run's own
+saved config, checked against the schema again, until the original budget. Metric rows recorded after
+that checkpoint (by a run killed before it could save) are dropped, so no step is counted twice.
+"""
+
+from __future__ import annotations
+
+import logging
+from functools import partial
+from pathlib import Path
+
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+from stable_baselines3.common.base_class import BaseAlgorithm
+from stable_baselines3.common.vec_env import VecEnv
+
+from lander.config.schema import LanderConfig
+from lander.errors import ConfigError, RunFileError
+from lander.evaluation.loading import safe_load
+from lander.storage.csvlog import cut_csv, read_complete, write_csv
+from lander.storage.replay import load_buffer
+from lander.storage.rundir import RunPaths, RunSummary, Status, atomic_write, find_checkpoints
+from lander.training.callbacks import EpisodeLogger, PeriodicEval, ResourceMonitor, replay_buffer_path
+
+log = logging.getLogger(__name__)
+
+
+def resume_config(run_dir: Path, total_timesteps: int | None = None) -> DictConfig:
+    """The saved config of the run in ``run_dir``, with ``resume`` set; an error if it cannot be resumed.
+
+    :param total_timesteps: a new budget (``resume=<run> total_timesteps=N``): a completed run is trained
+        further, to N steps
+    """
+
+    paths = RunPaths(run_dir)
+    if not paths.is_run():
+        raise ConfigError(f"resume={str(run_dir)!r} is not a lander run directory (no .hydra/config.yaml)")
+    try:
+        summary = RunSummary.load(paths)
+    except (ValueError, TypeError) as exc:
+        raise ConfigError(f"resume={str(run_dir)!r}: {paths.summary} is unreadable ({exc})") from exc
+    done = summary.timesteps if summary is not None else 0
+    if summary is not None and summary.status == Status.COMPLETED and total_timesteps is None:
+        raise ConfigError(
+            f"resume={str(run_dir)!r}: that run is already completed (summary.json); to train it further, "
+            f"give a larger budget: resume={run_dir} total_timesteps=N (N > {done})"
+        )
+    if total_timesteps is not None and total_timesteps <= done:
+        raise ConfigError(
+            f"total_timesteps={total_timesteps}: the run in {run_dir} has trained {done} steps "
+            "already; give a larger budget to train it further"
+        )
+    try:  # an edited config is checked as a composed one is: unknown keys and wrong types are errors
+        cfg = OmegaConf.merge(OmegaConf.structured(LanderConfig), OmegaConf.load(paths.config))
+    except (OmegaConfBaseException, ValueError, OSError) as exc:
+        key = getattr(exc, "full_key", None)
+        where = f" at key {key!r}" if key else ""
+        raise ConfigError(f"{paths.config} is not a valid lander config{where}: {str(exc).splitlines()[0]}") from exc
+    OmegaConf.set_struct(cfg, False)
+    cfg.resume = str(run_dir)
+    if total_timesteps is not None:
+        cfg.total_timesteps = total_timesteps
+    return cfg  # type: ignore[return-value]
+
+
+def load_newest_checkpoint(cfg: DictConfig, paths: RunPaths, env: VecEnv) -> BaseAlgorithm | None:
+    """The newest checkpoint of the run that loads (with its replay buffer), on ``env``; None if the run has
+    no checkpoint (it starts again from step 0); an error if it has checkpoints and none loads."""
+    found = find_checkpoints(paths.checkpoints)
+    summary = RunSummary.load(paths)
+    if summary is not None and summary.status == Status.COMPLETED and (not found or found[0][0] < summary.timesteps):
+        found.insert(0, (summary.timesteps, paths.model))  # trained further: from its final model
+    reasons = []
+    for steps, path in found:
+        try:
+            model = safe_load(cfg, path, env)
+            replay = replay_buffer_path(paths.checkpoints, steps)
+            if replay.is_file() and getattr(model, "replay_buffer", None) is not None:
+                load_buffer(model.replay_buffer, replay)  # type: ignore[attr-defined]
+            elif getattr(model, "replay_buffer", None) is not None:
+                log.warning("no replay buffer saved at %d steps: training goes on with an empty one", steps)
+        except RunFileError as exc:
+            log.warning("checkpoint %s not used: %s; trying the one before", path.name, exc)
+            reasons.append(str(exc))
+            continue
+        model.num_timesteps = steps
+        model._last_obs = None  # type: ignore[assignment]  # the envs are new: learn() resets them
+        log.info("resuming from %s", path.name)
+        return model
+    if found:
+        raise RunFileError(f"resume={str(paths.root)!r}: no checkpoint loads: {'; '.join(reasons)}")
+    log.info("no checkpoint in %s: starting again from step 0", paths.checkpoints)
+    return None
+
+
+def truncate_metrics(paths: RunPaths, timesteps: int) -> None:
+    """Repair the metric files and drop rows recorded after ``timesteps`` (the callbacks go on from there):
+    every file gets its header, a row cut short by a kill is dropped, and evaluation episodes without
+    their evaluation's row (a kill between the two) go too."""
+
+    for path, column, columns in (
+        (paths.train_episodes, "timesteps", EpisodeLogger.COLUMNS),
+        (paths.eval_csv, "timesteps", PeriodicEval.COLUMNS),
+        (paths.eval_episodes, "timesteps", PeriodicEval.EPISODE_COLUMNS),
+        (paths.resources, "timesteps", ResourceMonitor.COLUMNS),
+        (paths.sb3_progress, "time/total_timesteps", ()),
+    ):
+        cut_csv(path, column, timesteps, columns)
+    evaluated = {row["timesteps"] for row in read_complete(paths.eval_csv)[1]}
+    fields, episodes = read_complete(paths.eval_episodes)
+    if fields and any(row["timesteps"] not in evaluated for row in episodes):
+        kept = [row for row in episodes if row["timesteps"] in evaluated]
+        atomic_write(paths.eval_episodes, partial(write_csv, fields=fields, rows=kept))

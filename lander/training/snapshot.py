@@ -1,0 +1,97 @@
+"""The environment snapshot a run leaves behind: packages, versions, platform, git state, command line."""
+
+from __future__ import annotations
+
+import platform
+import subprocess
+import sys
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from lander.faults import fault
+from lander.storage.rundir import write_json, write_text
+
+SOURCE_DIR = Path(__file__).resolve().parent.parent
+PACKAGES = (
+    "lander",
+    "stable-baselines3",
+    "gymnasium",
+    "torch",
+    "numpy",
+    "hydra-core",
+    "omegaconf",
+    "wandb",
+    "box2d",
+    "matplotlib",
+    "imageio",
+    "imageio-ffmpeg",
+)
+
+
+def _git(directory: Path, *args: str) -> str | None:
+    try:
+        out = subprocess.run(["git", "-C", str(directory), *args], capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout.strip() if out.returncode == 0 else None
+
+
+def git_state(directory: Path = SOURCE_DIR) -> dict[str, Any]:
+    """Commit and dirty flag of the git checkout holding ``directory`` (None outside one; lander's own
+    source by default, None when lander is installed from a wheel)."""
+    commit = _git(directory, "rev-parse", "HEAD")
+    status = _git(directory, "status", "--porcelain", "--untracked-files=no") if commit else None
+    return {"commit": commit, "dirty": bool(status) if status is not None else None}
+
+
+def versions() -> dict[str, str | None]:
+    out: dict[str, str | None] = {}
+    for name in PACKAGES:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = None
+    return out
+
+
+def cpu_model() -> str | None:
+    """The CPU's model name (``/proc/cpuinfo`` on Linux, else what ``platform`` says)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or None
+
+
+def write_snapshot(run_dir: Path) -> Path:
+    """Write ``environment/pip_freeze.txt`` and ``environment/versions.json`` under ``run_dir``."""
+    out_dir = run_dir / "environment"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    fault("start:snapshot")
+    freeze = subprocess.run([sys.executable, "-m", "pip", "freeze"], capture_output=True, text=True, timeout=120)
+    write_text(out_dir / "pip_freeze.txt", freeze.stdout)
+    import torch
+
+    info = {
+        "python": sys.version,
+        "executable": sys.executable,
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "processor": platform.processor(),
+        # torch's CPU kernels pick their code path by instruction set, and the last bits of float results
+        # follow: the same seed gives identical runs on one machine, not across CPUs (BENCHMARKS.md)
+        "cpu_model": cpu_model(),
+        "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "torch_threads": torch.get_num_threads(),
+        "cuda_available": torch.cuda.is_available(),
+        "packages": versions(),
+        "git": git_state(),
+        "cwd": str(Path.cwd()),  # where the run was started: the user's project, with its own configs and code
+        "cwd_git": git_state(Path.cwd()),
+        "command": [sys.executable, *sys.argv],
+    }
+    write_json(out_dir / "versions.json", info)
+    return out_dir

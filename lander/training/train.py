@@ -1,0 +1,279 @@
+"""``train(cfg, run_dir)``: one training run, from a composed config to a complete run directory.
+
+Read top to bottom: check the config, seed everything, build envs and the model, train with
+callbacks that write metrics as they go, then save, evaluate, plot, record a video and summarise.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+from omegaconf import DictConfig
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.logger import KVWriter, Logger
+from stable_baselines3.common.utils import set_random_seed
+
+from lander.algorithms.build import build_model, effective_gamma
+from lander.config.checks import check_logger, validate
+from lander.envs import action_space_kind, make_train_env, observation_space_kind
+from lander.errors import ConfigError
+from lander.faults import fault
+from lander.process.signals import deferred, signals_blocked, stop_on_signals
+from lander.storage.rundir import RunPaths, RunSummary, Status, remove_temporaries
+from lander.tracking.base import ContinuedCSV, run_name
+from lander.tracking.tensorboard_tracker import TensorBoardRun, TensorBoardWriter
+from lander.tracking.wandb_tracker import WandbRun, WandbWriter
+from lander.training.budget import BudgetProgressBar, DurationForecast, plan
+from lander.training.callbacks import Checkpointer, PeriodicEval, SignalCheck, callbacks_for, user_callbacks
+from lander.training.finish import record_results, record_stop, write_report
+from lander.training.resume import load_newest_checkpoint, truncate_metrics
+from lander.training.snapshot import write_snapshot
+from lander.training.speed import distribution_checks, fast_paths, use_foreach
+
+log = logging.getLogger(__name__)
+
+
+def check_env_kinds(cfg: DictConfig, env: Any) -> None:
+    """The env's real action and observation spaces must be the kinds ``lander/conf/env`` declares."""
+    for key, kind in (
+        ("action_space", action_space_kind(env.action_space)),
+        ("observation_space", observation_space_kind(env.observation_space)),
+    ):
+        if cfg.env[key] != kind:
+            env.close()
+            raise ConfigError(
+                f"env.{key}={cfg.env[key]!r} does not match {cfg.env.id}'s {key.replace('_', ' ')} "
+                f"{getattr(env, key)}: set it to {kind!r} in the env's YAML ({cfg.env.name}.yaml)"
+            )
+
+
+def budget(cfg: DictConfig) -> tuple[int, int]:
+    """``(total_timesteps, n_envs)``: the top-level values, or the algorithm's tuned ones when null."""
+    total = cfg.total_timesteps if cfg.total_timesteps is not None else cfg.algo.total_timesteps
+    n_envs = cfg.n_envs if cfg.n_envs is not None else cfg.algo.n_envs
+    return int(total), int(n_envs)
+
+
+def train(cfg: DictConfig, run_dir: Path, group: str | None = None, overrides: list[str] | None = None) -> RunSummary:
+    """Train one agent as configured and leave its complete record in ``run_dir``.
+
+    SIGINT and SIGTERM stop the run as :class:`lander.process.signals.Interrupted`, after it has recorded its state.
+
+    :param cfg: the composed config (``lander/conf/config.yaml`` and overrides)
+    :param run_dir: the run directory (Hydra's output dir)
+    :param group: W&B group (a sweep's id); ``logger.group`` when None
+    :param overrides: the command-line overrides, recorded in the summary
+    :return: the run summary (also written to ``summary.json``)
+    """
+    with stop_on_signals(), distribution_checks(not fast_paths(cfg)):
+        return _train(cfg, RunPaths(run_dir), group, overrides or [])
+
+
+def _train(cfg: DictConfig, paths: RunPaths, group: str | None, overrides: list[str]) -> RunSummary:
+    validate(cfg)
+    check_logger(cfg)
+    extra_callbacks = user_callbacks(cfg)
+    total_timesteps, n_envs = budget(cfg)
+    set_random_seed(cfg.seed)
+    if cfg.torch_threads > 0:
+        torch.set_num_threads(cfg.torch_threads)
+    env = make_train_env(cfg.env, n_envs, cfg.seed, cfg.vec_env)
+    try:
+        check_env_kinds(cfg, env)
+        # a resumed run's checkpoint is loaded before anything is written: one that cannot be used changes nothing
+        resumed = load_newest_checkpoint(cfg, paths, env) if cfg.get("resume") is not None else None
+        summary = new_summary(cfg, paths, n_envs, total_timesteps, overrides)
+        return _record(cfg, paths, env, summary, resumed, group, extra_callbacks)
+    finally:
+        env.close()
+
+
+def _record(
+    cfg: DictConfig,
+    paths: RunPaths,
+    env: Any,
+    summary: RunSummary,
+    resumed: Any,
+    group: str | None,
+    extra_callbacks: list[BaseCallback],
+) -> RunSummary:
+    """From the first file written to the last: whatever stops the run, ``summary.json`` says so truly."""
+    checkpointer = Checkpointer(
+        cfg.checkpoint_freq, paths.checkpoints, cfg.checkpoint_keep, cfg.checkpoint_replay_buffer
+    )
+    exit_code, start, model, wandb_run, board = 1, time.perf_counter(), None, None, None
+    try:
+        start_files(cfg, paths, summary)
+        wandb_run = start_wandb(cfg, paths, summary, group)
+        model = start_model(cfg, paths, env, summary, resumed)
+        done = int(model.num_timesteps)
+        board = start_tensorboard(cfg, paths, done)
+        trackers = [t for t in (wandb_run, board) if t is not None]
+        evaluator, stop_reason, seconds, cpu_seconds = learn(
+            cfg, model, paths, trackers, checkpointer, extra_callbacks, summary
+        )
+        summary.update(
+            **record_results(cfg, model, evaluator, paths, seconds, done),
+            stopped_early=stop_reason,  # None, or why training stopped before the budget
+            train_cpu_seconds=round(cpu_seconds, 2),  # this process's CPU time in learn, evals included
+            status=Status.COMPLETED,
+            wall_seconds=round(time.perf_counter() - start, 2),
+        )
+        summary.save(paths)
+        fault("finish:completed")
+        exit_code = 0
+        write_report(cfg, paths)
+        if wandb_run:
+            finish_wandb(wandb_run, paths, summary, cfg.logger.log_model)
+        return summary
+    except BaseException as exc:
+        if summary.status != Status.COMPLETED:  # a completed run stays completed (a signal during the upload)
+            summary.wall_seconds = round(time.perf_counter() - start, 2)
+            with signals_blocked():  # another signal now would cut the record short: it waits until it is written
+                record_stop(cfg, exc, model, checkpointer, paths, summary)
+        raise
+    finally:
+        if board:
+            board.close()
+        if wandb_run:
+            wandb_run.finish(exit_code)
+
+
+def finish_wandb(wandb_run: WandbRun, paths: RunPaths, summary: RunSummary, log_model: bool) -> None:
+    """Upload the completed run's files to W&B; a signal meanwhile leaves the run completed."""
+    fault("finish:wandb")
+    log.info("W&B: logging the run's files and summary (%s mode) ...", wandb_run.run.settings.mode)
+    wandb_run.log_files(paths, summary.to_dict(), log_model)
+
+
+def start_tensorboard(cfg: DictConfig, paths: RunPaths, start_step: int) -> TensorBoardRun | None:
+    """The run's TensorBoard event files (``logger.tensorboard``), from ``start_step`` on; None when off."""
+    if not cfg.logger.get("tensorboard"):
+        return None
+    return TensorBoardRun(paths.root / "tensorboard" / run_name(cfg, effective_gamma(cfg)), start_step)
+
+
+def start_wandb(cfg: DictConfig, paths: RunPaths, summary: RunSummary, group: str | None) -> WandbRun | None:
+    """The run's W&B run (a resumed run continues its own), or None with ``logger=none``."""
+    if cfg.logger.backend != "wandb":
+        return None
+    wandb_run = WandbRun(cfg, paths.root, summary.run_name, group, run_id=summary.wandb_run_id)
+    summary.wandb_run_id = wandb_run.run.id
+    summary.save(paths)  # at once: a run killed from now on resumes into the same W&B run
+    fault("start:wandb")
+    return wandb_run
+
+
+def new_summary(
+    cfg: DictConfig, paths: RunPaths, n_envs: int, total_timesteps: int, overrides: list[str]
+) -> RunSummary:
+    """The run's summary as it starts (a resumed run keeps its record, less the error that stopped it)."""
+    resuming = cfg.get("resume") is not None
+    summary = (RunSummary.load(paths) if resuming else None) or RunSummary(overrides=overrides)
+    if summary.stopped_early and total_timesteps > summary.total_timesteps:  # trained further on purpose
+        summary.stopped_early = None
+    gamma = effective_gamma(cfg)
+    return summary.update(
+        status=Status.RUNNING,
+        error=None,
+        run_name=run_name(cfg, gamma),
+        algo=cfg.algo.name,
+        env=cfg.env.name,
+        env_id=cfg.env.id,
+        seed=cfg.seed,
+        gamma=gamma,
+        n_envs=n_envs,
+        total_timesteps=total_timesteps,
+    )
+
+
+def start_files(cfg: DictConfig, paths: RunPaths, summary: RunSummary) -> None:
+    """The first files of a run: ``summary.json`` (status running) and, for a new run, the snapshot."""
+    paths.metrics.mkdir(parents=True, exist_ok=True)
+    summary.save(paths)
+    fault("start:summary")
+    if cfg.get("resume") is None:
+        write_snapshot(paths.root)
+    else:
+        remove_temporaries(paths.root)  # half-written files of the process that was killed
+
+
+def start_model(cfg: DictConfig, paths: RunPaths, env: Any, summary: RunSummary, resumed: Any) -> Any:
+    """A new model, or for ``resume=`` the checkpoint loaded (``resumed``), with the metrics cut back to it.
+
+    A resumed run without a checkpoint (killed before its first) starts again as a new one from step 0.
+    """
+    if resumed is None:
+        truncate_metrics(paths, 0)
+        model = build_model(cfg, env, cfg.seed)
+        use_foreach(model, fast_paths(cfg))
+        return model
+    use_foreach(resumed, fast_paths(cfg))
+    done = int(resumed.num_timesteps)
+    truncate_metrics(paths, done)
+    set_random_seed(cfg.seed + done)  # the resumed part is seeded too, from the checkpoint's step
+    env.seed(cfg.seed + done)
+    summary.resumed_at = [*summary.resumed_at, done]
+    summary.save(paths)  # at once: whoever watches the run sees where it resumed from
+    return resumed
+
+
+def learn(
+    cfg: DictConfig,
+    model: Any,
+    paths: RunPaths,
+    trackers: list[WandbRun | TensorBoardRun],
+    checkpointer: Checkpointer,
+    extra: list[BaseCallback],
+    summary: RunSummary,
+) -> tuple[PeriodicEval, str | None, float, float]:
+    """``model.learn`` with lander's callbacks, then ``extra`` (the user's), from ``model.num_timesteps``
+    (0, or a resumed run's) to the budget; nothing more for a run resumed where it had stopped early.
+
+    :return: the evaluation callback, why training stopped early (None: it did not), and the wall seconds
+        and CPU seconds (this process) ``learn`` took
+    """
+    total_timesteps, _ = budget(cfg)
+    sinks = [tracker.log for tracker in trackers]  # W&B and/or TensorBoard: the same keys in each
+    writers: list[KVWriter] = [ContinuedCSV(str(paths.sb3_progress))] + [
+        WandbWriter(t) if isinstance(t, WandbRun) else TensorBoardWriter(t) for t in trackers
+    ]
+    model.set_logger(Logger(str(paths.metrics), writers))
+    end = plan(model, total_timesteps, cfg.budget_rounding)  # whole rollouts: may differ from the budget
+    if end < total_timesteps:  # rounded down: SB3 is given that budget (its schedules end there too)
+        total_timesteps = end
+    evaluator, rules, callbacks = callbacks_for(cfg, paths, sinks, total_timesteps)
+    done = int(model.num_timesteps)
+    stopped = summary.stopped_early if summary.stopped_early and done >= summary.timesteps else None
+    log.info(
+        "training %s from %d to %d timesteps on %d envs (gamma=%g, seed=%d) in %s",
+        cfg.algo.name,
+        done,
+        end,
+        model.n_envs,
+        effective_gamma(cfg),
+        cfg.seed,
+        paths.root,
+    )
+    start, cpu_start = time.perf_counter(), time.process_time()
+    bar = [BudgetProgressBar(end)] if cfg.progress_bar and not stopped else []
+    try:
+        with deferred():
+            model.learn(
+                total_timesteps=0 if stopped else total_timesteps - done,
+                callback=[*callbacks, checkpointer, *extra, SignalCheck(), DurationForecast(end), *bar],
+                reset_num_timesteps=done == 0,
+            )
+    finally:
+        for progress in bar:
+            progress.close()  # before anything else is printed, however training ended
+    stop_reason = stopped or next((rule.stop_reason for rule in rules if rule.stop_reason), None)
+    if stop_reason:
+        log.info("stopped early at %d timesteps: %s", model.num_timesteps, stop_reason)
+    summary.update(stopped_early=stop_reason, timesteps=int(model.num_timesteps)).save(paths)  # trained
+    fault("finish:trained")
+    return evaluator, stop_reason, time.perf_counter() - start, time.process_time() - cpu_start

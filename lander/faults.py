@@ -1,4 +1,4 @@
-"""Fault-injection points, for the reliability tests (``tests/test_faults.py``).
+"""Fault-injection points, for the reliability tests (``tests/e2e/test_faults.py``).
 
 ``LANDER_FAULT=<point>[@<n>]:<KILL|INT|TERM>`` makes the process send itself that signal the n-th time
 (default: the first) it reaches a point whose name starts with ``<point>``: ``write:model_`` (a checkpoint

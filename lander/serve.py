@@ -3,7 +3,7 @@ the runs and sweeps under ``--root`` (``outputs/``, ``multirun/``) on disk, laun
 serves the dashboard at ``/``.
 
 It starts Python processes as you, so it is guarded as Jupyter Server is (see ``lander/service/guard.py`` and the
-README's Security section): a random token by default, printed in a ready-to-open URL; the Host header checked
+docs/service-and-security.md): a random token by default, printed in a ready-to-open URL; the Host header checked
 (against DNS rebinding) and the Origin of every state change; run files served sandboxed; launch requests are
 data, never code; a resumed run's saved config imports only what lander ships or ``--allow-target`` allows.
 """

@@ -4,7 +4,7 @@ The unit is the run (one seed's final score), never the evaluation episode. Scor
 ``runs x envs``; the bootstrap resamples runs within each env (rliable's stratified bootstrap, Agarwal et al.
 2021) and takes percentile intervals. The resampling indices come from ``np.random.RandomState(seed)`` in
 the order rliable 1.2.0 draws them from NumPy's global generator, so with the same seed the intervals equal
-rliable's exactly (``tests/test_statistics.py`` checks this against committed reference values).
+rliable's exactly (``tests/unit/test_statistics.py`` checks this against committed reference values).
 """
 
 from __future__ import annotations

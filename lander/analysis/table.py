@@ -1,6 +1,7 @@
 """The comparison table: one row per configuration of an env, every statistic over runs (seeds).
 
-Columns (``README.md``, "Reading a comparison"): ``seeds`` distinct seeds; ``timesteps`` the evaluation compared;
+Columns (``docs/sweeps-and-statistics.md``, "Reading a comparison"): ``seeds`` distinct seeds; ``timesteps`` the
+evaluation compared;
 ``final_mean`` mean over seeds of each seed's evaluation mean, ``sem`` its standard error over seeds,
 ``ci95_low/high`` rliable's percentile bootstrap interval over seeds, ``iqm`` with ``iqm_ci95_low/high``;
 against the baseline ``diff``, ``cohens_d``, ``test`` (paired t when both ran the same seeds, else Welch t),

@@ -117,7 +117,7 @@ class LanderConfig:
     n_envs: int | None = MISSING
     device: str = MISSING
     torch_threads: int = MISSING  # not neutral: the sums of a matrix product depend on the thread count
-    torch_fast_paths: bool = neutral()  # identical results (tests/test_speed_paths.py)
+    torch_fast_paths: bool = neutral()  # identical results (tests/e2e/test_speed_paths.py)
     vec_env: str = MISSING
     checkpoint_freq: int = neutral()
     checkpoint_keep: int = neutral()

@@ -5,7 +5,7 @@ learning: torch's per-parameter (single-tensor) optimizer loop, which is what to
 default, and ``torch.distributions`` checking its arguments on every distribution SB3 builds. The
 ``foreach`` optimizer update does the same arithmetic on the same tensors in fewer calls, and the
 argument checks only raise errors. ``torch_fast_paths=false`` turns both off;
-``tests/test_speed_paths.py`` compares runs with and without them, metrics and weights.
+``tests/e2e/test_speed_paths.py`` compares runs with and without them, metrics and weights.
 """
 
 from __future__ import annotations

@@ -118,7 +118,7 @@ def policy_weights(run_dir: Path) -> dict:
 
 def assert_same_results(run_a: Path, run_b: Path) -> None:
     """Two runs recorded the same results: every metric file (clock columns aside), the final evaluation's
-    episodes and every policy weight."""
+    episodes and every policy weight. Column order aside: SB3's progress CSV orders new keys as a set (hash seed)."""
     import pandas as pd
     import torch
 
@@ -126,7 +126,7 @@ def assert_same_results(run_a: Path, run_b: Path) -> None:
         a, b = pd.read_csv(run_a / "metrics" / name), pd.read_csv(run_b / "metrics" / name)
         assert len(a) > 0, name
         clock = [c for c in WALL_CLOCK if c in a.columns]
-        pd.testing.assert_frame_equal(a.drop(columns=clock), b.drop(columns=clock), obj=name)
+        pd.testing.assert_frame_equal(a.drop(columns=clock), b.drop(columns=clock), obj=name, check_like=True)
     assert read_json(run_a / "eval.json")["episodes"] == read_json(run_b / "eval.json")["episodes"]
     wa, wb = policy_weights(run_a), policy_weights(run_b)
     assert wa.keys() == wb.keys() and all(torch.equal(wa[k], wb[k]) for k in wa)

@@ -22,7 +22,7 @@ from lander.errors import RunSetError
 from lander.reports.sweep_report import compare
 from lander.storage.rundir import RunPaths, RunSummary, Status
 
-REFERENCE = json.loads((Path(__file__).parent / "fixtures/rliable/reference.json").read_text())
+REFERENCE = json.loads((Path(__file__).parents[1] / "fixtures/rliable/reference.json").read_text())
 SEED, REPS = REFERENCE["seed"], REFERENCE["reps"]
 
 
@@ -122,7 +122,7 @@ def test_configurations_are_compared_at_the_timestep_all_runs_reached(tmp_path: 
     assert table.loc["algo=a2c", "test"] == "paired t" and table.loc["algo=a2c", "prob_improvement"] == 1.0
     report = (tmp_path / "out/report.md").read_text()
     assert "Compared at **20,000 timesteps**" in report and "3 run(s) went further (up to 32,768" in report
-    at = compare([tmp_path], tmp_path / "at", at_timesteps=32768)["table"]
+    at = compare([tmp_path], tmp_path / "at", at_timesteps=32768).table
     assert list(at["config"]) == ["algo=ppo"] and at["final_mean"].iloc[0] == pytest.approx(101.0)
 
 
@@ -166,7 +166,7 @@ def test_few_seeds_report_how_many_the_difference_would_need(tmp_path: Path) -> 
     for seed, (a, b) in enumerate([(10.0, 11.0), (14.0, 16.5), (12.0, 12.5)]):
         fake_run(tmp_path, f"a{seed}", ["lr=1"], seed, {100: a})
         fake_run(tmp_path, f"b{seed}", ["lr=2"], seed, {100: b})
-    row = compare([tmp_path], tmp_path / "out")["table"].set_index("config").loc["lr=2"]
+    row = compare([tmp_path], tmp_path / "out").table.set_index("config").loc["lr=2"]
     diffs = np.array([1.0, 2.5, 0.5])
     assert row["seeds_needed"] == np.ceil(st.required_n(diffs.mean() / diffs.std(ddof=1), paired=True))
     assert f"would need about {int(row['seeds_needed'])} seeds" in (tmp_path / "out/report.md").read_text()
@@ -176,7 +176,7 @@ def test_holm_adjusts_the_configurations_tested_against_one_baseline(tmp_path: P
     for seed in range(4):
         for i, name in enumerate(("base", "c1", "c2")):
             fake_run(tmp_path, f"{name}{seed}", [f"x={name}"], seed, {100: i * (1 + seed % 2) + seed * 0.3})
-    table = compare([tmp_path], tmp_path / "out")["table"]
+    table = compare([tmp_path], tmp_path / "out").table
     assert table["p_holm"].tolist()[1:] == pytest.approx(st.holm(table["p_value"].tolist()[1:]))
     assert all(table["p_holm"].iloc[1:] >= table["p_value"].iloc[1:])
 

@@ -1,0 +1,128 @@
+"""The package's shape: subpackages by concept in layers, no import cycle, imports at the top of modules, and no
+training dependency for what does not train (``import lander``, the config checks, the service)."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from helpers import REPO
+
+PACKAGE = REPO / "lander"
+# what each part may import of lander's (besides itself): the ground first, the entry points last
+LAYERS: dict[str, set[str]] = {
+    "errors": set(),
+    "faults": set(),
+    "storage": {"errors", "faults"},
+    "envs": set(),
+    "algorithms": set(),
+    "config": {"errors", "storage"},
+    "process": {"storage"},
+    "evaluation": {"errors", "storage", "envs", "algorithms"},
+    "tracking": {"storage"},
+    "analysis": {"errors", "storage", "config"},
+    "reports": {"errors", "storage", "analysis"},
+    "training": {
+        "errors",
+        "faults",
+        "storage",
+        "envs",
+        "algorithms",
+        "config",
+        "process",
+        "evaluation",
+        "tracking",
+        "reports",
+    },
+    "sweeps": {"errors", "storage", "config", "tracking", "analysis", "reports"},
+    "service": {"errors", "storage", "config"},
+}
+ENTRY_POINTS = {"run", "evaluate", "compare", "report", "serve", "api"}  # on top: they may import any part
+# imports inside functions, each for start-up time (measured: torch and SB3 take ~2 s, pandas/matplotlib/plotly ~1 s)
+LATE_IMPORTS = {
+    "lander.run": {
+        "lander.training.train",
+        "lander.training.resume",
+        "lander.training.finish",
+        "lander.sweeps.callback",
+        "lander.config.precheck",
+    },
+    "lander.evaluate": {"lander.evaluation.saved"},
+    "lander.serve": {"lander.service.app"},
+}
+
+
+def modules() -> dict[str, Path]:
+    found = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = path.relative_to(REPO).with_suffix("").parts
+        found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return found
+
+
+def part(module: str) -> str:
+    """``lander.training.callbacks`` -> ``training``; ``lander.run`` -> ``run``."""
+    return module.split(".")[1] if module != "lander" else ""
+
+
+def lander_imports(path: Path) -> list[tuple[str, bool]]:
+    """Every import of a lander module in ``path``: (module, at the module's top level)."""
+    tree = ast.parse(path.read_text())
+    top = {id(node) for node in tree.body}
+    found = []
+    for node in ast.walk(tree):
+        names = []
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("lander"):
+            names = [node.module]
+        elif isinstance(node, ast.Import):
+            names = [a.name for a in node.names if a.name.startswith("lander")]
+        found += [(name, id(node) in top) for name in names]
+    return found
+
+
+def test_every_part_imports_only_the_layers_below_it() -> None:
+    wrong = []
+    for module, path in modules().items():
+        here = part(module)
+        if here in ENTRY_POINTS or not here:
+            continue
+        for imported, _ in lander_imports(path):
+            there = part(imported)
+            if there and there != here and there not in LAYERS[here]:
+                wrong.append(f"{module} imports {imported}")
+    assert not wrong, wrong
+    assert set(LAYERS) | ENTRY_POINTS >= {part(m) for m in modules() if part(m)}  # every part has its place
+
+
+def test_imports_are_at_the_top_of_modules_except_for_start_up_time() -> None:
+    late = {
+        (module, imported)
+        for module, path in modules().items()
+        for imported, at_top in lander_imports(path)
+        if not at_top and imported not in LATE_IMPORTS.get(module, set())
+    }
+    assert not late, sorted(late)
+
+
+def test_the_layer_check_sees_an_upward_import(tmp_path: Path) -> None:
+    source = tmp_path / "m.py"
+    source.write_text("from lander.training.train import train\n\ndef f():\n    import lander.reports.plots\n")
+    assert lander_imports(source) == [("lander.training.train", True), ("lander.reports.plots", False)]
+    assert "training" not in LAYERS["storage"]
+
+
+def test_every_module_says_what_it_is_for() -> None:
+    assert not [m for m, p in modules().items() if not ast.get_docstring(ast.parse(p.read_text()))]
+
+
+@pytest.mark.parametrize("module", ["lander", "lander.config.precheck", "lander.service.app", "lander.api"])
+def test_what_does_not_train_imports_no_training_dependency(module: str) -> None:
+    loaded = "{m.split('.')[0] for m in sys.modules}"
+    code = f"import sys, {module}; print(sorted({loaded} & {{'torch', 'stable_baselines3'}}))"
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]", f"{module} imports {out.stdout.strip()}"

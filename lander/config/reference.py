@@ -1,7 +1,7 @@
 """The configuration reference of ``docs/configuration.md``, generated from ``lander/conf/config.yaml`` (its keys,
 defaults and comments) and the options of each config group, so the docs cannot drift from the config.
 
-``python -m lander.config.reference`` prints the table; ``tests/unit/test_docs.py`` checks the docs hold it.
+``python -m lander.config.reference`` prints the table; ``tests/unit/test_doc_pages.py`` checks the docs hold it.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig
 
-from lander.config.checks import check_logger, validate
+from lander.config.checks import check_trackers, validate
 from lander.config.schema import register_configs
 from lander.config.trust import allowed_prefixes, check_trusted
 from lander.errors import ConfigError, RunFileError
@@ -71,7 +71,7 @@ def run_job(cfg: DictConfig, run_dir: Path, overrides: list[str], group: str | N
         if (prefixes := allowed_prefixes()) is not None:  # started by the service: lander's own targets only
             check_trusted(cfg, prefixes, where=str(RunPaths(run_dir).config) if cfg.resume else "")
         validate(cfg)  # before importing torch and SB3, so bad input fails in a second
-        check_logger(cfg)
+        check_trackers(cfg)
         if cfg.resume is None and plan_job(RunPaths(run_dir)) == "skip":  # a completed job of a re-run sweep:
             return continue_job(cfg, RunPaths(run_dir)).final_eval_mean  # type: ignore[union-attr]  # untouched
         lock = RunLock(run_dir).acquire()  # one writer per run directory, until this process ends

@@ -18,7 +18,16 @@ from urllib.parse import urlparse
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from lander.config.schema import ACTION_SPACES, CONF_DIR, OBSERVATION_SPACES, EnvConfig, group_options
+from lander.config.keys import check_tracker_keys
+from lander.config.schema import (
+    ACTION_SPACES,
+    CONF_DIR,
+    OBSERVATION_SPACES,
+    WANDB_MODES,
+    WANDB_TRACKER,
+    EnvConfig,
+    group_options,
+)
 from lander.errors import ConfigError
 
 
@@ -87,8 +96,6 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "vec_env": ("dummy", "subproc"),
     "comparison_band": ("seeds", "episodes"),
     "budget_rounding": ("up", "down"),
-    "logger.backend": ("wandb", "none"),
-    "logger.mode": ("offline", "online", "disabled"),
     "env.action_space": ACTION_SPACES,
     "env.observation_space": OBSERVATION_SPACES,
 }
@@ -217,27 +224,37 @@ def has_api_key() -> bool:
         return False
 
 
-def check_logger(cfg: DictConfig) -> None:
-    """Fail before training when online logging cannot work: no API key, or a W&B server that does not answer
-    within ``logger.connect_timeout`` seconds (with ``logger.offline_fallback=true``: go on offline, warned)."""
-    if cfg.logger.backend != "wandb" or cfg.logger.mode != "online":
-        return
+def check_trackers(cfg: DictConfig) -> None:
+    """Every tracker under ``logger`` takes the keys it is given, and a W&B one can work: a mode W&B has, and
+    online, an API key and a server that answers within its ``connect_timeout`` seconds (with
+    ``offline_fallback=true``: go on offline, warned). Before training, so that it fails before anything is written.
+    """
+    check_tracker_keys(cfg)
+    for key, node in (cfg.get("logger") or {}).items():
+        if isinstance(node, DictConfig) and node.get("_target_") == WANDB_TRACKER:
+            _check(node.mode in WANDB_MODES, f"logger.{key}.mode", node.mode, " or ".join(WANDB_MODES))
+            if node.mode == "online":
+                check_online(node, f"logger.{key}")
+
+
+def check_online(node: DictConfig, where: str) -> None:
+    """Online W&B (the node ``where``) needs an API key and a server that answers."""
     if not has_api_key():
         raise ConfigError(
-            "logger.mode=online needs a W&B API key: set WANDB_API_KEY or run `wandb login`; "
-            "or use logger.mode=offline (the default; `wandb sync` uploads later) or logger=none"
+            f"{where}.mode=online needs a W&B API key: set WANDB_API_KEY or run `wandb login`; "
+            f"or use {where}.mode=offline (the default; `wandb sync` uploads later) or logger=none"
         )
     url = os.environ.get("WANDB_BASE_URL", "https://api.wandb.ai")
-    problem = unreachable(url, cfg.logger.connect_timeout)
+    problem = unreachable(url, node.connect_timeout)
     if problem is None:
         return
-    if cfg.logger.offline_fallback:
+    if node.offline_fallback:
         logging.getLogger(__name__).warning("W&B at %s cannot be reached (%s): logging offline instead", url, problem)
-        cfg.logger.mode = "offline"
+        node.mode = "offline"
         return
     raise ConfigError(
-        f"logger.mode=online: W&B at {url} cannot be reached ({problem}). Check the network, or use "
-        "logger.mode=offline (`wandb sync` uploads later), or logger.offline_fallback=true to go on offline"
+        f"{where}.mode=online: W&B at {url} cannot be reached ({problem}). Check the network, or use "
+        f"{where}.mode=offline (`wandb sync` uploads later), or {where}.offline_fallback=true to go on offline"
     )
 
 

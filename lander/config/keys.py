@@ -11,9 +11,11 @@ import difflib
 import inspect
 from dataclasses import fields, is_dataclass
 
+import yaml
 from omegaconf import DictConfig
 
-from lander.config.schema import CONF_DIR, LanderConfig
+from lander.config.schema import CONF_DIR, LanderConfig, group_options
+from lander.config.trust import allowed_prefixes
 from lander.errors import ConfigError
 
 
@@ -48,6 +50,9 @@ def check_override_keys(overrides: list[str]) -> None:
                 f"Top-level keys are {', '.join(top)}; algorithm hyperparameters go under algo.model "
                 f"(e.g. algo.model.{key}={value})"
             )
+        if parts[0] == "logger":
+            check_tracker_override(key, override, parts[1:])
+            continue
         node = getattr(schema, parts[0])
         if len(parts) == 2 and is_dataclass(node) and not hasattr(node, parts[1]):
             known = sorted(f.name for f in fields(node))
@@ -55,6 +60,40 @@ def check_override_keys(overrides: list[str]) -> None:
                 f"unknown key {key!r} in override {override!r}.{did_you_mean(parts[1], known)} "
                 f"Keys of {parts[0]} are {', '.join(known)}"
             )
+
+
+def tracker_keys() -> dict[str, list[str]]:
+    """The trackers lander's ``conf/logger/*.yaml`` define (``wandb``, ``tensorboard``), with their keys."""
+    found: dict[str, list[str]] = {}
+    for path in sorted((CONF_DIR / "logger").glob("*.yaml")):
+        for name, node in (yaml.safe_load(path.read_text()) or {}).items():
+            if isinstance(node, dict) and "_target_" in node:
+                found[str(name)] = sorted(k for k in node if not str(k).startswith("_"))
+    return found
+
+
+def check_tracker_override(key: str, override: str, parts: list[str]) -> None:
+    """``logger.<tracker>.<key>=...``: a tracker lander defines and one of its keys (a tracker of your own, in
+    ``./conf/logger``, is checked against its class when the run builds it)."""
+    trackers = tracker_keys()
+    options = ", ".join(f"logger={name}" for name in group_options("logger"))
+    if len(parts) == 1 and parts[0] in trackers:
+        raise ConfigError(
+            f"{override!r}: trackers are chosen with the logger group ({options}), e.g. logger=wandb_tensorboard "
+            "for W&B and TensorBoard"
+        )
+    if len(parts) == 1:
+        keys = [f"logger.{name}.{k}" for name, ks in trackers.items() for k in ks]
+        raise ConfigError(
+            f"unknown key {key!r} in override {override!r}: logger holds one node per tracker ({options}), so a "
+            f"tracker's keys are logger.<tracker>.<key>.{did_you_mean(key, keys)} Keys: {', '.join(keys)}"
+        )
+    if parts[0] in trackers and len(parts) == 2 and parts[1] not in trackers[parts[0]]:
+        known = trackers[parts[0]]
+        raise ConfigError(
+            f"unknown key {key!r} in override {override!r}.{did_you_mean(parts[1], known)} "
+            f"Keys of logger.{parts[0]} are {', '.join(known) or 'none'}"
+        )
 
 
 def model_parameters(target: str) -> list[str] | None:
@@ -79,12 +118,28 @@ def model_parameters(target: str) -> list[str] | None:
 
 def check_model_keys(cfg: DictConfig) -> None:
     """Every ``algo.model.*`` key must be a parameter of the model class (``algo.model._target_``)."""
-    known = model_parameters(str(cfg.algo.model.get("_target_", "")))
+    check_keys("algo.model", cfg.algo.model, model_parameters(str(cfg.algo.model.get("_target_", ""))))
+
+
+def check_tracker_keys(cfg: DictConfig) -> None:
+    """Every key of a tracker node (``logger.<name>``) must be a parameter of its class. Importing a class runs
+    code: where the service started the run (:func:`lander.config.trust.allowed_prefixes`), only lander's own are
+    imported here; another is checked when the run builds it, after :func:`lander.config.trust.check_trusted`."""
+    from_terminal = allowed_prefixes() is None
+    for key, node in (cfg.get("logger") or {}).items():
+        target = str(node.get("_target_", "")) if isinstance(node, DictConfig) else ""
+        if target and (from_terminal or target.startswith("lander.")):
+            check_keys(f"logger.{key}", node, model_parameters(target))
+
+
+def check_keys(where: str, node: DictConfig, known: list[str] | None) -> None:
+    """Every key of the ``_target_`` node ``where`` must be one of the ``known`` parameters of its class
+    (Hydra's keys ``_target_``, ``_partial_``, ... aside); None: the class takes any."""
     if known is None:
         return
-    for key in cfg.algo.model:
-        if not str(key).startswith("_") and key not in known:
+    for key in map(str, node):
+        if not key.startswith("_") and key not in known:
             raise ConfigError(
-                f"unknown key 'algo.model.{key}': {cfg.algo.model._target_} takes no parameter {key!r}."
-                f"{did_you_mean(str(key), known)} Its parameters are {', '.join(sorted(known))}"
+                f"unknown key '{where}.{key}': {node._target_} takes no parameter {key!r}."
+                f"{did_you_mean(key, known)} Its parameters are {', '.join(sorted(known))}"
             )

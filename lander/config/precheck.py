@@ -14,7 +14,7 @@ from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 
-from lander.config.checks import check_logger, validate
+from lander.config.checks import check_trackers, validate
 from lander.config.keys import check_model_keys, check_override_keys
 from lander.config.schema import CONF_DIR, register_configs
 from lander.errors import ConfigError
@@ -111,7 +111,7 @@ def check_jobs(argv: list[str], lock: AbstractContextManager[Any] = NO_LOCK) -> 
             if any(o.startswith("+algo.model.") for o in job):  # keys the algorithm's config does not have:
                 check_model_keys(cfg)  # against the class (imports torch: not done for other commands)
             if i == 0:
-                check_logger(cfg)  # online W&B that cannot be reached fails now, not after a minute
+                check_trackers(cfg)  # online W&B that cannot be reached fails now, not after a minute
     except (HydraException, OmegaConfBaseException, ValueError) as exc:
         if isinstance(exc, ConfigError):
             raise

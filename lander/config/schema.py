@@ -29,6 +29,8 @@ def group_options(group: str) -> list[str]:
 
 ACTION_SPACES = ("discrete", "continuous")
 OBSERVATION_SPACES = ("vector", "image", "discrete")
+WANDB_TRACKER = "lander.tracking.wandb_tracker.WandbTracker"  # the _target_ of logger=wandb's tracker
+WANDB_MODES = ("offline", "online", "disabled")
 NEUTRAL = "neutral"  # field metadata: True for keys that do not change what is trained
 
 
@@ -80,22 +82,6 @@ class VideoConfig:
 
 
 @dataclass
-class LoggerConfig:
-    backend: str = MISSING
-    mode: str = MISSING
-    project: str = MISSING
-    name: str | None = MISSING
-    entity: str | None = MISSING
-    group: str | None = MISSING
-    job_type: str | None = MISSING
-    tags: list[str] = MISSING
-    log_model: bool = MISSING
-    offline_fallback: bool = MISSING
-    connect_timeout: float = MISSING
-    tensorboard: bool = MISSING  # also write TensorBoard event files (lander/tensorboard.py)
-
-
-@dataclass
 class EarlyStopConfig:
     reward_threshold: float | None = MISSING
     patience: int | None = MISSING
@@ -105,12 +91,13 @@ class EarlyStopConfig:
 class LanderConfig:
     algo: AlgoConfig = field(default_factory=AlgoConfig)
     env: EnvConfig = field(default_factory=EnvConfig)
-    logger: LoggerConfig = neutral(default_factory=LoggerConfig)
+    logger: dict[str, Any] = neutral(default_factory=dict)  # trackers by name, each a _target_ (lander.tracking)
     eval: EvalConfig = field(default_factory=EvalConfig)
     video: VideoConfig = neutral(default_factory=VideoConfig)
     early_stop: EarlyStopConfig = field(default_factory=EarlyStopConfig)
     callbacks: dict[str, Any] = field(default_factory=dict)  # user callbacks may change training: not neutral
     seed: int = MISSING
+    run_name: str | None = neutral()  # W&B's run name and TensorBoard's folder; null: from algo, env, gamma, seed
     gamma: float | None = MISSING
     total_timesteps: int | None = MISSING
     budget_rounding: str = MISSING  # up or down: whole rollouts past or within the budget (lander/budget.py)
@@ -155,6 +142,12 @@ def register_configs() -> None:
     warnings.filterwarnings("ignore", message=r"provider=hydra\.searchpath in main, path=conf is not available")
     ConfigStore.instance().store(name="lander_schema", node=LanderConfig)
     ConfigStore.instance().store(name="evaluate_schema", node=EvaluateConfig)
+
+
+def wandb_node(cfg: Any) -> Any:
+    """The config's W&B tracker (the ``logger`` node whose ``_target_`` is :data:`WANDB_TRACKER`), or None."""
+    nodes = (cfg.get("logger") or {}).values()
+    return next((n for n in nodes if hasattr(n, "get") and n.get("_target_") == WANDB_TRACKER), None)
 
 
 def neutral_keys(schema: type = LanderConfig, prefix: str = "") -> list[str]:

@@ -12,17 +12,18 @@ from __future__ import annotations
 import logging
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
-from lander.analysis.comparison import Comparison
+from lander.config.schema import wandb_node
 from lander.errors import ConfigError, RunSetError
-from lander.reports.sweep_report import compare
 from lander.storage.rundir import SweepPaths
 from lander.sweeps.rerun import check_same_sweep, continue_study
-from lander.tracking.wandb_tracker import keep_offline
+
+if TYPE_CHECKING:
+    from lander.analysis.comparison import Comparison
 
 log = logging.getLogger(__name__)
 
@@ -66,8 +67,8 @@ class ComparisonCallback(Callback):
         except RunSetError as exc:  # no job completed, or a completed job's files are unreadable
             log.error("the sweep's comparison could not be written: %s", exc)
             raise SystemExit(f"lander: the sweep did not complete: no comparison: {exc}") from None
-        if self.log_to_wandb and config.logger.backend == "wandb":
-            self._log_to_wandb(config, sweep_dir, found)
+        if self.log_to_wandb and (node := wandb_node(config)) is not None:
+            self._log_to_wandb(node, sweep_dir, found)
         log.info("%s", sweep_closing(found, SweepPaths(sweep_dir).comparison))
         failed = [
             f"job {r.path.name} ({' '.join(r.overrides)}): {r.status}"
@@ -86,6 +87,9 @@ class ComparisonCallback(Callback):
     def _compare(config: DictConfig, sweep_dir: Path) -> Comparison:
         """:func:`lander.reports.sweep_report.compare` into ``<sweep>/comparison``; a baseline that names no
         configuration is reported and the first configuration used instead."""
+        # Hydra imports this module at the start of every run, a single run too: the analysis (pandas, SciPy,
+        # matplotlib, Plotly; 3.3 s measured with `python -X importtime`) is imported when a sweep ends
+        from lander.reports.sweep_report import compare
 
         band = config.get("comparison_band", "seeds")
         try:
@@ -97,18 +101,21 @@ class ComparisonCallback(Callback):
             return compare([sweep_dir], SweepPaths(sweep_dir).comparison, None, band=band)
 
     @staticmethod
-    def _log_to_wandb(config: DictConfig, sweep_dir: Path, found: Comparison) -> None:
+    def _log_to_wandb(node: DictConfig, sweep_dir: Path, found: Comparison) -> None:
+        """The comparison as a W&B run of its own in the sweep's group, with the settings of the jobs' tracker."""
         import wandb
 
-        keep_offline(wandb, config.logger.mode)
+        from lander.tracking.wandb_tracker import keep_offline  # SB3 and torch: only a sweep's end needs them
+
+        keep_offline(wandb, node.mode)
         run = wandb.init(
-            project=config.logger.project,
-            entity=config.logger.entity,
+            project=node.project,
+            entity=node.entity,
             group=sweep_group(sweep_dir),
             job_type="comparison",
             name=f"comparison_{sweep_group(sweep_dir)}",
             dir=str(sweep_dir),
-            mode=config.logger.mode,
+            mode=node.mode,
             settings=wandb.Settings(console="off"),
         )
         try:

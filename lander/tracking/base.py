@@ -1,24 +1,102 @@
-"""Where a run's metrics go besides its CSV files: what every tracker shares.
+"""Where a run's metrics go besides its CSV files: the :class:`Tracker` interface and the trackers a config names.
 
-A tracker (:class:`lander.tracking.wandb_tracker.WandbRun`, :class:`lander.tracking.tensorboard_tracker.TensorBoardRun`)
-takes flat ``{"prefix/key": value}`` dicts with the env step (``log``), and an SB3 ``KVWriter`` forwards SB3's own
-records to it. SB3's CSV output is continued across a resume by :class:`ContinuedCSV`.
+``conf/logger/<name>.yaml`` puts one node per tracker under ``logger``, each built by its ``_target_`` with the
+node's other keys as arguments (as the lightning-hydra-template builds its loggers)::
+
+    logger:
+      wandb:
+        _target_: lander.tracking.wandb_tracker.WandbTracker
+        mode: offline
+
+``logger=none`` names none. A node without ``_target_`` (a preset's ``logger.wandb.project`` under ``logger=none``)
+builds nothing. A tracker of your own is a class implementing :class:`Tracker`, named in your
+``./conf/logger/<name>.yaml`` (docs/reports-and-tracking.md).
 """
 
 from __future__ import annotations
 
 import numbers
-from pathlib import Path
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
 from typing import Any
 
-from omegaconf import DictConfig
-from stable_baselines3.common.logger import CSVOutputFormat
+from hydra.utils import instantiate
+from omegaconf import DictConfig, OmegaConf
+
+from lander.config.keys import check_keys, model_parameters
+from lander.errors import ConfigError
+from lander.storage.rundir import RunPaths, RunSummary
+
+
+@dataclass
+class TrackedRun:
+    """What a tracker is told of the run it starts for.
+
+    :param cfg: the run's composed config (W&B records it)
+    :param paths: the run directory's files
+    :param summary: the run's summary; a tracker may keep its own id there (``wandb_run_id``) and ``save`` it
+    :param name: the run's name (``run_name``, or ``{algo}_{env}_gamma-{gamma}_seed-{seed}``)
+    :param group: the sweep's group, None for a single run
+    :param start_step: the env step training starts from: 0, or a resumed run's checkpoint step
+    """
+
+    cfg: DictConfig
+    paths: RunPaths
+    summary: RunSummary
+    name: str
+    group: str | None
+    start_step: int
+
+
+class Tracker(ABC):
+    """A place a run's metrics go besides its CSV files.
+
+    lander calls :meth:`start` once the run's first files exist (before training; a resumed run from its
+    checkpoint's step), :meth:`log` with every metric row it writes (``train/``, ``eval/``, ``time/`` keys) and every
+    SB3 record, :meth:`log_files` once the run has completed, and :meth:`finish` always, last.
+    """
+
+    @abstractmethod
+    def start(self, run: TrackedRun) -> None:
+        """Open the tracker's record of ``run`` (a resumed run's: continue it)."""
+
+    @abstractmethod
+    def log(self, metrics: dict[str, Any], step: int) -> None:
+        """Record flat ``{"prefix/key": value}`` metrics at env step ``step``."""
+
+    def log_files(self, paths: RunPaths, summary: RunSummary) -> None:  # noqa: B027  # optional: most keep none
+        """Record the completed run's files (plot, video, report, model) and its summary; nothing by default."""
+
+    @abstractmethod
+    def finish(self, exit_code: int) -> None:
+        """Close the record: 0 for a completed run, else the process's exit code."""
+
+
+def tracker_nodes(cfg: DictConfig) -> dict[str, DictConfig]:
+    """The ``logger`` nodes that name a tracker (``_target_``), by their key."""
+    logger = cfg.get("logger") or {}
+    return {str(k): v for k, v in logger.items() if isinstance(v, DictConfig) and "_target_" in v}
+
+
+def make_trackers(cfg: DictConfig) -> dict[str, Tracker]:
+    """The config's trackers, built (not started), by their key under ``logger``.
+
+    :raises ConfigError: a key the tracker's class does not take, or a class that is not a :class:`Tracker`
+    """
+    trackers = {}
+    for key, node in tracker_nodes(cfg).items():
+        check_keys(f"logger.{key}", node, model_parameters(str(node._target_)))
+        tracker = instantiate(OmegaConf.to_container(node, resolve=True), _convert_="all")
+        if not isinstance(tracker, Tracker):
+            raise ConfigError(f"logger.{key}._target_={node._target_} is not a {Tracker.__module__}.Tracker")
+        trackers[key] = tracker
+    return trackers
 
 
 def run_name(cfg: DictConfig, gamma: float) -> str:
-    """The W&B name of a run: ``logger.name`` if set, else ``{algo}_{env}_gamma-{gamma}_seed-{seed}``."""
-    if cfg.logger.get("name"):
-        return str(cfg.logger.name)
+    """The run's name: ``run_name`` if set, else ``{algo}_{env}_gamma-{gamma}_seed-{seed}``."""
+    if cfg.get("run_name"):
+        return str(cfg.run_name)
     return f"{cfg.algo.name}_{cfg.env.name}_gamma-{gamma:g}_seed-{cfg.seed}"
 
 
@@ -29,17 +107,3 @@ def real_numbers(values: dict[str, Any]) -> dict[str, int | float]:
         for k, v in values.items()
         if isinstance(v, numbers.Real) and not isinstance(v, bool)
     }
-
-
-class ContinuedCSV(CSVOutputFormat):
-    """SB3's CSV logger output, continuing the file's rows (a resumed run) instead of starting it afresh."""
-
-    def __init__(self, filename: str) -> None:
-        path = Path(filename)
-        old = path.read_text(errors="replace") if path.is_file() else ""
-        old = old[: old.rfind("\n") + 1]  # a last line cut short by a kill is dropped
-        super().__init__(filename)
-        if old.strip():
-            self.file.write(old)
-            self.file.flush()
-            self.keys = old.splitlines()[0].split(self.separator)

@@ -1,6 +1,6 @@
 """Weights & Biases: start a run, log metrics and files, always finish it.
 
-``wandb`` is imported only here and only when ``logger.backend=wandb``.
+``wandb`` is imported only here and only when a run starts a :class:`WandbTracker` (``logger=wandb``).
 """
 
 from __future__ import annotations
@@ -8,13 +8,12 @@ from __future__ import annotations
 import logging
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from omegaconf import DictConfig, OmegaConf
-from stable_baselines3.common.logger import KVWriter
+from omegaconf import OmegaConf
 
-from lander.storage.rundir import RunPaths
-from lander.tracking.base import real_numbers
+from lander.storage.rundir import RunPaths, RunSummary
+from lander.tracking.base import TrackedRun, Tracker
 
 log = logging.getLogger(__name__)
 
@@ -29,43 +28,73 @@ def keep_offline(wandb: Any, mode: str) -> None:
         wandb.setup(wandb.Settings(mode=mode))
 
 
-class WandbRun:
-    """A started W&B run; ``log`` takes flat ``{"prefix/key": value}`` dicts with the env step."""
+class WandbTracker(Tracker):
+    """Weights & Biases (``logger=wandb``, the default): one W&B run per lander run, a resumed run continuing its
+    own (its id is in ``summary.json`` from the moment it starts). Offline by default: no account, no network.
+
+    :param mode: offline, online (needs WANDB_API_KEY or `wandb login`), or disabled
+    :param project: the W&B project
+    :param entity: the W&B team or user; None: your default entity
+    :param group: the W&B group; None: none for a single run, the sweep's id for a sweep's jobs
+    :param job_type: the W&B job type; None: the algorithm's name
+    :param tags: extra tags besides the algorithm's and the env's names
+    :param log_model: upload ``model.zip`` (and ``eval.json``) as a W&B artifact
+    :param offline_fallback: online and W&B cannot be reached: False stops before training, True goes on offline
+    :param connect_timeout: seconds to wait for the W&B server before that decision
+    """
 
     def __init__(
-        self, cfg: DictConfig, run_dir: Path, name: str, group: str | None = None, run_id: str | None = None
+        self,
+        mode: Literal["offline", "online", "disabled"] = "offline",
+        project: str = "lander",
+        entity: str | None = None,
+        group: str | None = None,
+        job_type: str | None = None,
+        tags: list[str] | None = None,
+        log_model: bool = True,
+        offline_fallback: bool = False,
+        connect_timeout: float = 5,
     ) -> None:
-        """:param run_id: the id of a run to continue (a resumed run), else a new run"""
+        self.mode, self.project, self.entity, self.group, self.job_type = mode, project, entity, group, job_type
+        self.tags, self.log_model = list(tags or []), log_model
+        self.offline_fallback, self.connect_timeout = offline_fallback, connect_timeout  # read by check_trackers
+
+    def start(self, run: TrackedRun) -> None:
         import wandb
 
         self.wandb = wandb
-        keep_offline(wandb, cfg.logger.mode)
-        config: dict[str, Any] = OmegaConf.to_container(cfg, resolve=True)  # type: ignore[assignment]
+        keep_offline(wandb, self.mode)
+        config: dict[str, Any] = OmegaConf.to_container(run.cfg, resolve=True)  # type: ignore[assignment]
+        run_id = run.summary.wandb_run_id
         self.run = wandb.init(
-            project=cfg.logger.project,
-            entity=cfg.logger.entity,
-            group=cfg.logger.group or group,
-            job_type=cfg.logger.job_type or cfg.algo.name,
-            tags=[cfg.algo.name, cfg.env.name, *cfg.logger.tags],
-            name=name,
+            project=self.project,
+            entity=self.entity,
+            group=self.group or run.group,
+            job_type=self.job_type or run.cfg.algo.name,
+            tags=[run.cfg.algo.name, run.cfg.env.name, *self.tags],
+            name=run.name,
             config=config,
-            dir=str(run_dir),
-            mode=cfg.logger.mode,
+            dir=str(run.paths.root),
+            mode=self.mode,
             id=run_id,
             resume="allow" if run_id else None,
             settings=wandb.Settings(init_timeout=60, console="off", x_disable_stats=False),
         )
         self.run.define_metric("global_step")
         self.run.define_metric("*", step_metric="global_step")
-        log.info("W&B run %s (%s mode) in %s", name, cfg.logger.mode, self.run.dir)
+        run.summary.wandb_run_id = self.run.id
+        run.summary.save(run.paths)  # at once: a run killed from now on resumes into the same W&B run
+        log.info("W&B run %s (%s mode) in %s", run.name, self.mode, self.run.dir)
 
     def log(self, metrics: dict[str, Any], step: int) -> None:
         self.run.log({**metrics, "global_step": step})
 
-    def log_files(self, paths: RunPaths, summary: dict[str, Any], log_model: bool) -> None:
+    def log_files(self, paths: RunPaths, summary: RunSummary) -> None:
         """The final evaluation summary, the plot, the video, the report and (optionally) the model artifact."""
         wandb = self.wandb
-        for key, value in summary.items():
+        log.info("W&B: logging the run's files and summary (%s mode) ...", self.run.settings.mode)
+        record = summary.to_dict()
+        for key, value in record.items():
             if isinstance(value, (int, float, str, bool)) or value is None:
                 self.run.summary[key] = value
         media: dict[str, Any] = {}
@@ -77,8 +106,8 @@ class WandbRun:
             media["report"] = wandb.Html(str(paths.report), inject=False)  # as written: no stylesheet fetched
         if media:
             self.run.log(media)
-        if log_model and paths.model.is_file():
-            self.run.log_artifact(self.model_artifact(paths, summary))
+        if self.log_model and paths.model.is_file():
+            self.run.log_artifact(self.model_artifact(paths, record))
 
     def model_artifact(self, paths: RunPaths, summary: dict[str, Any]) -> Any:
         """``model.zip`` and ``eval.json`` as a W&B artifact whose bytes stay in the run directory.
@@ -102,22 +131,5 @@ class WandbRun:
         return artifact
 
     def finish(self, exit_code: int) -> None:
-        self.run.finish(exit_code=exit_code)
-
-
-class WandbWriter(KVWriter):
-    """Forwards SB3's logger records (``train/loss``, ``time/fps``, ``rollout/...``) to W&B.
-
-    Every real number goes, numpy scalars included (SB3 logs ``train/approx_kl`` and others as ``np.float32``).
-    """
-
-    def __init__(self, run: WandbRun) -> None:
-        self.run = run
-
-    def write(self, key_values: dict[str, Any], key_excluded: dict[str, Any], step: int = 0) -> None:
-        values = real_numbers(key_values)
-        if values:
-            self.run.log(values, step)
-
-    def close(self) -> None:
-        pass
+        if hasattr(self, "run"):
+            self.run.finish(exit_code=exit_code)

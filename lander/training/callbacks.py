@@ -33,7 +33,7 @@ from lander.storage.rundir import RunPaths, atomic_write, find_checkpoints
 
 log = logging.getLogger(__name__)
 
-Sink = Callable[[dict[str, Any], int], None]  # (metrics, env step); W&B's WandbRun.log fits
+Sink = Callable[[dict[str, Any], int], None]  # (metrics, env step): a tracker's log (lander.tracking.base.Tracker)
 
 
 class Every:

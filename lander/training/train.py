@@ -14,19 +14,18 @@ from typing import Any
 import torch
 from omegaconf import DictConfig
 from stable_baselines3.common.callbacks import BaseCallback
-from stable_baselines3.common.logger import KVWriter, Logger
+from stable_baselines3.common.logger import Logger
 from stable_baselines3.common.utils import set_random_seed
 
 from lander.algorithms.build import build_model, effective_gamma
-from lander.config.checks import check_logger, validate
+from lander.config.checks import check_trackers, validate
 from lander.envs import action_space_kind, make_train_env, observation_space_kind
 from lander.errors import ConfigError
 from lander.faults import fault
 from lander.process.signals import deferred, signals_blocked, stop_on_signals
 from lander.storage.rundir import RunPaths, RunSummary, Status, remove_temporaries
-from lander.tracking.base import ContinuedCSV, run_name
-from lander.tracking.tensorboard_tracker import TensorBoardRun, TensorBoardWriter
-from lander.tracking.wandb_tracker import WandbRun, WandbWriter
+from lander.tracking.base import TrackedRun, Tracker, make_trackers, run_name
+from lander.tracking.outputs import ContinuedCSV, TrackerWriter
 from lander.training.budget import BudgetProgressBar, DurationForecast, plan
 from lander.training.callbacks import Checkpointer, PeriodicEval, SignalCheck, callbacks_for, user_callbacks
 from lander.training.finish import record_results, record_stop, write_report
@@ -75,7 +74,7 @@ def train(cfg: DictConfig, run_dir: Path, group: str | None = None, overrides: l
 
 def _train(cfg: DictConfig, paths: RunPaths, group: str | None, overrides: list[str]) -> RunSummary:
     validate(cfg)
-    check_logger(cfg)
+    check_trackers(cfg)
     extra_callbacks = user_callbacks(cfg)
     total_timesteps, n_envs = budget(cfg)
     set_random_seed(cfg.seed)
@@ -105,14 +104,12 @@ def _record(
     checkpointer = Checkpointer(
         cfg.checkpoint_freq, paths.checkpoints, cfg.checkpoint_keep, cfg.checkpoint_replay_buffer
     )
-    exit_code, start, model, wandb_run, board = 1, time.perf_counter(), None, None, None
+    exit_code, start, model, trackers = 1, time.perf_counter(), None, {}
     try:
         start_files(cfg, paths, summary)
-        wandb_run = start_wandb(cfg, paths, summary, group)
+        done = int(resumed.num_timesteps) if resumed is not None else 0
+        trackers = start_trackers(cfg, paths, summary, group, done)
         model = start_model(cfg, paths, env, summary, resumed)
-        done = int(model.num_timesteps)
-        board = start_tensorboard(cfg, paths, done)
-        trackers = [t for t in (wandb_run, board) if t is not None]
         evaluator, stop_reason, seconds, cpu_seconds = learn(
             cfg, model, paths, trackers, checkpointer, extra_callbacks, summary
         )
@@ -127,8 +124,9 @@ def _record(
         fault("finish:completed")
         exit_code = 0
         write_report(cfg, paths)
-        if wandb_run:
-            finish_wandb(wandb_run, paths, summary, cfg.logger.log_model)
+        for key, tracker in trackers.items():  # a signal meanwhile leaves the run completed
+            fault(f"finish:{key}")
+            tracker.log_files(paths, summary)
         return summary
     except BaseException as exc:
         if summary.status != Status.COMPLETED:  # a completed run stays completed (a signal during the upload)
@@ -137,35 +135,21 @@ def _record(
                 record_stop(cfg, exc, model, checkpointer, paths, summary)
         raise
     finally:
-        if board:
-            board.close()
-        if wandb_run:
-            wandb_run.finish(exit_code)
+        for tracker in trackers.values():
+            tracker.finish(exit_code)
 
 
-def finish_wandb(wandb_run: WandbRun, paths: RunPaths, summary: RunSummary, log_model: bool) -> None:
-    """Upload the completed run's files to W&B; a signal meanwhile leaves the run completed."""
-    fault("finish:wandb")
-    log.info("W&B: logging the run's files and summary (%s mode) ...", wandb_run.run.settings.mode)
-    wandb_run.log_files(paths, summary.to_dict(), log_model)
-
-
-def start_tensorboard(cfg: DictConfig, paths: RunPaths, start_step: int) -> TensorBoardRun | None:
-    """The run's TensorBoard event files (``logger.tensorboard``), from ``start_step`` on; None when off."""
-    if not cfg.logger.get("tensorboard"):
-        return None
-    return TensorBoardRun(paths.root / "tensorboard" / run_name(cfg, effective_gamma(cfg)), start_step)
-
-
-def start_wandb(cfg: DictConfig, paths: RunPaths, summary: RunSummary, group: str | None) -> WandbRun | None:
-    """The run's W&B run (a resumed run continues its own), or None with ``logger=none``."""
-    if cfg.logger.backend != "wandb":
-        return None
-    wandb_run = WandbRun(cfg, paths.root, summary.run_name, group, run_id=summary.wandb_run_id)
-    summary.wandb_run_id = wandb_run.run.id
-    summary.save(paths)  # at once: a run killed from now on resumes into the same W&B run
-    fault("start:wandb")
-    return wandb_run
+def start_trackers(
+    cfg: DictConfig, paths: RunPaths, summary: RunSummary, group: str | None, start_step: int
+) -> dict[str, Tracker]:
+    """The config's trackers (``logger``), started for this run from ``start_step``; by their key."""
+    run = TrackedRun(cfg, paths, summary, summary.run_name, group, start_step)
+    trackers: dict[str, Tracker] = {}
+    for key, tracker in make_trackers(cfg).items():
+        tracker.start(run)
+        trackers[key] = tracker  # finished whatever happens next
+        fault(f"start:{key}")
+    return trackers
 
 
 def new_summary(
@@ -226,7 +210,7 @@ def learn(
     cfg: DictConfig,
     model: Any,
     paths: RunPaths,
-    trackers: list[WandbRun | TensorBoardRun],
+    trackers: dict[str, Tracker],
     checkpointer: Checkpointer,
     extra: list[BaseCallback],
     summary: RunSummary,
@@ -238,10 +222,8 @@ def learn(
         and CPU seconds (this process) ``learn`` took
     """
     total_timesteps, _ = budget(cfg)
-    sinks = [tracker.log for tracker in trackers]  # W&B and/or TensorBoard: the same keys in each
-    writers: list[KVWriter] = [ContinuedCSV(str(paths.sb3_progress))] + [
-        WandbWriter(t) if isinstance(t, WandbRun) else TensorBoardWriter(t) for t in trackers
-    ]
+    sinks = [tracker.log for tracker in trackers.values()]  # W&B, TensorBoard, ...: the same keys in each
+    writers = [ContinuedCSV(str(paths.sb3_progress)), *(TrackerWriter(t) for t in trackers.values())]
     model.set_logger(Logger(str(paths.metrics), writers))
     end = plan(model, total_timesteps, cfg.budget_rounding)  # whole rollouts: may differ from the budget
     if end < total_timesteps:  # rounded down: SB3 is given that budget (its schedules end there too)

@@ -15,7 +15,7 @@ import pytest
 import stable_baselines3
 import yaml
 
-from helpers import REPO, TINY, lander_env, read_json
+from helpers import ALGO_TINY, REPO, lander_env, read_json
 from helpers.wandb_reader import read_run
 
 ALGOS = {
@@ -110,7 +110,7 @@ def test_eval_json_has_every_episode(algo_run):
 def test_model_loads_in_plain_sb3_and_acts(algo_run):
     algo, run_dir = algo_run
     model = ALGOS[algo].load(run_dir / "model.zip", device="cpu")
-    continuous = "env=lunar_lander_continuous" in TINY[algo]
+    continuous = "env=lunar_lander_continuous" in ALGO_TINY[algo]
     env = gym.make("LunarLander-v3", continuous=continuous)
     obs, _ = env.reset(seed=0)
     action, _ = model.predict(obs, deterministic=True)
@@ -164,14 +164,16 @@ import sys, threading
 from pathlib import Path
 from hydra import compose, initialize_config_dir
 from lander.config.schema import register_configs
-from lander.tracking.wandb_tracker import WandbRun
+from lander.storage.rundir import RunPaths, RunSummary
+from lander.tracking.base import TrackedRun, make_trackers
 register_configs()
 with initialize_config_dir(config_dir=sys.argv[1], version_base="1.3"):
-    cfg = compose(config_name="config", overrides=["logger.mode=offline"])
-run = WandbRun(cfg, Path(sys.argv[2]), "offline-check")
-run.log({"train/episode_return": 1.0}, 10)
+    cfg = compose(config_name="config", overrides=["logger=wandb", "logger.wandb.mode=offline"])
+tracker = make_trackers(cfg)["wandb"]
+tracker.start(TrackedRun(cfg, RunPaths(Path(sys.argv[2])), RunSummary(), "offline-check", None, 0))
+tracker.log({"train/episode_return": 1.0}, 10)
 print(" ".join(t.name for t in threading.enumerate()))
-run.finish(0)
+tracker.finish(0)
 """
 
 
@@ -183,3 +185,15 @@ def test_offline_wandb_starts_no_telemetry_export(tmp_path):
     threads = proc.stdout.split()
     assert "MainThread" in threads and any(t.startswith("wandb") for t in threads), threads
     assert not [t for t in threads if t.startswith("Otel")], threads
+
+
+def test_throughput_memory_and_cpu_are_logged(algo_run):
+    _algo, run_dir = algo_run
+    resources = pd.read_csv(run_dir / "metrics/resources.csv")
+    assert len(resources) >= 1
+    assert (resources["rss_mb"] > 50).all() and (resources["steps_per_second"] > 0).all()
+    assert (resources["cpu_percent"] > 0).all() and (resources["episodes_per_minute"] >= 0).all()
+    summary = read_json(run_dir / "summary.json")
+    assert summary["peak_rss_mb"] >= resources["peak_rss_mb"].max() * 0.9
+    history = read_run(run_dir)["history"]
+    assert any("system/rss_mb" in row and "time/steps_per_second" in row for row in history)

@@ -2,31 +2,19 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pandas as pd
 import pytest
 from omegaconf import OmegaConf
 
-from helpers import QUICK, REPO, lander, lander_env, read_json, run_lander
+from helpers import REPO, lander, read_json, run_lander, start_lander, tiny
 from helpers.wandb_reader import read_run
 from lander.envs import make_train_env
 from lander.evaluation.loading import safe_load
 
 
 def sweep(sweep_dir, *overrides):
-    cmd = [
-        sys.executable,
-        "-m",
-        "lander.run",
-        "--multirun",
-        *overrides,
-        *QUICK,
-        "checkpoint_freq=0",
-        f"hydra.sweep.dir={sweep_dir}",
-    ]
-    return subprocess.run(cmd, cwd=REPO, env=lander_env(), capture_output=True, text=True, timeout=900)
+    """A preset's sweep of tiny jobs, one after the other (each forked from the sweep's process: no worker starts)."""
+    return lander("--multirun", "hydra/launcher=basic", *tiny(None, 0), *overrides, f"hydra.sweep.dir={sweep_dir}")
 
 
 def test_qcritic_preset_names_runs_like_the_assignment_and_pools_eval_episodes(tmp_path):
@@ -38,6 +26,7 @@ def test_qcritic_preset_names_runs_like_the_assignment_and_pools_eval_episodes(t
         "n_envs=2",
         "total_timesteps=1000",
         "+env.kwargs.max_episode_steps=200",
+        "logger=wandb",  # the runs' names and group are read back from W&B
     )
     assert proc.returncode == 0, proc.stderr[-4000:]
     jobs = sorted((p for p in sweep_dir.iterdir() if p.name.isdigit()), key=lambda p: int(p.name))
@@ -53,7 +42,7 @@ def test_qcritic_preset_names_runs_like_the_assignment_and_pools_eval_episodes(t
     mac = [r for r in find_runs([sweep_dir]) if r.summary["algo"] == "mac"]
     curve = pooled_curve(mac)
     episodes = pd.read_csv(mac[0].path / "metrics/eval_episodes.csv")
-    assert list(curve["n_episodes"]) == [3] * len(curve)  # QUICK: eval.episodes=3, one seed
+    assert list(curve["n_episodes"]) == [3] * len(curve)  # tiny(): eval.episodes=3, one seed
     assert curve["mean"].iloc[-1] == pytest.approx(episodes["return"].iloc[-3:].mean())
 
 
@@ -108,7 +97,7 @@ def test_every_preset_composes(preset, algo, env):
         cfg = compose(config_name="config", overrides=[*overrides, *(["env=frozen_lake"] if env is None else [])])
     validate(cfg)
     assert cfg.algo.name == algo and cfg.env.name == (env or "frozen_lake")
-    assert cfg.logger.name.endswith("_seed-0")
+    assert cfg.run_name.endswith("_seed-0")
 
 
 def test_same_seed_same_record_other_seed_different(tmp_path):
@@ -116,14 +105,10 @@ def test_same_seed_same_record_other_seed_different(tmp_path):
         run_dir = tmp_path / name
         proc = run_lander(
             run_dir,
-            "algo=reinforce",
+            *tiny("reinforce", 1500, video=False),
             "env=cartpole",
-            "total_timesteps=1500",
             "algo.model.batch_episodes=3",
-            *QUICK,
             f"seed={seed}",
-            "logger=none",
-            "video.enabled=false",
         )
         assert proc.returncode == 0, proc.stderr[-3000:]
         train = pd.read_csv(run_dir / "metrics/train_episodes.csv").drop(columns=["wall_time"])
@@ -143,9 +128,6 @@ def test_interrupted_q_learning_run_resumes_to_the_budget(tmp_path):
 
     run_dir, budget = tmp_path / "run", 60000
     cmd = [
-        sys.executable,
-        "-m",
-        "lander.run",
         "algo=q_learning",
         "env=frozen_lake",
         f"total_timesteps={budget}",
@@ -156,7 +138,7 @@ def test_interrupted_q_learning_run_resumes_to_the_budget(tmp_path):
         "logger=none",
         f"hydra.run.dir={run_dir}",
     ]
-    proc = subprocess.Popen(cmd, cwd=REPO, env=lander_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = start_lander(*cmd)
     evals = run_dir / "metrics/eval.csv"
     deadline = time.monotonic() + 240
     while not (evals.is_file() and len(evals.read_text().splitlines()) >= 3):

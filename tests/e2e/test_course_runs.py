@@ -7,17 +7,12 @@ import pandas as pd
 import pytest
 from omegaconf import OmegaConf
 
-from helpers import QUICK, read_json, run_lander
+from helpers import read_json, run_lander, tiny
 from lander.algorithms.build import model_class
 from lander.envs import make_train_env
 from lander.evaluation.loading import safe_load
 
-ALGO_TINY = {
-    "mac": ["n_envs=2", "total_timesteps=600"],
-    "mac_adv": ["n_envs=2", "total_timesteps=600"],
-    "reinforce": ["total_timesteps=600", "algo.model.batch_episodes=2"],
-    "q_learning": ["total_timesteps=1500"],
-}
+STEPS = {"mac": 600, "mac_adv": 600, "reinforce": 600, "q_learning": 1500}
 ENV_TINY = {  # short episodes where a real one is long, so a tiny budget still ends several
     "pong": ["+env.kwargs.max_episode_steps=400", "total_timesteps=300"],  # 400 frames = 100 agent steps
     "half_cheetah": ["+env.kwargs.max_episode_steps=100"],
@@ -53,7 +48,7 @@ PAIRS = [
 def test_tiny_run_leaves_the_complete_record(tmp_path, algo, env):
     run_dir = tmp_path / "run"
     proc = run_lander(
-        run_dir, f"algo={algo}", f"env={env}", *ALGO_TINY[algo], *ENV_TINY.get(env, []), *QUICK, "logger=none"
+        run_dir, *tiny(algo, STEPS[algo], checkpoints=500, monitor=500), f"env={env}", *ENV_TINY.get(env, [])
     )
     assert proc.returncode == 0, f"{algo} on {env} failed:\n{proc.stderr[-4000:]}"
     for name in [

@@ -15,14 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from helpers import REPO, lander_env
+from helpers import REPO, lander_env, tiny
 
 PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 BLOCK = re.compile(r"<!-- runnable -->\s*```bash\n(.*?)```", re.S)
-TINY = (
-    "n_envs=1 total_timesteps=256 algo.total_timesteps=256 eval.freq=128 eval.episodes=2 "
-    "eval.n_envs=2 video.max_steps=20 checkpoint_freq=128 logger=none progress_bar=false"
-)
+# what a page's `python -m lander.run` gets appended: one env, 256 steps, whatever the algorithm or preset
+TINY = " ".join(["n_envs=1", "algo.total_timesteps=256", *tiny(None, 256, eval_every=128, episodes=2, checkpoints=128)])
 WRAPPER = f"""
 python() {{
   if [ "$1 $2" = "-m lander.run" ] && [[ " $* " != *" resume="* ]] && [[ " $* " != *" --help "* ]]; then

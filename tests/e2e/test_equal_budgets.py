@@ -7,22 +7,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from helpers import run_lander
+from helpers import run_lander, tiny
 from lander.analysis.comparison import analyse
 
 BUDGET = 1000  # not a multiple of 16
-COMMON = [
-    f"total_timesteps={BUDGET}",
-    "eval.freq=500",
-    "eval.episodes=2",
-    "eval.n_envs=2",
-    "video.enabled=false",
-    "logger=none",
-    "report=false",
-    "checkpoint_freq=0",
-    "progress_bar=false",
-    "seed=0",
-]
+COMMON = [*tiny(None, BUDGET, episodes=2, video=False, report=False), "seed=0"]
 
 
 def test_runs_that_overshoot_are_compared_at_their_budget_evaluation(tmp_path: Path) -> None:

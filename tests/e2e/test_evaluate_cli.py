@@ -7,7 +7,6 @@ import hashlib
 import json
 import shutil
 import subprocess
-import sys
 import zipfile
 from pathlib import Path
 
@@ -16,18 +15,11 @@ import imageio.v3 as iio
 import pytest
 import yaml
 
-from helpers import REPO, lander_env, read_json, tiny_run
+from helpers import lander, read_json, tiny_run
 
 
 def evaluate(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "lander.evaluate", *args],
-        cwd=REPO,
-        env=lander_env(),
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    return lander(*args, module="lander.evaluate")
 
 
 @pytest.fixture(scope="module")

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import signal
-import subprocess
-import sys
 import time
 
-from helpers import REPO, lander_env, read_json, run_lander
+from helpers import read_json, run_lander, start_lander
 from helpers.wandb_reader import read_run
 
 
@@ -25,9 +23,6 @@ def test_exception_marks_the_run_failed_and_finishes_wandb(tmp_path):
 def test_sigterm_mid_run_keeps_metrics_and_a_checkpoint(tmp_path):
     run_dir = tmp_path / "run"
     cmd = [
-        sys.executable,
-        "-m",
-        "lander.run",
         "n_envs=2",
         "algo.model.n_steps=128",
         "total_timesteps=500000",
@@ -36,7 +31,7 @@ def test_sigterm_mid_run_keeps_metrics_and_a_checkpoint(tmp_path):
         "progress_bar=false",
         f"hydra.run.dir={run_dir}",
     ]
-    proc = subprocess.Popen(cmd, cwd=REPO, env=lander_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = start_lander(*cmd)
     evals = run_dir / "metrics/eval.csv"
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline and not (evals.is_file() and len(evals.read_text().splitlines()) >= 3):

@@ -14,25 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from helpers import REPO, lander, lander_env, read_json, run_lander
+from helpers import REPO, lander, lander_env, read_json, run_lander, start_lander, tiny
 from helpers.consistency import assert_consistent, temporaries
 
 BUDGET = 1024
-RUN = [
-    "algo=ppo",
-    "n_envs=2",
-    "algo.model.n_steps=128",
-    "algo.model.batch_size=64",
-    f"total_timesteps={BUDGET}",
-    "eval.freq=256",
-    "eval.episodes=3",
-    "eval.n_envs=3",
-    "checkpoint_freq=256",
-    "monitor_freq=256",
-    "video.max_steps=60",
-    "progress_bar=false",
-    "logger=none",
-]
+RUN = tiny("ppo", BUDGET, n_steps=128, eval_every=256, checkpoints=256, monitor=256)
 KILLS = [  # (LANDER_FAULT, whether the default suite runs it; the others are @slow)
     ("start:summary:KILL", False),  # right after summary.json says running
     ("start:snapshot:KILL", True),  # during the environment snapshot, before any checkpoint: resumes from 0
@@ -122,7 +108,7 @@ def test_a_background_run_stops_on_sigint_from_its_first_moment(tmp_path):
     proc = subprocess.Popen(cmd, cwd=REPO, env=lander_env(), preexec_fn=ignore_sigint, stderr=subprocess.PIPE)
     time.sleep(0.5)  # still importing
     proc.send_signal(signal.SIGINT)
-    assert proc.wait(timeout=60) == 130
+    assert proc.wait(timeout=60) == 130, proc.communicate()[1].decode(errors="replace")[-3000:]
     assert not (run_dir / "summary.json").is_file() or read_json(run_dir / "summary.json")["status"] != "running"
 
 
@@ -130,9 +116,7 @@ def test_two_writers_are_refused_and_a_stale_lock_is_taken_over(tmp_path):
     run_dir = tmp_path / "run"
     assert faulted_run(run_dir, "write:model_@2:KILL").returncode == -signal.SIGKILL
     stale = json.loads((run_dir / ".lander.storage.lock").read_text())["pid"]  # its owner is dead: stale
-    first = subprocess.Popen(
-        [sys.executable, "-m", "lander.run", f"resume={run_dir}"], cwd=REPO, env=lander_env(), stderr=subprocess.PIPE
-    )
+    first = start_lander(f"resume={run_dir}")
     deadline = time.monotonic() + 60
     while json.loads((run_dir / ".lander.storage.lock").read_text() or "{}").get("pid") in (None, stale):
         assert time.monotonic() < deadline and first.poll() is None

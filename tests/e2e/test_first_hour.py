@@ -4,26 +4,16 @@ finished run further, and the closing lines of a run. Real subprocess runs with 
 from __future__ import annotations
 
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from helpers import REPO, lander, lander_env, read_json, run_lander
+from helpers import lander, read_json, run_lander, start_lander, tiny
 from helpers.wandb_reader import read_runs
 
-TINY = [
-    "n_envs=2",
-    "algo.model.n_steps=256",
-    "eval.freq=512",
-    "eval.episodes=3",
-    "eval.n_envs=3",
-    "video.max_steps=50",
-    "checkpoint_freq=0",
-]
+TINY = tiny("ppo", 0, eval_every=512)  # each test gives its budget
 
 
 @pytest.mark.parametrize(
@@ -35,14 +25,7 @@ TINY = [
     ],
 )
 def test_every_entry_point_has_help(module: str, expected: list[str]) -> None:
-    proc = subprocess.run(
-        [sys.executable, "-m", module, "--help"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=lander_env(),
-    )
+    proc = lander("--help", module=module, timeout=120)
     assert proc.returncode == 0, proc.stderr
     for text in expected:
         assert text in proc.stdout
@@ -70,9 +53,6 @@ def test_the_real_budget_is_said_and_counted_and_can_be_rounded_down(tmp_path: P
 def test_ctrl_c_prints_one_block_keeps_a_curve_and_the_checkpoint_can_be_evaluated(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
     cmd = [
-        sys.executable,
-        "-m",
-        "lander.run",
         *TINY,
         "total_timesteps=1000000",
         "logger=none",
@@ -80,27 +60,19 @@ def test_ctrl_c_prints_one_block_keeps_a_curve_and_the_checkpoint_can_be_evaluat
         "checkpoint_freq=1024",
         f"hydra.run.dir={run_dir}",
     ]
-    proc = subprocess.Popen(
-        cmd, cwd=REPO, env=lander_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-    )
+    proc = start_lander(*cmd, merged=True)
     deadline = time.monotonic() + 240
     while not list((run_dir / "checkpoints").glob("model_*_steps.zip")) and time.monotonic() < deadline:
         time.sleep(0.2)
     proc.send_signal(signal.SIGINT)
-    output = proc.communicate(timeout=120)[0]
+    proc.wait(timeout=120)
+    output = proc.stdout
     assert proc.returncode == 130, output[-3000:]
     assert "Traceback" not in output and "interrupted by SIGINT at" in output
     assert f"continue: python -m lander.run resume={run_dir}" in output
     assert output.rindex("it/s") < output.index("interrupted by SIGINT")  # the bar was closed first
     assert (run_dir / "learning_curve.png").stat().st_size > 10_000 and not (run_dir / "model.zip").exists()
-    evaluate = subprocess.run(
-        [sys.executable, "-m", "lander.evaluate", f"run={run_dir}", "n_episodes=2"],
-        cwd=REPO,
-        env=lander_env(),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    evaluate = lander(f"run={run_dir}", "n_episodes=2", module="lander.evaluate", timeout=300)
     assert evaluate.returncode == 0, evaluate.stderr
     assert "has no model.zip (the run stopped before its end): evaluating its newest checkpoint" in evaluate.stderr
     (record,) = (run_dir / "evaluations").glob("*.json")
@@ -109,7 +81,7 @@ def test_ctrl_c_prints_one_block_keeps_a_curve_and_the_checkpoint_can_be_evaluat
 
 def test_a_finished_run_is_trained_further_in_the_same_wandb_run(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
-    first = run_lander(run_dir, *TINY, "total_timesteps=1024", "progress_bar=false")
+    first = run_lander(run_dir, *TINY, "total_timesteps=1024", "logger=wandb")
     assert first.returncode == 0, first.stderr[-3000:]
     output = first.stdout + first.stderr
     last = output.rstrip().splitlines()

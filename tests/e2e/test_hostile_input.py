@@ -10,7 +10,6 @@ import resource
 import shutil
 import signal
 import subprocess
-import sys
 import time
 import zipfile
 from pathlib import Path
@@ -18,22 +17,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from helpers import REPO, lander, lander_env, read_json, run_lander
+from helpers import lander, lander_env, read_json, run_lander, start_lander, tiny
 
-RUN = [
-    "algo=ppo",
-    "n_envs=2",
-    "algo.model.n_steps=128",
-    "algo.model.batch_size=64",
-    "total_timesteps=512",
-    "eval.freq=256",
-    "eval.episodes=2",
-    "eval.n_envs=2",
-    "checkpoint_freq=256",
-    "video.enabled=false",
-    "progress_bar=false",
-    "logger=none",
-]
+RUN = tiny("ppo", 512, n_steps=128, eval_every=256, episodes=2, checkpoints=256, video=False)
 
 
 class Payload:
@@ -56,18 +42,10 @@ def stopped_run(tmp_path_factory) -> Path:
     run_dir = tmp_path_factory.mktemp("stopped") / "run"
     proc = run_lander(
         run_dir,
-        "algo=dqn",
-        "total_timesteps=600",
+        *tiny("dqn", 600, eval_every=300, episodes=2, checkpoints=200, video=False),
         "algo.model.learning_starts=100",
         "algo.model.buffer_size=2000",
-        "eval.freq=300",
-        "eval.episodes=2",
-        "eval.n_envs=2",
-        "checkpoint_freq=200",
         "checkpoint_replay_buffer=true",
-        "video.enabled=false",
-        "progress_bar=false",
-        "logger=none",
         env=lander_env(LANDER_FAULT="write:model_@2:TERM"),
     )
     assert proc.returncode == 143, proc.stderr[-3000:]
@@ -121,8 +99,7 @@ def rewrite_zip(source: Path, target: Path, replace: dict[str, bytes]) -> Path:
 
 
 def evaluate(run_dir: Path, model: str) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "lander.evaluate", f"run={run_dir}", f"model={model}", "n_episodes=2"]
-    return subprocess.run(cmd, cwd=REPO, env=lander_env(), capture_output=True, text=True, timeout=300)
+    return lander(f"run={run_dir}", f"model={model}", "n_episodes=2", module="lander.evaluate", timeout=300)
 
 
 def test_a_zip_bomb_is_refused_without_inflating_it(finished_run, tmp_path):
@@ -221,7 +198,7 @@ def test_a_run_directory_with_any_characters_resumes(stopped_run, tmp_path):
 
 def test_online_wandb_that_cannot_be_reached_fails_in_seconds_or_falls_back(tmp_path):
     unreachable = lander_env(WANDB_API_KEY="x" * 40, WANDB_BASE_URL="http://127.0.0.1:9")
-    proc = run_lander(tmp_path / "run", *RUN, "logger=wandb", "logger.mode=online", env=unreachable, timeout=60)
+    proc = run_lander(tmp_path / "run", *RUN, "logger=wandb", "logger.wandb.mode=online", env=unreachable, timeout=60)
     assert proc.returncode == 2 and "cannot be reached" in proc.stderr and "Traceback" not in proc.stderr
     assert not (tmp_path / "run").exists()
     run_dir = tmp_path / "fallback"
@@ -229,8 +206,8 @@ def test_online_wandb_that_cannot_be_reached_fails_in_seconds_or_falls_back(tmp_
         run_dir,
         *RUN,
         "logger=wandb",
-        "logger.mode=online",
-        "logger.offline_fallback=true",
+        "logger.wandb.mode=online",
+        "logger.wandb.offline_fallback=true",
         env=unreachable,
         timeout=300,
     )
@@ -242,18 +219,14 @@ def test_online_wandb_that_cannot_be_reached_fails_in_seconds_or_falls_back(tmp_
 def test_sigint_to_a_sweep_stops_every_job_once_with_a_checkpoint(tmp_path):
     sweep = tmp_path / "sweep"
     cmd = [
-        sys.executable,
-        "-m",
-        "lander.run",
         "--multirun",
         "seed=0,1",
-        *RUN[:4],
+        *RUN,
         "total_timesteps=100000",
-        *RUN[5:],
         "hydra/launcher=basic",
         f"hydra.sweep.dir={sweep}",
     ]
-    proc = subprocess.Popen(cmd, cwd=REPO, env=lander_env(), stderr=subprocess.PIPE, start_new_session=True)
+    proc = start_lander(*cmd, session=True)
     deadline = time.monotonic() + 120
     while not list((sweep / "0/checkpoints").glob("model_*.zip")):
         assert time.monotonic() < deadline and proc.poll() is None

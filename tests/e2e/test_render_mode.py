@@ -10,24 +10,11 @@ from __future__ import annotations
 
 import pytest
 
-from helpers import assert_same_results, composed, read_json, run_lander
+from helpers import assert_same_results, composed, read_json, run_lander, tiny
 
 RENDERING = "+env.kwargs.render_mode=rgb_array"
-# the default config (16 envs x 1024-step rollouts, zoo PPO values); two rollouts, so the second one is
-# collected by an updated policy, and a periodic and a final evaluation
-SHORT = [
-    "algo=ppo",
-    "seed=0",
-    "total_timesteps=32768",
-    "eval.freq=16384",
-    "eval.episodes=5",
-    "eval.n_envs=5",
-    "logger=none",
-    "video.enabled=false",
-    "progress_bar=false",
-    "checkpoint_freq=0",
-    "monitor_freq=0",
-]
+# two rollouts, so the second one is collected by an updated policy, and a periodic and a final evaluation
+SHORT = tiny("ppo", 1024, eval_every=512, episodes=5, video=False)
 
 
 @pytest.mark.parametrize(
@@ -65,5 +52,5 @@ def test_not_rendering_changes_no_result(tmp_path):
     for name, extra in (("plain", []), ("rendering", [RENDERING])):
         proc = run_lander(runs[name], *SHORT, *extra)
         assert proc.returncode == 0, proc.stderr[-3000:]
-    assert read_json(runs["plain"] / "summary.json")["timesteps"] == 32768
+    assert read_json(runs["plain"] / "summary.json")["timesteps"] == 1024
     assert_same_results(runs["plain"], runs["rendering"])

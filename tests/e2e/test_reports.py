@@ -5,10 +5,8 @@ W&B side are tested on the serial sweep of ``tests/test_sweep.py``."""
 from __future__ import annotations
 
 import signal
-import subprocess
-import sys
 
-from helpers import lander_env, read_json, run_lander
+from helpers import lander, lander_env, read_json, run_lander
 from helpers.browser import check_visit, open_page, plot_data, wait_for_plots
 
 RUN_PLOTS = ["plot-returns", "plot-eval_episodes", "plot-training", "plot-speed"]
@@ -59,12 +57,10 @@ def test_report_cli_rewrites_a_killed_runs_report(tmp_path):
         env=lander_env(LANDER_FAULT="row:eval.csv@2:KILL"),
     )
     assert killed.returncode == -signal.SIGKILL and not (run_dir / "report.html").exists()
-    proc = subprocess.run([sys.executable, "-m", "lander.report", str(run_dir)], capture_output=True, text=True)
+    proc = lander(str(run_dir), module="lander.report")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == str(run_dir / "report.html")
     page = (run_dir / "report.html").read_text()
     assert 'class="status running"' in page and f"resume={run_dir}" in page  # killed: how to continue
-    bad = subprocess.run(
-        [sys.executable, "-m", "lander.report", str(tmp_path / "nothing")], capture_output=True, text=True
-    )
+    bad = lander(str(tmp_path / "nothing"), module="lander.report")
     assert bad.returncode == 2 and "not a directory" in bad.stderr

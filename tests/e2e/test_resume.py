@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -12,28 +11,16 @@ import pandas as pd
 import pytest
 from stable_baselines3 import PPO
 
-from helpers import REPO, lander, lander_env, read_json, run_lander
+from helpers import lander, read_json, run_lander, start_lander, tiny
 from helpers.wandb_reader import read_runs
 
-BUDGET = 16384  # 64 rollouts of 2 envs x 128 steps
-SMALL_PPO = [
-    "algo=ppo",
-    "n_envs=2",
-    "algo.model.n_steps=128",
-    "algo.model.batch_size=64",
-    f"total_timesteps={BUDGET}",
-    "eval.freq=1024",
-    "eval.episodes=2",
-    "eval.n_envs=2",
-    "checkpoint_freq=1024",
-    "progress_bar=false",
-    "video.max_steps=50",
-]
+BUDGET = 8192  # 32 rollouts of 2 envs x 128 steps
+SMALL_PPO = tiny("ppo", BUDGET, n_steps=128, eval_every=1024, episodes=2, checkpoints=1024, logger="wandb")
 
 
 def start(run_dir: Path, *extra: str) -> subprocess.Popen:
-    cmd = [sys.executable, "-m", "lander.run", *SMALL_PPO, *extra, f"hydra.run.dir={run_dir}"]
-    return subprocess.Popen(cmd, cwd=REPO, env=lander_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    cmd = [*SMALL_PPO, *extra, f"hydra.run.dir={run_dir}"]
+    return start_lander(*cmd)
 
 
 def wait_for(condition, timeout: float = 240) -> None:

@@ -80,7 +80,7 @@ def test_bad_requests_get_clear_errors_and_change_nothing(api, tmp_path):
         ({"overrides": ["algo@x=ppo"]}, 422, "'@'"),
         ({"overrides": ["+seed2=1"]}, 422, "'+'"),
         ({"overrides": ["env.id=gymnasium.envs:Foo-v0"]}, 422, "module"),
-        ({"overrides": ["logger.project=${oc.env:HOME}"]}, 422, "interpolations"),
+        ({"overrides": ["logger.wandb.project=${oc.env:HOME}"]}, 422, "interpolations"),
         ({"overrides": ["--multirun"]}, 422, "key=value"),
     ]
     for body, status, words in cases:

@@ -62,16 +62,16 @@ def test_overrides_that_smuggle_an_interpolation_are_refused_and_never_run(serve
     count = launched(svc)
     pwned = root / "pwned.txt"
     decode = [  # oc.decode of a string that spells _target_ only once resolved: builtins.open(pwned, "w")
-        "logger.job_type=et_",
-        rf"logger.group=\{{_targ$\{{logger.job_type\}}\: builtins.open\, _args_\: \[{pwned}\, w\]\}}",
-        r"+callbacks.x=$\{oc.decode\:$\{logger.group\}\}",
+        "logger.wandb.job_type=et_",
+        rf"logger.wandb.group=\{{_targ$\{{logger.wandb.job_type\}}\: builtins.open\, _args_\: \[{pwned}\, w\]\}}",
+        r"+callbacks.x=$\{oc.decode\:$\{logger.wandb.group\}\}",
     ]
     cases = [
         decode,
-        [r"logger.project=$\{oc.env\:LANDER_TEST_SECRET\}"],  # escaped: no "${" in the request
-        [r"logger.project=x$\{oc.env\:LANDER_TEST_SECRET\}"],
-        [r"logger.project='\${oc.env:LANDER_TEST_SECRET}'"],
-        [r"logger.tags=[a,$\{oc.env\:LANDER_TEST_SECRET\}]"],
+        [r"logger.wandb.project=$\{oc.env\:LANDER_TEST_SECRET\}"],  # escaped: no "${" in the request
+        [r"logger.wandb.project=x$\{oc.env\:LANDER_TEST_SECRET\}"],
+        [r"logger.wandb.project='\${oc.env:LANDER_TEST_SECRET}'"],
+        [r"logger.wandb.tags=[a,$\{oc.env\:LANDER_TEST_SECRET\}]"],
         [r"+algo.model.policy_kwargs={net_arch:[8],x:$\{oc.create\:1\}}"],
     ]
     before = tree(root)
@@ -79,7 +79,7 @@ def test_overrides_that_smuggle_an_interpolation_are_refused_and_never_run(serve
         response = svc.post("/api/runs", json={"overrides": [*overrides, *TINY, "logger=none"]})
         assert response.status_code == 422, (overrides, response.text)
         assert "interpolation" in response.json()["error"], response.text
-    response = svc.post("/api/sweeps", json={"overrides": ["seed=0,1", r"logger.project=$\{oc.env\:HOME\}"]})
+    response = svc.post("/api/sweeps", json={"overrides": ["seed=0,1", r"logger.wandb.project=$\{oc.env\:HOME\}"]})
     assert response.status_code == 422 and "interpolation" in response.json()["error"], response.text
     for key in (
         "+callbacks.x._target_=builtins.print",
@@ -362,7 +362,7 @@ def test_limits_are_answered_with_their_status_and_one_line(served):
         ("/api/sweeps", {"overrides": ["seed=range(0,100000)"]}, 422, "jobs"),
         ("/api/sweeps", {"overrides": ["seed=range(0,1000000000000)", "gamma=0.9,0.99"]}, 422, "jobs"),
         ("/api/runs", {"overrides": [f"seed={i % 3}" for i in range(500)]}, 422, "overrides"),
-        ("/api/runs", {"overrides": ["logger.project=" + "x" * 5000]}, 422, "characters"),
+        ("/api/runs", {"overrides": ["logger.wandb.project=" + "x" * 5000]}, 422, "characters"),
         ("/api/runs", {"overrides": ["x" * 2_000_000]}, 413, "bytes"),
     ]
     for path, body, status, words in checks:

@@ -6,8 +6,6 @@ import base64
 import hashlib
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import nbformat
@@ -17,35 +15,31 @@ import pytest
 import yaml
 from nbclient import NotebookClient
 
-from helpers import REPO, TINY_SWEEP, lander, lander_env, read_json, run_lander
+from helpers import REPO, lander, read_json, run_lander, start_lander, tiny
 from helpers.browser import check_visit, hover_text, not_blank, open_page, plot_data, wait_for_plots
 from helpers.wandb_reader import read_run, records
 
+JOB = ["n_envs=2", *tiny(None, 1024, n_steps=256, eval_every=256)]  # a sweep's job: two PPO/A2C updates
 NOT_WALL_CLOCK = ["timesteps", "mean", "std", "sem", "n", "median", "min", "max", "success_rate", "mean_length"]
 
 
 def sweep(sweep_dir, *overrides):
-    cmd = [sys.executable, "-m", "lander.run", "--multirun", *overrides, *TINY_SWEEP, f"hydra.sweep.dir={sweep_dir}"]
-    return subprocess.run(cmd, cwd=REPO, env=lander_env(), capture_output=True, text=True, timeout=900)
+    return lander("--multirun", *overrides, *JOB, f"hydra.sweep.dir={sweep_dir}", timeout=900)
 
 
 @pytest.fixture(scope="module")
 def serial_sweep(tmp_path_factory):
     sweep_dir = tmp_path_factory.mktemp("sweep") / "serial"
     cmd = [
-        sys.executable,
-        "-m",
-        "lander.run",
         "--multirun",
         "hydra/launcher=basic",
         "algo=ppo,a2c",
         "seed=0,1",
-        *TINY_SWEEP,
+        *JOB,
+        "logger=wandb",  # this file's W&B tests read its runs
         f"hydra.sweep.dir={sweep_dir}",
     ]
-    proc = subprocess.run(
-        cmd, cwd=REPO, env=lander_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=900
-    )
+    proc = start_lander(*cmd, merged=True).completed(timeout=900)
     assert proc.returncode == 0, proc.stdout[-4000:]
     (sweep_dir / "console.txt").write_text(proc.stdout)  # what the console showed, in order
     return sweep_dir
@@ -99,7 +93,7 @@ def test_default_launcher_runs_jobs_in_parallel_and_matches_the_serial_one(seria
 
 def test_a_failing_job_does_not_stop_the_others(tmp_path):
     sweep_dir = tmp_path / "failing"
-    proc = sweep(sweep_dir, "algo=ppo", "seed=0", "algo.model.batch_size=64,1")
+    proc = sweep(sweep_dir, "hydra/launcher=basic", "algo=ppo", "seed=0", "algo.model.batch_size=64,1")
     assert proc.returncode != 0
     assert (
         "lander: 1 job(s) of the sweep did not complete: job 1 (algo=ppo seed=0 algo.model.batch_size=1" in proc.stderr
@@ -119,17 +113,14 @@ def test_a_failing_job_does_not_stop_the_others(tmp_path):
 def test_ppo_and_a2c_with_one_budget_are_compared_at_one_timestep(tmp_path):
     """PPO's rollouts (2 envs x 256 steps) overshoot total_timesteps=1000 to 1024, A2C's (2 x 5) stop at 1000:
     both are compared at 1000, and a copy of a run directory does not add a seed."""
-    tiny = [o for o in TINY_SWEEP if not o.startswith(("total_timesteps=", "eval.freq="))]
-    budget = ["total_timesteps=1000", "eval.freq=250", "logger=none", "video.enabled=false"]
     ppo, a2c = tmp_path / "ppo", tmp_path / "a2c"
-    for run_dir, algo in ((ppo, ["algo=ppo"]), (a2c, ["algo=a2c", "algo.model.n_steps=5"])):
-        proc = run_lander(run_dir, *tiny, *algo, *budget)
+    for run_dir, algo in ((ppo, "ppo"), (a2c, "a2c")):
+        proc = run_lander(run_dir, *tiny(algo, 1000, eval_every=250, video=False))
         assert proc.returncode == 0, proc.stderr[-3000:]
     assert read_json(ppo / "summary.json")["timesteps"] == 1024 and read_json(a2c / "summary.json")["timesteps"] == 1000
     shutil.copytree(a2c, tmp_path / "a2c_copy")
     out = tmp_path / "report"
-    cmd = [sys.executable, "-m", "lander.compare", str(ppo), str(a2c), str(tmp_path / "a2c_copy"), "--out", str(out)]
-    proc = subprocess.run(cmd, cwd=REPO, env=lander_env(), capture_output=True, text=True, timeout=300)
+    proc = lander(str(ppo), str(a2c), str(tmp_path / "a2c_copy"), "--out", str(out), module="lander.compare")
     assert proc.returncode == 0, proc.stderr
     table = pd.read_csv(out / "table.csv")
     assert list(table["timesteps"]) == [1000, 1000] and list(table["seeds"]) == [1, 1]
@@ -144,13 +135,7 @@ def test_ppo_and_a2c_with_one_budget_are_compared_at_one_timestep(tmp_path):
 
 
 def test_compare_rejects_an_unknown_baseline(serial_sweep, tmp_path):
-    proc = subprocess.run(
-        [sys.executable, "-m", "lander.compare", str(serial_sweep), "--out", str(tmp_path), "--baseline", "algo=sac"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    proc = lander(str(serial_sweep), "--out", str(tmp_path), "--baseline", "algo=sac", module="lander.compare")
     assert proc.returncode == 2 and "baseline='algo=sac' is not a configuration of lunar_lander" in proc.stderr
     assert not list(tmp_path.iterdir())  # nothing written
 
@@ -172,16 +157,10 @@ def test_optuna_search_stores_a_resumable_study(tmp_path):
     import optuna
 
     sweep_dir = tmp_path / "optuna"
-    search = ["hparams_search=ppo_optuna", "logger=none", "video.enabled=false", "eval.freq=0", "total_timesteps=512"]
+    search = ["hparams_search=ppo_optuna", *tiny(None, 512, n_steps=256, eval_every=0, episodes=2, video=False)]
     for trials in (2, 3):  # n_trials counts the whole study: the second invocation adds one
         proc = lander(
-            *search,
-            f"hydra.sweeper.n_trials={trials}",
-            *TINY_SWEEP[:1],
-            "algo.model.n_steps=256",
-            "eval.episodes=2",
-            "progress_bar=false",
-            f"hydra.sweep.dir={sweep_dir}",
+            "n_envs=2", *search, "hydra/launcher=basic", f"hydra.sweeper.n_trials={trials}", f"hydra.sweep.dir={sweep_dir}"
         )
         assert proc.returncode == 0, proc.stderr[-4000:]
     study = optuna.load_study(study_name="ppo_lunar_lander", storage=f"sqlite:///{sweep_dir}/optuna.db")
@@ -218,14 +197,7 @@ def test_compare_at_an_equal_budget_uses_each_runs_evaluation_at_that_point(seri
 
 
 def test_evaluate_cli_on_a_sweep_evaluates_every_job(serial_sweep):
-    proc = subprocess.run(
-        [sys.executable, "-m", "lander.evaluate", f"run={serial_sweep}", "n_episodes=2", "name=re_eval"],
-        cwd=REPO,
-        env=lander_env(),
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    proc = lander(f"run={serial_sweep}", "n_episodes=2", "name=re_eval", module="lander.evaluate")
     assert proc.returncode == 0, proc.stderr
     for job in ("0", "1", "2", "3"):
         record = read_json(serial_sweep / job / "evaluations" / "re_eval.json")
@@ -361,7 +333,8 @@ def test_hostile_text_in_a_run_stays_text(serial_sweep, tmp_path):
 
     run_dir = Path(shutil.copytree(serial_sweep / "0", tmp_path / "run"))
     config = run_dir / ".hydra/config.yaml"
-    config.write_text(config.read_text().replace("  tags: []", "  tags:\n  - </script><script>alert(1)</script>"))
+    text = config.read_text().replace("    tags: []", "    tags:\n    - </script><script>alert(1)</script>")
+    config.write_text(text)
     summary = read_json(run_dir / "summary.json") | {"status": "failed", "error": "<img src=x onerror=alert(2)>"}
     (run_dir / "summary.json").write_text(json.dumps(summary))
     write_run_report(run_dir)

@@ -6,28 +6,13 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 import time
 
 import pytest
 
-from helpers import REPO, lander_env
+from helpers import start_lander, tiny
 
-JOB = [
-    "algo=ppo",
-    "n_envs=2",
-    "algo.model.n_steps=128",
-    "algo.model.batch_size=64",
-    "total_timesteps=3072",
-    "eval.freq=1024",
-    "eval.episodes=2",
-    "eval.n_envs=2",
-    "checkpoint_freq=1024",
-    "video.enabled=false",
-    "progress_bar=false",
-    "logger=none",
-]
+JOB = tiny("ppo", 3072, n_steps=128, eval_every=1024, episodes=2, checkpoints=1024, video=False)
 
 
 @pytest.mark.parametrize(
@@ -37,9 +22,6 @@ JOB = [
 def test_a_killed_job_leaves_the_other_jobs_and_the_comparison(tmp_path, launcher):
     sweep = tmp_path / "sweep"
     cmd = [
-        sys.executable,
-        "-m",
-        "lander.run",
         "--multirun",
         "seed=0,1,2",
         *JOB,
@@ -48,7 +30,7 @@ def test_a_killed_job_leaves_the_other_jobs_and_the_comparison(tmp_path, launche
     ]
     if launcher == "joblib":
         cmd.append("hydra.launcher.n_jobs=3")
-    proc = subprocess.Popen(cmd, cwd=REPO, env=lander_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = start_lander(*cmd)
     victim = sweep / "1"
     deadline = time.monotonic() + 240
     while not (victim / "summary.json").is_file():  # job 1 is training (its process holds the lock)
@@ -56,7 +38,8 @@ def test_a_killed_job_leaves_the_other_jobs_and_the_comparison(tmp_path, launche
         time.sleep(0.05)
     pid = json.loads((victim / ".lander.storage.lock").read_text())["pid"]
     os.kill(pid, signal.SIGKILL)
-    _out, err = proc.communicate(timeout=600)
+    proc.wait(timeout=600)
+    err = proc.stderr
     assert proc.returncode == 1, err[-3000:]
     statuses = {job: json.loads((sweep / job / "summary.json").read_text())["status"] for job in ("0", "1", "2")}
     assert statuses == {"0": "completed", "1": "failed", "2": "completed"}

@@ -6,37 +6,21 @@ from __future__ import annotations
 import hashlib
 import os
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from helpers import REPO, lander, lander_env, read_json
+from helpers import lander, read_json, start_lander, tiny
+from helpers.processes import LanderProcess
 
 # job 0 is short, job 1 long enough to be killed between its first checkpoint and its end
-SWEEP = [
-    "algo=ppo",
-    "total_timesteps=2048,40960",
-    "n_envs=2",
-    "algo.model.n_steps=256",
-    "eval.freq=2048",
-    "eval.episodes=2",
-    "eval.n_envs=2",
-    "video.enabled=false",
-    "progress_bar=false",
-    "checkpoint_freq=2048",
-    "monitor_freq=0",
-]
+SWEEP = [*tiny("ppo", 0, eval_every=2048, episodes=2, checkpoints=2048, video=False), "total_timesteps=2048,40960"]
 
 
 def command(sweep_dir: Path, launcher: str) -> list[str]:
     return [
-        sys.executable,
-        "-m",
-        "lander.run",
         "--multirun",
         f"hydra/launcher={launcher}",
         *SWEEP,
@@ -53,11 +37,11 @@ def digests(job: Path) -> dict[str, str]:
     }
 
 
-def kill_when(proc: subprocess.Popen, ready, timeout: float = 300) -> None:
+def kill_when(proc: LanderProcess, ready, timeout: float = 300) -> None:
     """SIGKILL the sweep's whole process group (launcher workers included) once ``ready()`` holds."""
     deadline = time.monotonic() + timeout
     while not ready():
-        assert proc.poll() is None, f"the sweep ended before it could be killed:\n{proc.stderr.read()[-3000:]}"
+        assert proc.poll() is None, f"the sweep ended before it could be killed:\n{proc.stderr[-3000:]}"
         assert time.monotonic() < deadline, "the sweep never reached the state to kill it in"
         time.sleep(0.1)
     os.killpg(proc.pid, signal.SIGKILL)
@@ -69,15 +53,7 @@ def kill_when(proc: subprocess.Popen, ready, timeout: float = 300) -> None:
 def test_a_killed_sweep_is_completed_by_rerunning_its_command(tmp_path: Path, launcher: str) -> None:
     sweep_dir = tmp_path / "sweep"
     job0, job1 = sweep_dir / "0", sweep_dir / "1"
-    proc = subprocess.Popen(
-        command(sweep_dir, launcher),
-        cwd=REPO,
-        env=lander_env(),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
+    proc = start_lander(*command(sweep_dir, launcher), session=True)
 
     def job0_done_and_job1_checkpointed() -> bool:
         done = (job0 / "summary.json").is_file() and read_json(job0 / "summary.json")["status"] == "completed"
@@ -88,9 +64,7 @@ def test_a_killed_sweep_is_completed_by_rerunning_its_command(tmp_path: Path, la
     assert killed["status"] == "running" and not (job1 / "model.zip").exists()  # kill -9: no chance to record
     before = digests(job0)
 
-    rerun = subprocess.run(
-        command(sweep_dir, launcher), cwd=REPO, env=lander_env(), capture_output=True, text=True, timeout=600
-    )
+    rerun = lander(*command(sweep_dir, launcher), timeout=600)
     assert rerun.returncode == 0, rerun.stderr[-4000:]
     assert digests(job0) == before  # the completed job was skipped: every file as it was, to the nanosecond
     assert "already completed, skipped" in (job0 / "run.log").read_text()
@@ -122,9 +96,6 @@ def test_a_killed_optuna_search_is_completed_to_n_trials(tmp_path: Path) -> None
 
     sweep_dir = tmp_path / "optuna"
     cmd = [
-        sys.executable,
-        "-m",
-        "lander.run",
         "hparams_search=ppo_optuna",
         "hydra.sweeper.n_trials=3",
         *[o for o in SWEEP if not o.startswith(("algo=", "total_timesteps="))],
@@ -132,22 +103,14 @@ def test_a_killed_optuna_search_is_completed_to_n_trials(tmp_path: Path) -> None
         "eval.freq=0",
         f"hydra.sweep.dir={sweep_dir}",
     ]
-    proc = subprocess.Popen(
-        cmd,
-        cwd=REPO,
-        env=lander_env(),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
+    proc = start_lander(*cmd, session=True)
 
     def second_trial_running() -> bool:
         summaries = [read_json(p) for p in sweep_dir.glob("*/summary.json")]
         return sum(s["status"] == "completed" for s in summaries) == 1 and len(summaries) == 2
 
     kill_when(proc, second_trial_running)
-    rerun = subprocess.run(cmd, cwd=REPO, env=lander_env(), capture_output=True, text=True, timeout=600)
+    rerun = lander(*cmd, timeout=600)
     assert rerun.returncode == 0, rerun.stderr[-4000:]
     study = optuna.load_study(study_name="ppo_lunar_lander", storage=f"sqlite:///{sweep_dir}/optuna.db")
     states = [t.state.name for t in study.trials]

@@ -10,21 +10,10 @@ import pandas as pd
 import pytest
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-from helpers import lander, lander_env, run_lander
+from helpers import lander, lander_env, run_lander, tiny
 from helpers.wandb_reader import read_runs
 
-RUN = [
-    "n_envs=2",
-    "algo.model.n_steps=256",
-    "total_timesteps=3072",
-    "eval.freq=512",
-    "eval.episodes=2",
-    "eval.n_envs=2",
-    "checkpoint_freq=512",
-    "video.enabled=false",
-    "progress_bar=false",
-    "logger.tensorboard=true",
-]
+RUN = tiny("ppo", 3072, eval_every=512, episodes=2, checkpoints=512, video=False, logger="wandb_tensorboard")
 
 
 def scalars(run_dir: Path) -> EventAccumulator:

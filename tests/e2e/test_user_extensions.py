@@ -1,8 +1,9 @@
-"""Users extend lander without forking it: their own SB3 callbacks (``callbacks``) and their own
-algo/env/experiment YAMLs in a folder of theirs (``hydra.searchpath``)."""
+"""Users extend lander without forking it: their own SB3 callbacks (``callbacks``), their own trackers (``logger``)
+and their own algo/env/experiment/logger YAMLs in a folder of theirs (``hydra.searchpath``)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import ClassVar
 
@@ -10,25 +11,13 @@ import pandas as pd
 import pytest
 from stable_baselines3.common.callbacks import BaseCallback
 
-from helpers import composed, lander, read_json
+from helpers import composed, lander, read_json, tiny
 from lander.errors import ConfigError
+from lander.storage.rundir import RunPaths, RunSummary
+from lander.tracking.base import TrackedRun, Tracker
 from lander.training.train import train
 
-TINY_CARTPOLE = [
-    "algo=ppo",
-    "env=cartpole",
-    "logger=none",
-    "n_envs=2",
-    "total_timesteps=1024",
-    "algo.model.n_steps=128",
-    "eval.freq=512",
-    "eval.episodes=2",
-    "eval.n_envs=2",
-    "video.enabled=false",
-    "progress_bar=false",
-    "checkpoint_freq=0",
-    "monitor_freq=0",
-]
+TINY_CARTPOLE = [*tiny("ppo", 1024, n_steps=128, eval_every=512, episodes=2, video=False), "env=cartpole"]
 
 
 class HookCounter(BaseCallback):
@@ -62,6 +51,51 @@ def test_user_callback_from_a_test_module_sees_every_hook(tmp_path: Path) -> Non
     episodes = pd.read_csv(tmp_path / "run" / "metrics" / "train_episodes.csv")
     assert counter.episode_returns == pytest.approx(list(episodes["return"]))  # the same episodes lander logged
     assert len(counter.episode_returns) > 5
+
+
+class RecordingTracker(Tracker):
+    """A tracker of the user's: keeps every call."""
+
+    instances: ClassVar[list[RecordingTracker]] = []
+
+    def __init__(self, label: str = "") -> None:
+        self.label, self.calls, self.rows = label, [], []
+        RecordingTracker.instances.append(self)
+
+    def start(self, run: TrackedRun) -> None:
+        self.calls.append(("start", run.name, run.start_step))
+
+    def log(self, metrics: dict, step: int) -> None:
+        self.rows.append((step, dict(metrics)))
+
+    def log_files(self, paths: RunPaths, summary: RunSummary) -> None:
+        self.calls.append(("log_files", summary.status))
+
+    def finish(self, exit_code: int) -> None:
+        self.calls.append(("finish", exit_code))
+
+
+def test_a_user_tracker_gets_every_metric_row_and_sb3_record(tmp_path: Path) -> None:
+    RecordingTracker.instances.clear()
+    target = f"+logger.mine._target_={__name__}.RecordingTracker"
+    cfg = composed(*TINY_CARTPOLE, "logger=none", target, "+logger.mine.label=x", "run_name=my_run")
+    train(cfg, tmp_path / "run")
+    (tracker,) = RecordingTracker.instances
+    assert tracker.label == "x"
+    assert tracker.calls == [("start", "my_run", 0), ("log_files", "completed"), ("finish", 0)]
+    evals = pd.read_csv(tmp_path / "run" / "metrics" / "eval.csv")
+    logged = {step: row["eval/mean"] for step, row in tracker.rows if "eval/mean" in row}
+    assert logged == pytest.approx(dict(zip(evals["timesteps"], evals["mean"], strict=True)))
+    assert any("train/value_loss" in row for _, row in tracker.rows)  # SB3's own records too
+    episodes = [row for _, row in tracker.rows if "train/episode_return" in row]
+    assert len(episodes) == len(pd.read_csv(tmp_path / "run" / "metrics" / "train_episodes.csv"))
+
+
+def test_a_tracker_key_its_class_does_not_take_is_refused_before_training(tmp_path: Path) -> None:
+    cfg = composed(*TINY_CARTPOLE, "logger=wandb", "+logger.wandb.colour=red")
+    with pytest.raises(ConfigError, match=r"unknown key 'logger.wandb.colour'.* Its parameters are connect_timeout"):
+        train(cfg, tmp_path / "run")
+    assert not (tmp_path / "run").exists()
 
 
 @pytest.mark.parametrize(
@@ -109,16 +143,49 @@ class EpisodeCount(BaseCallback):
             json.dump({"episodes": self.episodes, "time_limit": self.time_limit}, handle)
 """
 
+USER_LOGGER = """\
+# TensorBoard and my own tracker
+defaults:
+  - tensorboard
+jsonl:
+  _target_: my_trackers.JsonLines
+  path: tracked.jsonl
+"""
+USER_TRACKER = """\
+import json
+from lander.tracking.base import Tracker
 
-def test_user_env_experiment_and_callback_from_outside_the_package(tmp_path: Path) -> None:
-    """From the user's own folder: ``my_conf/env``, ``my_conf/experiment`` and ``my_callbacks.py``."""
-    (tmp_path / "my_conf" / "env").mkdir(parents=True)
-    (tmp_path / "my_conf" / "experiment").mkdir()
+class JsonLines(Tracker):
+    def __init__(self, path):
+        self.path = path
+    def start(self, run):
+        self.file = open(self.path, "w")
+    def log(self, metrics, step):
+        self.file.write(json.dumps({"step": step, **metrics}) + "\\n")
+    def finish(self, exit_code):
+        self.file.close()
+"""
+
+
+def test_user_env_experiment_callback_and_tracker_from_outside_the_package(tmp_path: Path) -> None:
+    """From the user's own folder: ``my_conf/env``, ``my_conf/experiment``, ``my_conf/logger``, ``my_callbacks.py``
+    and ``my_trackers.py``."""
+    for group in ("env", "experiment", "logger"):
+        (tmp_path / "my_conf" / group).mkdir(parents=True)
     (tmp_path / "my_conf" / "env" / "cartpole_long.yaml").write_text(USER_ENV)
     (tmp_path / "my_conf" / "experiment" / "mine.yaml").write_text(USER_EXPERIMENT)
+    (tmp_path / "my_conf" / "logger" / "mine.yaml").write_text(USER_LOGGER)
     (tmp_path / "my_callbacks.py").write_text(USER_CALLBACK)
-    overrides = [o for o in TINY_CARTPOLE if o != "env=cartpole"]
-    proc = lander("hydra.searchpath=[file://my_conf]", "experiment=mine", *overrides, "hydra.run.dir=run", cwd=tmp_path)
+    (tmp_path / "my_trackers.py").write_text(USER_TRACKER)
+    overrides = [o for o in TINY_CARTPOLE if o not in ("env=cartpole", "logger=none")]  # the experiment's, mine
+    proc = lander(
+        "hydra.searchpath=[file://my_conf]",
+        "experiment=mine",
+        "logger=mine",
+        *overrides,
+        "hydra.run.dir=run",
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     summary = read_json(tmp_path / "run" / "summary.json")
     assert summary["status"] == "completed" and summary["env"] == "cartpole_long"
@@ -126,3 +193,9 @@ def test_user_env_experiment_and_callback_from_outside_the_package(tmp_path: Pat
     assert read_json(tmp_path / "user_callback.json")["episodes"] == len(
         pd.read_csv(tmp_path / "run" / "metrics" / "train_episodes.csv")
     )
+    rows = [json.loads(line) for line in (tmp_path / "tracked.jsonl").read_text().splitlines()]
+    evals = pd.read_csv(tmp_path / "run" / "metrics" / "eval.csv")
+    assert [(r["step"], r["eval/mean"]) for r in rows if "eval/mean" in r] == list(
+        zip(evals["timesteps"], evals["mean"], strict=True)
+    )
+    assert list((tmp_path / "run" / "tensorboard").iterdir())  # and TensorBoard, from the user's defaults

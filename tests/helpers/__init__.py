@@ -1,10 +1,9 @@
 """Helpers shared by the tests (``from helpers import ...``; pytest puts ``tests/`` on ``sys.path``)."""
 
 from helpers.runs import (
-    QUICK,
+    ALGO_TINY,
     REPO,
-    TINY,
-    TINY_SWEEP,
+    TINY_STEPS,
     WALL_CLOCK,
     assert_same_results,
     composed,
@@ -13,14 +12,15 @@ from helpers.runs import (
     policy_weights,
     read_json,
     run_lander,
+    start_lander,
+    tiny,
     tiny_run,
 )
 
 __all__ = [
-    "QUICK",
+    "ALGO_TINY",
     "REPO",
-    "TINY",
-    "TINY_SWEEP",
+    "TINY_STEPS",
     "WALL_CLOCK",
     "assert_same_results",
     "composed",
@@ -29,5 +29,7 @@ __all__ = [
     "policy_weights",
     "read_json",
     "run_lander",
+    "start_lander",
+    "tiny",
     "tiny_run",
 ]

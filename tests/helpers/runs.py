@@ -5,57 +5,67 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
-# Tiny budgets per algorithm: a few thousand env steps at most, every artifact still written.
-TINY = {
-    "ppo": [
-        "env=lunar_lander",
-        "n_envs=2",
-        "algo.model.n_steps=256",
-        "algo.model.batch_size=64",
-        "total_timesteps=1024",
-    ],
-    "a2c": ["env=lunar_lander", "n_envs=2", "total_timesteps=1000"],
-    "dqn": ["env=lunar_lander", "total_timesteps=1000", "algo.model.learning_starts=200"],
+from helpers.processes import REPO, LanderProcess, run_module
+
+# What makes each algorithm's run tiny (few env steps, small updates), whatever the budget.
+ALGO_TINY = {
+    "ppo": ["n_envs=2", "algo.model.n_steps=256", "algo.model.batch_size=64"],
+    "a2c": ["n_envs=2"],
+    "dqn": ["algo.model.learning_starts=200"],
     "sac": [
         "env=lunar_lander_continuous",
-        "total_timesteps=600",
         "algo.model.learning_starts=200",
         "algo.model.buffer_size=5000",
         "algo.model.batch_size=64",
     ],
     "td3": [
         "env=lunar_lander_continuous",
-        "total_timesteps=600",
         "algo.model.learning_starts=200",
         "algo.model.buffer_size=5000",
         "+algo.model.batch_size=64",
     ],
+    "mac": ["n_envs=2"],
+    "mac_adv": ["n_envs=2"],
+    "reinforce": ["algo.model.batch_episodes=2"],
+    "q_learning": [],
 }
-# a tiny sweep's jobs: two PPO/A2C updates, evaluations every 256 steps, no checkpoints
-TINY_SWEEP = [
-    "n_envs=2",
-    "total_timesteps=1024",
-    "algo.model.n_steps=256",
-    "eval.freq=256",
-    "eval.episodes=3",
-    "eval.n_envs=3",
-    "video.max_steps=50",
-    "progress_bar=false",
-    "checkpoint_freq=0",
-]
-QUICK = [
-    "eval.freq=500",
-    "eval.episodes=3",
-    "eval.n_envs=3",
-    "video.max_steps=120",
-    "progress_bar=false",
-    "checkpoint_freq=500",
-    "monitor_freq=500",
-]
+TINY_STEPS = {"ppo": 1024, "a2c": 1000, "dqn": 1000, "sac": 600, "td3": 600}  # a few updates of each
+
+
+def tiny(
+    algo: str | None = "ppo",
+    steps: int | None = None,
+    *,
+    n_steps: int | None = None,
+    eval_every: int = 500,
+    episodes: int = 3,
+    checkpoints: int = 0,
+    monitor: int = 0,
+    video: bool = True,
+    logger: str = "none",
+    report: bool = True,
+) -> list[str]:
+    """The overrides of a tiny run: the one place the tests say how to make a run small.
+
+    :param algo: ``algo=<algo>`` with what makes it tiny (:data:`ALGO_TINY`); None: neither (a preset chooses)
+    :param steps: ``total_timesteps`` (default :data:`TINY_STEPS`); 0: none given (the preset's)
+    :param n_steps: PPO/A2C steps per env per rollout (default: PPO 256, A2C its own 5)
+    :param eval_every: ``eval.freq``; ``episodes`` evaluation episodes on as many envs
+    :param checkpoints: ``checkpoint_freq`` (0: none); ``monitor``: ``monitor_freq`` (0: off)
+    :param video: a short video (50 steps), or none; ``report``: ``report.html`` or not
+    :param logger: ``logger=`` (W&B only where a test reads it: ``"wandb"``)
+    """
+    out = [f"algo={algo}", *ALGO_TINY[algo]] if algo else []
+    if n_steps is not None:
+        out = [o for o in out if not o.startswith("algo.model.n_steps=")] + [f"algo.model.n_steps={n_steps}"]
+    if steps != 0:
+        out.append(f"total_timesteps={steps or TINY_STEPS.get(algo or '', 1024)}")
+    out += [f"eval.freq={eval_every}", f"eval.episodes={episodes}", f"eval.n_envs={episodes}"]
+    out += [f"checkpoint_freq={checkpoints}", f"monitor_freq={monitor}", "progress_bar=false", f"logger={logger}"]
+    out.append("video.max_steps=50" if video else "video.enabled=false")
+    return out if report else [*out, "report=false"]
 
 
 def lander_env(**extra: str) -> dict[str, str]:
@@ -65,11 +75,23 @@ def lander_env(**extra: str) -> dict[str, str]:
 
 
 def lander(
-    *args: str, cwd: Path = REPO, env: dict[str, str] | None = None, timeout: int = 600
+    *args: str, cwd: Path = REPO, env: dict[str, str] | None = None, timeout: int = 600, module: str = "lander.run"
 ) -> subprocess.CompletedProcess:
-    """``python -m lander.run <args>`` in a subprocess (from the repo root unless ``cwd``), its output captured."""
-    cmd = [sys.executable, "-m", "lander.run", *args]
-    return subprocess.run(cmd, cwd=cwd, env=env or lander_env(), capture_output=True, text=True, timeout=timeout)
+    """``python -m lander.run <args>`` (or another ``module``) in a process of its own (from the repo root unless
+    ``cwd``), its output captured."""
+    return run_module(module, *args, cwd=cwd, env=env or lander_env(), timeout=timeout)
+
+
+def start_lander(
+    *args: str,
+    module: str = "lander.run",
+    cwd: Path = REPO,
+    env: dict[str, str] | None = None,
+    session: bool = False,
+    merged: bool = False,
+) -> LanderProcess:
+    """``python -m lander.run <args>`` (or another ``module``) started, not waited for: signal it, then ``wait``."""
+    return LanderProcess(module, list(args), cwd, env or lander_env(), session=session, merged=merged)
 
 
 def run_lander(
@@ -80,8 +102,8 @@ def run_lander(
 
 
 def tiny_run(run_dir: Path, algo: str, *extra: str, **kwargs) -> subprocess.CompletedProcess:
-    """A tiny-budget run of ``algo`` that must succeed."""
-    proc = run_lander(run_dir, f"algo={algo}", *TINY[algo], *QUICK, *extra, **kwargs)
+    """A tiny run of ``algo`` (:func:`tiny`, checkpoints and resource samples every 500 steps) that must succeed."""
+    proc = run_lander(run_dir, *tiny(algo, checkpoints=500, monitor=500), *extra, **kwargs)
     assert proc.returncode == 0, f"run failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"
     return proc
 

@@ -18,31 +18,15 @@ from typing import Any
 
 import httpx
 
-from helpers.runs import REPO, lander_env
+from helpers.runs import REPO, lander_env, tiny
 
 # a run of a tiny budget, and one long enough to be stopped while it trains
-TINY = [
-    "n_envs=2",
-    "algo.model.n_steps=256",
-    "total_timesteps=1024",
-    "eval.freq=512",
-    "eval.episodes=2",
-    "eval.n_envs=2",
-    "video.max_steps=50",
-    "progress_bar=false",
-    "checkpoint_freq=0",
-]
+# (the service takes lander's own keys only: the algorithm's size is set without algo=, whatever it is)
+TINY = ["n_envs=2", "algo.model.n_steps=256", *tiny(None, 1024, eval_every=512, episodes=2)]
 LONG = [
     "n_envs=2",
     "algo.model.n_steps=256",
-    "total_timesteps=200000",
-    "eval.freq=512",
-    "eval.episodes=2",
-    "eval.n_envs=2",
-    "video.enabled=false",
-    "progress_bar=false",
-    "checkpoint_freq=512",
-    "logger=none",
+    *tiny(None, 200000, eval_every=512, episodes=2, checkpoints=512, video=False),
 ]
 
 

@@ -37,7 +37,7 @@ def test_groups_have_the_documented_options():
         "pong",
         "half_cheetah",
     }
-    assert set(group_options("logger")) == {"wandb", "none", "tensorboard"}
+    assert set(group_options("logger")) == {"wandb", "none", "tensorboard", "wandb_tensorboard"}
 
 
 @pytest.mark.parametrize(
@@ -61,7 +61,7 @@ def test_groups_have_the_documented_options():
 def test_every_supported_pair_composes_and_validates(algo, env):
     cfg = composed(f"algo={algo}", f"env={env}")
     validate(cfg)
-    assert cfg.algo.name == algo and cfg.env.name == env and cfg.logger.mode == "offline"
+    assert cfg.algo.name == algo and cfg.env.name == env and cfg.logger.wandb.mode == "offline"
 
 
 def test_tuned_values_of_an_algo_env_pair_apply_and_command_line_values_win():
@@ -157,7 +157,7 @@ BAD_INPUT = [
         "budget_rounding='sideways' is not allowed: budget_rounding must be one of: up, down",
     ),
     (["seed=abc"], "seed"),
-    (["logger.mode=online"], "logger.mode=online needs a W&B API key"),
+    (["logger.wandb.mode=online"], "logger.wandb.mode=online needs a W&B API key"),
     (["env.id=NoSuchEnv-v0"], "env.id='NoSuchEnv-v0': Gymnasium has no such environment"),
     (["seed=4294967296"], "seed=4294967296 is not allowed: seed must be an integer in [0, 2**32)"),
     (["algo.model.gamma=2.0"], "algo.model.gamma=2.0 is not allowed: algo.model.gamma must be a number in (0, 1]"),

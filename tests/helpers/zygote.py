@@ -1,0 +1,93 @@
+"""A warm parent for the tests' ``python -m lander.<command>`` processes (run as a script by ``helpers.processes``).
+
+It imports what every lander process imports (Hydra, torch, SB3, gymnasium, W&B, pandas, matplotlib, Plotly: about
+5 s of a tiny run's 10), then forks one child per request, which runs ``lander.<command>`` as ``__main__`` exactly as
+``python -m`` would (``runpy``, its own argv, cwd, environment, stdout and stderr files) and exits as the interpreter
+would: the exit code, or the signal that killed it. lander forks its own sweep jobs the same way
+(:mod:`lander.process.isolate`), after importing the same modules.
+
+Protocol, one JSON object a line: request ``{"module", "args", "cwd", "env", "stdout", "stderr", "session"}`` on
+stdin (``stderr`` null: into stdout); replies ``{"pid": N}`` once the child exists, then ``{"status": wait status}``
+when it has ended.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+START_ENV = dict(os.environ)
+
+import hydra  # noqa: E402,F401  # what every lander process imports, imported once here
+import matplotlib.pyplot  # noqa: E402,F401
+import pandas  # noqa: E402,F401
+import plotly.graph_objects  # noqa: E402,F401
+import scipy.stats  # noqa: E402,F401
+
+import lander.evaluation.saved  # noqa: E402
+import lander.reports.sweep_report  # noqa: E402
+import lander.sweeps.callback  # noqa: E402
+import lander.training.finish  # noqa: E402
+import lander.training.train  # noqa: E402,F401
+
+SET_BY_IMPORTS = {k: v for k, v in os.environ.items() if k not in START_ENV}  # e.g. lander.envs' SDL_VIDEODRIVER
+
+
+def child(request: dict) -> None:
+    """Become ``python -m <module> <args>``; never returns."""
+    import atexit
+    import runpy
+    import signal
+    import threading
+    import traceback
+
+    code = 1
+    try:
+        if request["session"]:
+            os.setsid()
+        os.chdir(request["cwd"])
+        os.environ.clear()
+        os.environ.update(SET_BY_IMPORTS | request["env"])
+        for fd, name, mode in ((0, os.devnull, os.O_RDONLY), (1, request["stdout"], 0), (2, request["stderr"], 0)):
+            if name is None:  # stderr into stdout, in the order written
+                os.dup2(1, fd)
+                continue
+            target = os.open(name, mode or (os.O_WRONLY | os.O_CREAT | os.O_TRUNC), 0o644)
+            os.dup2(target, fd)
+            os.close(target)
+        sys.path[0] = os.getcwd()  # as `python -m`: the working directory first
+        sys.argv = [request["module"], *request["args"]]
+        runpy.run_module(request["module"], run_name="__main__", alter_sys=True)
+        code = 0
+    except SystemExit as exc:
+        if exc.code is None or isinstance(exc.code, int):
+            code = exc.code or 0
+        else:
+            print(exc.code, file=sys.stderr)
+    except KeyboardInterrupt:  # as the interpreter: it ends by SIGINT
+        sys.stderr.flush()
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGINT)
+    except BaseException:
+        traceback.print_exc()
+    threading._shutdown()  # type: ignore[attr-defined]  # what the interpreter does at exit
+    atexit._run_exitfuncs()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+def main() -> None:
+    for line in sys.stdin:
+        request = json.loads(line)
+        pid = os.fork()
+        if pid == 0:
+            child(request)
+        print(json.dumps({"pid": pid}), flush=True)
+        _, status = os.waitpid(pid, 0)
+        print(json.dumps({"status": status}), flush=True)
+
+
+if __name__ == "__main__":
+    main()

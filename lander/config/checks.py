@@ -7,6 +7,8 @@ and the allowed values.
 
 from __future__ import annotations
 
+import functools
+import json
 import logging
 import math
 import netrc
@@ -134,6 +136,68 @@ def validate(cfg: DictConfig) -> None:
     check_env_id(cfg.env.id)
     check_device(device)
     check_compatible(cfg)
+    check_memory(cfg)
+
+
+ENV_BYTES = 110_000  # one training env with its wrappers, about: LunarLander-v3 measured 108 kB (CartPole 5 kB)
+MEMORY_SHARE = 0.8  # of the memory available now: the rest for torch, Python, the evaluation envs and the page cache
+
+
+def memory_needed(cfg: DictConfig) -> dict[str, float]:
+    """Bytes the run's largest allocations take, by what takes them: the training envs, SB3's rollout buffer
+    (PPO, A2C: ``n_steps x n_envs`` rows, copied once when flattened for the update) or replay buffer (DQN, SAC,
+    TD3: ``buffer_size`` rows, the next observation stored too unless ``optimize_memory_usage``).
+
+    A row holds the observation and the action (in the env's own dtypes) and a few float32 scalars.
+    """
+    n_envs = int(cfg.n_envs if cfg.n_envs is not None else cfg.algo.n_envs)
+    obs, act = row_bytes(cfg.env.id, OmegaConf.to_container(cfg.env.kwargs, resolve=True))  # type: ignore[arg-type]
+    model = cfg.algo.model
+    needed = {"training envs": float(n_envs * ENV_BYTES)}
+    if isinstance(model.get("n_steps"), int):
+        needed["rollout buffer"] = 2.0 * model.n_steps * n_envs * (obs + act + 6 * 4)
+    if isinstance(model.get("buffer_size"), int):
+        observations = 1 if model.get("optimize_memory_usage") else 2
+        needed["replay buffer"] = float(model.buffer_size) * (observations * obs + act + 3 * 4)
+    return needed
+
+
+@functools.cache
+def _spaces_bytes(env_id: str, kwargs_json: str) -> tuple[int, int]:
+    import gymnasium
+    import numpy as np
+
+    env = gymnasium.make(env_id, **json.loads(kwargs_json))
+    try:
+        sizes = []
+        for space in (env.observation_space, env.action_space):
+            shape = space.shape or (1,)
+            sizes.append(int(np.prod(shape)) * np.dtype(space.dtype or np.int64).itemsize)
+        return sizes[0], sizes[1]
+    finally:
+        env.close()
+
+
+def row_bytes(env_id: str, kwargs: dict[str, Any]) -> tuple[int, int]:
+    """Bytes of one observation and one action of ``env_id`` (one env made to read its spaces, once a process)."""
+    return _spaces_bytes(env_id, json.dumps(kwargs, sort_keys=True, default=str))
+
+
+def check_memory(cfg: DictConfig) -> None:
+    """The buffers and envs (:func:`memory_needed`) must fit in :data:`MEMORY_SHARE` of the memory this machine has
+    available now; else the run would end in a MemoryError or std::bad_alloc after its directory is made."""
+    import psutil
+
+    needed = memory_needed(cfg)
+    available = psutil.virtual_memory().available
+    if sum(needed.values()) <= MEMORY_SHARE * available:
+        return
+    parts = ", ".join(f"{what} {size / 1e9:,.1f} GB" for what, size in needed.items() if size >= 1e8)
+    raise ConfigError(
+        f"this run needs about {sum(needed.values()) / 1e9:,.1f} GB of memory ({parts}: from n_envs, "
+        f"algo.model.n_steps and algo.model.buffer_size) and this machine has {available / 1e9:,.1f} GB available: "
+        f"lower them (at most {MEMORY_SHARE:.0%} of it is used for these)"
+    )
 
 
 def check_model_values(model: DictConfig) -> None:
@@ -146,7 +210,8 @@ def check_model_values(model: DictConfig) -> None:
             value = value[0]  # [n, "step"]
         if isinstance(value, int | float) and not isinstance(value, bool):
             inside = (value >= low if low_in else value > low) and (value <= high if high_in else value < high)
-            _check(inside, f"algo.model.{key}", value, allowed)
+            whole = isinstance(value, int) or not allowed.startswith("an integer")  # 1e15 is a float to SB3
+            _check(inside and whole, f"algo.model.{key}", value, allowed)
     steps = model.get("gradient_steps")
     if isinstance(steps, int) and not isinstance(steps, bool):
         allowed = "an integer >= 1, or -1 (as many as env steps)"

@@ -157,11 +157,10 @@ def test_optuna_search_stores_a_resumable_study(tmp_path):
     import optuna
 
     sweep_dir = tmp_path / "optuna"
-    search = ["hparams_search=ppo_optuna", *tiny(None, 512, n_steps=256, eval_every=0, episodes=2, video=False)]
+    search = ["hparams_search=ppo_optuna", "hydra/launcher=basic", "n_envs=2"]
+    search += tiny(None, 512, n_steps=256, eval_every=0, episodes=2, video=False)
     for trials in (2, 3):  # n_trials counts the whole study: the second invocation adds one
-        proc = lander(
-            "n_envs=2", *search, "hydra/launcher=basic", f"hydra.sweeper.n_trials={trials}", f"hydra.sweep.dir={sweep_dir}"
-        )
+        proc = lander(*search, f"hydra.sweeper.n_trials={trials}", f"hydra.sweep.dir={sweep_dir}")
         assert proc.returncode == 0, proc.stderr[-4000:]
     study = optuna.load_study(study_name="ppo_lunar_lander", storage=f"sqlite:///{sweep_dir}/optuna.db")
     finished = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]

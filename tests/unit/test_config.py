@@ -162,6 +162,17 @@ BAD_INPUT = [
     (["seed=4294967296"], "seed=4294967296 is not allowed: seed must be an integer in [0, 2**32)"),
     (["algo.model.gamma=2.0"], "algo.model.gamma=2.0 is not allowed: algo.model.gamma must be a number in (0, 1]"),
     (["algo=ppp"], "Could not find 'algo/ppp'; Available options in 'algo': a2c, dqn"),
+    (
+        ["algo=dqn", "algo.model.buffer_size=1e15"],
+        "algo.model.buffer_size=1000000000000000.0 is not allowed: algo.model.buffer_size must be an integer >= 1",
+    ),
+    (["algo=dqn", "algo.model.buffer_size=10000000000000"], "this run needs about 840,000.0 GB of memory (replay"),
+    (["algo.model.n_steps=1000000000000"], "needs about 2,048,000.0 GB of memory (rollout buffer 2,048,000.0 GB"),
+    (["n_envs=10000000"], "(training envs 1,100.0 GB, rollout buffer 1,310.7 GB: from n_envs, algo.model.n_steps"),
+    (["logger.mode=online"], "unknown key 'logger.mode' in override 'logger.mode=online': logger holds one node per"),
+    (["logger.mode=online"], "Did you mean 'logger.wandb.mode'"),
+    (["logger.tensorboard=true"], "trackers are chosen with the logger group (logger=none, logger=tensorboard, "),
+    (["logger.wandb.projct=x"], "unknown key 'logger.wandb.projct' in override 'logger.wandb.projct=x'. Did you mean"),
 ]
 
 
@@ -202,3 +213,22 @@ def test_values_out_of_their_domain_are_refused_in_the_precheck(overrides, messa
 
     with pytest.raises(ConfigError, match=re.escape(message)):
         check_command(overrides)
+
+
+@pytest.mark.parametrize(
+    ("sweep", "message"),
+    [
+        ([f"seed={','.join(map(str, range(300)))},-1"], "seed=-1 is not allowed"),  # the last of 301 jobs
+        (["algo=ppo,a2c", "gamma=0.9,0.99", "seed=range(0,50)", "algo.model.learning_rate=0.1,inf"], "=inf is not"),
+        (["algo=ppo,a2c", "seed=0,1", "+algo.model.lr=0.1"], "stable_baselines3.PPO takes no parameter 'lr'"),
+        (["env=cartpole,lunar_lander_continuous", "algo=ppo,sac"], "algo=sac cannot act in env=cartpole"),
+    ],
+)
+def test_every_job_of_a_sweep_is_checked_composing_once_per_choice_of_files(sweep, message):
+    """Jobs differing only in values are checked on one composition per choice of config files (algo, env, ...):
+    the last of 301 seeds is still checked, and so is each algorithm's own model class."""
+    from lander.config.precheck import check_command
+
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        check_command(["--multirun", *sweep])
+    check_command(["--multirun", *sweep[:-1], "seed=range(0,300)"])  # the same sweep without its bad value

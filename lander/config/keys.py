@@ -47,8 +47,7 @@ def check_override_keys(overrides: list[str]) -> None:
         if not hasattr(schema, parts[0]):
             raise ConfigError(
                 f"unknown key {key!r} in override {override!r}.{did_you_mean(parts[0], top + sorted(groups))} "
-                f"Top-level keys are {', '.join(top)}; algorithm hyperparameters go under algo.model "
-                f"(e.g. algo.model.{key}={value})"
+                f"Top-level keys are {', '.join(top)}{model_hint(key, value, overrides)}"
             )
         if parts[0] == "logger":
             check_tracker_override(key, override, parts[1:])
@@ -60,6 +59,21 @@ def check_override_keys(overrides: list[str]) -> None:
                 f"unknown key {key!r} in override {override!r}.{did_you_mean(parts[1], known)} "
                 f"Keys of {parts[0]} are {', '.join(known)}"
             )
+
+
+def model_hint(key: str, value: str, overrides: list[str]) -> str:
+    """Where an unknown top-level key may be meant for the algorithm: the model class's parameter of that name or
+    the closest ones (``algo.model.learning_rate=...``); '' when it has none close (imports SB3: an error path)."""
+    algo = next((o.split("=", 1)[1] for o in reversed(overrides) if o.startswith("algo=")), "ppo")
+    path = CONF_DIR / "algo" / f"{algo}.yaml"
+    target = ((yaml.safe_load(path.read_text()) or {}).get("model") or {}).get("_target_") if path.is_file() else None
+    known = model_parameters(str(target)) if target else None
+    if not known:
+        return ""
+    if key in known:
+        return f"; algorithm hyperparameters go under algo.model (algo.model.{key}={value})"
+    close = did_you_mean(key, known).replace("'", "'algo.model.", 1).replace(" or '", " or 'algo.model.")
+    return f"; for algo={algo}:{close}" if close else ""
 
 
 def tracker_keys() -> dict[str, list[str]]:

@@ -7,6 +7,7 @@ callbacks that write metrics as they go, then save, evaluate, plot, record a vid
 from __future__ import annotations
 
 import logging
+import resource
 import time
 from pathlib import Path
 from typing import Any
@@ -105,6 +106,7 @@ def _record(
         cfg.checkpoint_freq, paths.checkpoints, cfg.checkpoint_keep, cfg.checkpoint_replay_buffer
     )
     exit_code, start, model, trackers = 1, time.perf_counter(), None, {}
+    earlier = (summary.wall_seconds or 0.0) if cfg.get("resume") is not None else 0.0  # the attempts before this one
     try:
         start_files(cfg, paths, summary)
         done = int(resumed.num_timesteps) if resumed is not None else 0
@@ -118,25 +120,34 @@ def _record(
             stopped_early=stop_reason,  # None, or why training stopped before the budget
             train_cpu_seconds=round(cpu_seconds, 2),  # this process's CPU time in learn, evals included
             status=Status.COMPLETED,
-            wall_seconds=round(time.perf_counter() - start, 2),
+            wall_seconds=round(earlier + time.perf_counter() - start, 2),
         )
         summary.save(paths)
         fault("finish:completed")
         exit_code = 0
         write_report(cfg, paths)
+        summary.peak_rss_mb = peak_rss_mb()  # the whole run's, the video and the report included
+        summary.save(paths)
         for key, tracker in trackers.items():  # a signal meanwhile leaves the run completed
             fault(f"finish:{key}")
             tracker.log_files(paths, summary)
         return summary
     except BaseException as exc:
         if summary.status != Status.COMPLETED:  # a completed run stays completed (a signal during the upload)
-            summary.wall_seconds = round(time.perf_counter() - start, 2)
+            summary.wall_seconds = round(earlier + time.perf_counter() - start, 2)
             with signals_blocked():  # another signal now would cut the record short: it waits until it is written
                 record_stop(cfg, exc, model, checkpointer, paths, summary)
         raise
     finally:
         for tracker in trackers.values():
             tracker.finish(exit_code)
+
+
+def peak_rss_mb() -> float:
+    """The largest resident memory of this process or of a child it has waited for, so far, in MB: what
+    ``/usr/bin/time`` reports as the run's maximum resident set size (Linux counts ``ru_maxrss`` in KiB)."""
+    usage = max(resource.getrusage(who).ru_maxrss for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+    return round(usage / 1024, 1)
 
 
 def start_trackers(

@@ -68,10 +68,14 @@ def test_interrupted_run_resumes_to_the_budget(tmp_path, sig, code):
     assert stopped["status"] == "interrupted" and 0 < stopped["timesteps"] < BUDGET
     assert stopped["timesteps"] % 256 == 0  # on-policy: saved at the rollout boundary
     assert (run_dir / f"checkpoints/model_{stopped['timesteps']}_steps.zip").is_file()
-    resume(run_dir)
+    done = resume(run_dir)
     assert_continuous_record(run_dir)
     summary = read_json(run_dir / "summary.json")
     assert summary["resumed_at"] == [stopped["timesteps"]]
+    # the whole run's time, both attempts, as the closing line says: not the resumed stretch's alone
+    assert summary["wall_seconds"] >= stopped["wall_seconds"] + summary["train_seconds"]
+    said = f"{BUDGET:,} steps in {summary['wall_seconds']:.0f} s"
+    assert said in done.stdout + done.stderr
     assert summary["error"] is None  # the interruption is history: resumed_at records it
     assert summary["wandb_run_id"] == stopped["wandb_run_id"]  # the same W&B run goes on
     first, second = read_runs(run_dir)  # one offline record per part, both of the one run

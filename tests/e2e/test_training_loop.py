@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
-import pandas as pd
+import os
+import subprocess
+import sys
 
-from helpers import read_json, run_lander, tiny
+import pandas as pd
+import pytest
+
+from helpers import REPO, lander_env, read_json, run_lander, tiny
 
 SMALL = tiny("ppo", 0, n_steps=128, eval_every=512, episodes=2, video=False)  # each test gives its budget
 
@@ -44,3 +49,16 @@ def test_nan_in_the_parameters_stops_the_run_with_a_clear_message(tmp_path):
     assert summary["status"] == "failed"
     assert summary["error"].startswith("FloatingPointError: NaN or inf in policy parameters")
     assert "NaN or inf in policy parameters" in (tmp_path / "run/run.log").read_text()
+
+
+def test_peak_memory_is_the_whole_runs_as_the_kernel_counts_it(tmp_path):
+    """``peak_rss_mb`` is the run's largest resident memory with the video and report included: what the kernel
+    reports for the process (``wait4``'s ``ru_maxrss``, as ``/usr/bin/time``), not a sample taken mid-run."""
+    run_dir = tmp_path / "run"
+    cmd = [sys.executable, "-m", "lander.run", *SMALL, "total_timesteps=1024", f"hydra.run.dir={run_dir}"]
+    proc = subprocess.Popen(cmd, cwd=REPO, env=lander_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(proc.pid, 0)  # a new interpreter (not forked warm): its own memory only
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    assert proc.returncode == 0
+    peak = read_json(run_dir / "summary.json")["peak_rss_mb"]
+    assert peak == pytest.approx(usage.ru_maxrss / 1024, rel=0.02)  # Linux: KiB

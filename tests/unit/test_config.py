@@ -126,7 +126,7 @@ BAD_INPUT = [
     (["algo=nope"], "Available options in 'algo'"),
     (["env=mars"], "Available options in 'env'"),
     (["learning_rate=0.1"], "unknown key 'learning_rate' in override 'learning_rate=0.1'. Top-level keys are algo, "),
-    (["learning_rate=0.1"], "algorithm hyperparameters go under algo.model (e.g. algo.model.learning_rate=0.1)"),
+    (["learning_rate=0.1"], "algorithm hyperparameters go under algo.model (algo.model.learning_rate=0.1)"),
     (
         ["total_timestep=3000"],
         "unknown key 'total_timestep' in override 'total_timestep=3000'. Did you mean 'total_timesteps'?",
@@ -232,3 +232,19 @@ def test_every_job_of_a_sweep_is_checked_composing_once_per_choice_of_files(swee
     with pytest.raises(ConfigError, match=re.escape(message)):
         check_command(["--multirun", *sweep])
     check_command(["--multirun", *sweep[:-1], "seed=range(0,300)"])  # the same sweep without its bad value
+
+
+@pytest.mark.parametrize(
+    ("overrides", "said", "not_said"),
+    [
+        (["total_timestep=1000"], "Did you mean 'total_timesteps'?", "algo.model.total_timestep"),  # PPO has none
+        (["lr=0.1"], "for algo=ppo: Did you mean 'algo.model.learning_rate'?", "algo.model.lr"),
+        (["algo=dqn", "buffer=10"], "for algo=dqn: Did you mean 'algo.model.buffer_size'?", "algo.model.buffer="),
+    ],
+)
+def test_an_unknown_key_is_sent_under_algo_model_only_where_the_model_has_it(overrides, said, not_said):
+    from lander.config.keys import check_override_keys
+
+    with pytest.raises(ConfigError) as info:
+        check_override_keys(overrides)
+    assert said in str(info.value) and not_said not in str(info.value)

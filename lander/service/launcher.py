@@ -58,14 +58,16 @@ class Launcher:
         if not os.access(self.root, os.W_OK):
             raise Refused(f"the root {self.root} is not writable: nothing was started", 409)
 
-    def new_dir(self, place: str) -> Path:
-        """A fresh ``outputs/<date>/<time>_service-<n>`` (or ``multirun/...``) directory name, not created."""
+    def new_dir(self, place: str, label: str = "") -> Path:
+        """A fresh directory name, not created, as ``python -m lander.run`` names its own:
+        ``outputs/<date>/<time>_<label>`` for a run (``ppo_lunar_lander_seed-0``), ``multirun/<date>/<time>`` for
+        a sweep; ``-2``, ``-3``, ... after it where that is taken."""
         now = datetime.now()
-        base = self.root / place / now.strftime("%Y-%m-%d") / now.strftime("%H-%M-%S")
-        n = 0
-        while base.with_name(f"{base.name}_service-{n}").exists():
+        base = self.root / place / now.strftime("%Y-%m-%d") / "_".join(filter(None, [now.strftime("%H-%M-%S"), label]))
+        n = 1
+        while (found := base if n == 1 else base.with_name(f"{base.name}-{n}")).exists():
             n += 1
-        return base.with_name(f"{base.name}_service-{n}")
+        return found
 
     def start(self, args: list[str], directory: Path, kind: str) -> dict[str, Any]:
         """``python -P -m lander.run <args>`` in its own session; its console to ``<directory>/service.log``."""
@@ -112,8 +114,9 @@ class Launcher:
                 429,
             )
 
-    def launch_run(self, overrides: list[str]) -> dict[str, Any]:
-        directory = self.new_dir("outputs")
+    def launch_run(self, overrides: list[str], label: str = "") -> dict[str, Any]:
+        """:param label: the run's name in its directory (:func:`lander.service.overrides.run_label`)"""
+        directory = self.new_dir("outputs", label)
         return self.start([*overrides, f"hydra.run.dir={directory}"], directory, "run")
 
     def launch_sweep(self, overrides: list[str]) -> dict[str, Any]:

@@ -51,8 +51,9 @@ class Refused(ValueError):
         self.status = status
 
 
-def check_overrides(overrides: Any, multirun: bool, max_jobs: int, allowed: list[str]) -> list[str]:
-    """Refuse what a request may not ask for, then compose and validate every job; return the overrides.
+def check_overrides(overrides: Any, multirun: bool, max_jobs: int, allowed: list[str]) -> tuple[list[str], DictConfig]:
+    """Refuse what a request may not ask for, then compose and validate every job; return the overrides and the
+    first job's config.
 
     :param overrides: the request's ``"overrides"``
     :param multirun: a sweep (``POST /api/sweeps``)
@@ -73,7 +74,14 @@ def check_overrides(overrides: Any, multirun: bool, max_jobs: int, allowed: list
         check_trusted(first, allowed)
     except ConfigError as exc:
         raise Refused(str(exc)) from exc
-    return list(overrides)
+    return list(overrides), first
+
+
+def run_label(cfg: DictConfig) -> str:
+    """``ppo_lunar_lander_seed-0``: how ``python -m lander.run`` names a run's directory (``hydra.run.dir``), from
+    values checked as names (letters, digits, ``_``, ``-``, ``.``), so that no request names a path."""
+    label = f"{cfg.algo.name}_{cfg.env.name}_seed-{cfg.seed}"
+    return label if re.fullmatch(r"[\w.-]+", label) and ".." not in label else "run"
 
 
 def parse(text: str, multirun: bool) -> Override:

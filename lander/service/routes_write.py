@@ -12,7 +12,7 @@ from fastapi import APIRouter, Body, Request
 
 from lander.service import store
 from lander.service.launcher import Launcher
-from lander.service.overrides import check_overrides
+from lander.service.overrides import check_overrides, run_label
 
 router = APIRouter()
 
@@ -25,8 +25,8 @@ def launcher_of(request: Request) -> Launcher:
 def launch_run(request: Request, body: dict[str, Any] = Body(...)) -> dict[str, Any]:  # noqa: B008
     launcher = launcher_of(request)
     launcher.room()  # before the overrides are composed: a full service answers at once
-    overrides = check_overrides(body.get("overrides", []), False, launcher.max_jobs, launcher.allowed)
-    entry = launcher.launch_run(overrides)
+    overrides, cfg = check_overrides(body.get("overrides", []), False, launcher.max_jobs, launcher.allowed)
+    entry = launcher.launch_run(overrides, run_label(cfg))
     return entry | {"id": entry["path"].replace("/", "~")}
 
 
@@ -34,7 +34,7 @@ def launch_run(request: Request, body: dict[str, Any] = Body(...)) -> dict[str, 
 def launch_sweep(request: Request, body: dict[str, Any] = Body(...)) -> dict[str, Any]:  # noqa: B008
     launcher = launcher_of(request)
     launcher.room()
-    overrides = check_overrides(body.get("overrides", []), True, launcher.max_jobs, launcher.allowed)
+    overrides, _ = check_overrides(body.get("overrides", []), True, launcher.max_jobs, launcher.allowed)
     entry = launcher.launch_sweep(overrides)
     return entry | {"id": entry["path"].replace("/", "~")}
 

@@ -4,6 +4,7 @@ stopped and resumed through the API, and the dashboard driven in headless Chromi
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -31,6 +32,7 @@ def test_a_launched_run_is_watched_to_completed_with_its_metrics_and_files(api):
     assert run["status"] == "completed" and run["algo"] == "ppo" and run["timesteps"] == 1024
     assert run["config"]["env"]["policy"] == "MlpPolicy" and "algo=ppo" in run["overrides"]  # resolved config
     path = root / run["path"]
+    assert re.fullmatch(r"outputs/[\d-]{10}/[\d-]{8}_ppo_lunar_lander_seed-0", run["path"])  # named as in a terminal
     evals = svc.get(f"/api/runs/{run_id}/metrics/eval").json()
     assert [e["mean"] for e in evals] == pytest.approx(pd.read_csv(path / "metrics/eval.csv")["mean"].tolist())
     later = svc.get(f"/api/runs/{run_id}/metrics/eval", params={"since": evals[0]["timesteps"]}).json()

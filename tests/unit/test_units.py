@@ -149,3 +149,16 @@ def test_every_default_is_written_once_in_the_yaml() -> None:
 def test_a_plus_before_experiment_is_accepted(tmp_path: Path) -> None:
     out = lander("+experiment=gamma_sweep", "--cfg", "hydra", cwd=tmp_path, timeout=120)
     assert out.returncode == 0 and "gamma: 0.98,0.99,0.999" in out.stdout, out.stderr
+
+
+@pytest.mark.parametrize(
+    ("algo", "seed", "label"),
+    [("ppo", 0, "ppo_lunar_lander_seed-0"), ("../../etc", 0, "run"), ("a/b", 1, "run"), ("x y", 2, "run")],
+)
+def test_a_service_run_is_named_as_from_a_terminal_and_never_by_a_path(algo, seed, label):
+    from omegaconf import OmegaConf
+
+    from lander.service.overrides import run_label
+
+    cfg = OmegaConf.create({"algo": {"name": algo}, "env": {"name": "lunar_lander"}, "seed": seed})
+    assert run_label(cfg) == label

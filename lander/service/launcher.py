@@ -75,6 +75,8 @@ class Launcher:
         command = [sys.executable, *SAFE_PATH, "-m", "lander.run", *args]  # a list: no shell reads the overrides
         env = os.environ | {ALLOW_ENV: ",".join(self.allowed), "PYTHONSAFEPATH": "1"}
         with self._starting:
+            if kind == "resume":
+                self.not_launched_into(directory, status(self.root, directory))
             self.room()
             try:
                 directory.mkdir(parents=True, exist_ok=True)
@@ -103,6 +105,20 @@ class Launcher:
             with self.record.open("a") as handle:
                 handle.write(json.dumps(entry) + "\n")
         return entry
+
+    def not_launched_into(self, run: Path, current: str) -> None:
+        """Refuse (409) a run directory a process this service started may still work in: a resume, which takes
+        the run's lock only once its imports are done (seconds), or the run's first process before it recorded
+        how it ended (``current`` status created or running); a second process must not start meanwhile."""
+        path = str(run.relative_to(self.root))
+        for entry in self.launched():
+            starting = entry["kind"] == "resume" or current in (Status.RUNNING.value, "created")
+            if entry["alive"] and entry["path"] == path and starting:
+                raise Refused(
+                    f"{run.name} is being {'resumed' if entry['kind'] == 'resume' else 'run'} by process "
+                    f"{entry['pid']}: it cannot be resumed now; nothing was started",
+                    409,
+                )
 
     def room(self) -> None:
         """Refuse (429) while ``max_running`` launched processes are alive."""

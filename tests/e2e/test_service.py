@@ -183,3 +183,24 @@ def test_the_dashboard_after_one_click_on_the_printed_url(tmp_path):
     assert [row["seeds"] for row in sweep["comparison"]] == [2] and len(sweep["jobs"]) == 2
     assert "algo/pop" in error
     assert not_blank(tmp_path / "dashboard.png") > 0.02
+
+
+def test_a_second_resume_before_the_first_holds_the_lock_starts_nothing(tmp_path):
+    """Two clicks on Resume: the first process is still importing (it has not taken the run's lock yet) when the
+    second request comes; it is refused (409) before any process starts, and the run's log stays the first's."""
+    root = tmp_path
+    with service(root, "--max-running", "3") as svc:
+        run_id = svc.post("/api/runs", json={"overrides": LONG}).json()["id"]
+        svc.wait_for(f"/api/runs/{run_id}", lambda r: r["status"] == "running" and r["timesteps"] >= 1024)
+        assert svc.post(f"/api/runs/{run_id}/stop", json={}).status_code == 200
+        svc.wait_for(f"/api/runs/{run_id}", lambda r: r["status"] == "interrupted" and not r["active"])
+        first = svc.post(f"/api/runs/{run_id}/resume", json={})
+        second = svc.post(f"/api/runs/{run_id}/resume", json={})
+        assert first.status_code == 201, first.text
+        assert second.status_code == 409 and f"being resumed by process {first.json()['pid']}" in second.json()["error"]
+        launched = (root / ".lander-service" / "launched.jsonl").read_text().splitlines()
+        assert sum('"kind": "resume"' in line for line in launched) == 1
+        svc.wait_for(f"/api/runs/{run_id}", lambda r: r["status"] == "running" and r["summary"]["resumed_at"])
+        svc.post(f"/api/runs/{run_id}/stop", json={})
+        svc.wait_for(f"/api/runs/{run_id}", lambda r: r["status"] == "interrupted" and not r["active"])
+    assert "ERROR" not in root.joinpath(*run_id.split("~"), "run.log").read_text()  # no second writer's complaint

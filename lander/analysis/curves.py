@@ -66,3 +66,27 @@ def pooled_curve(runs: list[Run]) -> pd.DataFrame:
             }
         )
     return pd.DataFrame(rows)
+
+
+ONE_EVALUATION = "one evaluation per run: lower eval.freq to see a curve"
+
+
+def config_curves(groups: dict[str, list[Run]], band: str = "seeds") -> dict[str, tuple[list[Run], pd.DataFrame]]:
+    """Per configuration: its runs that have evaluations, and their curve (:func:`mean_curve`, or with
+    ``band="episodes"`` :func:`pooled_curve` where every run has ``eval_episodes.csv``).
+
+    :return: ``{label: (runs, curve)}``; ``curve`` has columns timesteps, mean, low, high (one row a timestep)
+    """
+    found = {}
+    for label, runs in groups.items():
+        with_curves = [r for r in runs if r.eval is not None and len(r.eval)]
+        if with_curves:
+            pooled = band == "episodes" and all(r.paths.eval_episodes.is_file() for r in with_curves)
+            found[label] = (with_curves, pooled_curve(with_curves) if pooled else mean_curve(with_curves))
+    return found
+
+
+def single_evaluations(curves: dict[str, tuple[list[Run], pd.DataFrame]]) -> bool:
+    """True where no configuration has a curve of more than one point (a budget below ``eval.freq``): the plots
+    then draw points with their intervals, on an axis from 0, and say why (:data:`ONE_EVALUATION`)."""
+    return bool(curves) and all(len(curve) <= 1 for _, curve in curves.values())

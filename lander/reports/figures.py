@@ -15,7 +15,7 @@ from plotly.colors import qualitative
 from plotly.subplots import make_subplots
 
 from lander.analysis import statistics as st
-from lander.analysis.curves import mean_curve, pooled_curve
+from lander.analysis.curves import ONE_EVALUATION, config_curves, single_evaluations
 from lander.analysis.runset import Run
 from lander.storage.csvlog import read_complete
 from lander.storage.rundir import RunPaths
@@ -186,18 +186,19 @@ def threshold_line(fig: go.Figure, groups: dict[str, list[Run]]) -> None:
 def curves_figure(groups: dict[str, list[Run]], env: str, band_kind: str = "seeds", budget: int = 0) -> go.Figure:
     """Per configuration the mean evaluation return over seeds with its band; each seed's curve toggles on."""
     fig = go.Figure()
-    for i, (label, runs) in enumerate(groups.items()):
-        color, with_curves = COLORS[i % len(COLORS)], [r for r in runs if r.eval is not None and len(r.eval)]
-        if not with_curves:
-            continue
-        pooled = band_kind == "episodes" and all(r.paths.eval_episodes.is_file() for r in with_curves)
-        curve = pooled_curve(with_curves) if pooled else mean_curve(with_curves)
+    curves = config_curves(groups, band_kind)
+    single = single_evaluations(curves)
+    for label, (with_curves, curve) in curves.items():
+        color = COLORS[[*groups].index(label) % len(COLORS)]  # as without curves: the same color a label
         fig.add_trace(band(curve["timesteps"], curve["low"], curve["high"], color, label, label))
+        interval = {"type": "data", "symmetric": False, "array": curve["high"] - curve["mean"]}
         fig.add_scatter(
             x=curve["timesteps"],
             y=curve["mean"],
             name=f"{label} (n={len(with_curves)})",
             legendgroup=label,
+            mode="lines+markers" if single else None,
+            error_y=interval | {"arrayminus": curve["mean"] - curve["low"]} if single else None,
             line={"color": color, "width": 2.5},
         )
         for run in with_curves:
@@ -218,6 +219,10 @@ def curves_figure(groups: dict[str, list[Run]], env: str, band_kind: str = "seed
             annotation_text=f"compared at {budget:,}",
             annotation_position="bottom left",
         )
+    if single:  # one point a configuration: an axis from 0 to past the budget, and why there is no curve
+        last = max([budget, *(int(c["timesteps"].max()) for _, c in curves.values())])
+        fig.update_xaxes(range=[0, last * 1.1])
+        fig.add_annotation(text=ONE_EVALUATION, xref="paper", yref="paper", x=0.5, y=0.02, showarrow=False)
     spread = "± s.e. over all evaluation episodes" if band_kind == "episodes" else "95% bootstrap CI over seeds"
     fig.update_layout(
         title=f"{env}: evaluation return (mean, {spread})",

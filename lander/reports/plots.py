@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from lander.analysis import statistics as st
-from lander.analysis.curves import mean_curve, pooled_curve
+from lander.analysis.curves import ONE_EVALUATION, config_curves, single_evaluations
 from lander.analysis.runset import Run
 from lander.storage.rundir import RunPaths, atomic_write
 
@@ -77,17 +77,22 @@ def plot_curves(groups: dict[str, list[Run]], env: str, path: Path, band: str = 
     :param budget: the timestep the comparison is made at, drawn as a dotted line (0: none)
     """
     fig, ax = plt.subplots(figsize=(9, 5.5), dpi=110)
-    for label, runs in groups.items():
-        with_curves = [r for r in runs if r.eval is not None and len(r.eval)]
-        if not with_curves:
-            continue
-        pooled = band == "episodes" and all(r.paths.eval_episodes.is_file() for r in with_curves)
-        curve = pooled_curve(with_curves) if pooled else mean_curve(with_curves)
-        (line,) = ax.plot(curve["timesteps"], curve["mean"], lw=2, label=f"{label} (n={len(with_curves)})")
-        ax.fill_between(curve["timesteps"], curve["low"], curve["high"], color=line.get_color(), alpha=0.2)
+    curves = config_curves(groups, band)
+    single = single_evaluations(curves)
+    for label, (runs, curve) in curves.items():
+        x, mean = curve["timesteps"], curve["mean"]
+        (line,) = ax.plot(x, mean, lw=2, marker="o" if single else None, label=f"{label} (n={len(runs)})")
+        if single:  # one point: its interval as an error bar (a band of one point is not drawn)
+            ax.errorbar(x, mean, yerr=[mean - curve["low"], curve["high"] - mean], color=line.get_color(), capsize=4)
+        else:
+            ax.fill_between(x, curve["low"], curve["high"], color=line.get_color(), alpha=0.2)
     draw_threshold(ax, groups)
     if budget:
         ax.axvline(budget, color="black", ls=":", lw=1, label=f"compared at {budget:,}")
+    if single:
+        last = max([budget, *(int(c["timesteps"].max()) for _, c in curves.values())])
+        ax.set_xlim(0, last * 1.1)
+        ax.text(0.5, 0.04, ONE_EVALUATION, transform=ax.transAxes, ha="center", color="dimgray")
     spread = "± s.e. over all eval episodes of all seeds" if band == "episodes" else "and 95% bootstrap CI over seeds"
     ax.set(xlabel="timesteps", ylabel=f"evaluation return (mean {spread})", title=f"{env}: evaluation return")
     finish(fig, ax, path)

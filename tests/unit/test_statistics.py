@@ -236,3 +236,25 @@ def test_the_command_line_names_a_baseline_that_is_not_there(tmp_path: Path, cap
     code = compare_main([str(tmp_path / "runs"), "--baseline", "gamma=0.5"])  # `python -m lander.compare ...`
     assert code == 2 and "baseline='gamma=0.5' is not a configuration of lunar" in caplog.text
     assert "gamma=0.9, gamma=0.99" in caplog.text and not (tmp_path / "runs/comparison").exists()
+
+
+def test_a_sweep_with_one_evaluation_per_run_shows_points_and_says_why(tmp_path: Path) -> None:
+    """A budget below eval.freq leaves one evaluation per run: the curves are drawn as points with their interval,
+    on an axis from 0 past the budget, with a note, not as empty lines (PNG and HTML)."""
+    from lander.analysis.comparison import analyse
+    from lander.analysis.curves import ONE_EVALUATION
+    from lander.reports.figures import curves_figure
+    from lander.reports.plots import plot_curves
+
+    for seed in range(3):
+        fake_run(tmp_path / "runs", f"a{seed}", ["gamma=0.9"], seed, {20000: 1.0 + seed})
+        fake_run(tmp_path / "runs", f"b{seed}", ["gamma=0.99"], seed, {20000: 5.0 + 2 * seed})
+    groups = analyse([tmp_path / "runs"]).groups["lunar"]
+    fig = curves_figure(groups, "lunar", budget=20000)
+    means = [t for t in fig.data if t.name and t.name.endswith("(n=3)")]
+    assert len(means) == 2 and all("markers" in t.mode for t in means)
+    assert all(t.error_y.arrayminus[0] > 0 and t.error_y.array[0] > 0 for t in means)  # the interval over seeds
+    assert fig.layout.xaxis.range[0] == 0 and fig.layout.xaxis.range[1] > 20000
+    assert [a.text for a in fig.layout.annotations if a.text == ONE_EVALUATION]
+    plot_curves(groups, "lunar", tmp_path / "curves.png", budget=20000)
+    assert (tmp_path / "curves.png").stat().st_size > 10_000

@@ -22,6 +22,7 @@ from stable_baselines3.common.vec_env import VecEnv
 
 from lander.algorithms.build import build_model, model_class
 from lander.errors import RunFileError
+from lander.storage.rundir import check_regular
 
 TEXT_ENTRIES = {"data": 8 * 2**20, "_stable_baselines3_version": 2**10, "system_info.txt": 2**16}  # bytes at most
 TENSOR_SLACK = 4  # a .pth entry may hold this many times the model's parameters (Adam's moments, buffers)
@@ -73,6 +74,7 @@ def safe_load(cfg: DictConfig, path: Path, env: VecEnv, device: str | None = Non
     :raises ModelLoadError: an unreadable or oversized file, a pickled value lander does not know, or a
         model whose networks do not fit ``env``
     """
+    check_regular(path)  # a symlink to /dev/zero would be read until memory ran out, a FIFO waited on forever
     data, tensors = read_data(path)
     keys = [k for k, v in data.items() if isinstance(v, dict) and ":serialized:" in v]
     reference = build_model(cfg, env, cfg.seed)  # the same classes, spaces and schedules, from config

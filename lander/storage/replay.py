@@ -16,6 +16,7 @@ import numpy as np
 from stable_baselines3.common.buffers import ReplayBuffer
 
 from lander.errors import RunFileError
+from lander.storage.rundir import check_regular
 
 ARRAYS = ("observations", "next_observations", "actions", "rewards", "dones", "timeouts")
 
@@ -47,6 +48,7 @@ def load_buffer(buffer: ReplayBuffer, path: Path) -> None:
     :raises RunFileError: a file that is not such an archive, or whose arrays do not fit the buffer
     """
     expected = _arrays(buffer)
+    check_regular(path)
     try:
         with np.load(path, allow_pickle=False) as archive:
             meta = json.loads(archive["meta"].tobytes().decode())

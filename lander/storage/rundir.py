@@ -11,12 +11,14 @@ import errno
 import json
 import os
 import re
+import stat
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 from typing import Any
 
+from lander.errors import RunFileError
 from lander.faults import fault
 
 
@@ -220,6 +222,21 @@ class RunSummary:
 
 
 CHECKPOINT = re.compile(r"model_(\d+)_steps\.zip")
+
+
+def check_regular(path: Path) -> None:
+    """``path`` must be a regular file of its own, not a symlink (to ``/dev/zero``, another run's file, ...), a FIFO
+    (opening it would wait forever) or a device: lander reads only files it could have written.
+
+    :raises RunFileError: naming the file and what it is
+    """
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError as exc:
+        raise RunFileError(f"{path}: cannot be read ({exc.strerror or exc})") from exc
+    if not stat.S_ISREG(mode):
+        kind = "a symlink" if stat.S_ISLNK(mode) else "a FIFO" if stat.S_ISFIFO(mode) else "not a regular file"
+        raise RunFileError(f"{path} is {kind}: lander reads only the regular files a run writes")
 
 
 def find_checkpoints(directory: Path) -> list[tuple[int, Path]]:

@@ -9,6 +9,7 @@ that checkpoint (by a run killed before it could save) are dropped, so no step i
 from __future__ import annotations
 
 import logging
+import os
 from functools import partial
 from pathlib import Path
 
@@ -78,7 +79,7 @@ def load_newest_checkpoint(cfg: DictConfig, paths: RunPaths, env: VecEnv) -> Bas
         try:
             model = safe_load(cfg, path, env)
             replay = replay_buffer_path(paths.checkpoints, steps)
-            if replay.is_file() and getattr(model, "replay_buffer", None) is not None:
+            if os.path.lexists(replay) and getattr(model, "replay_buffer", None) is not None:  # a FIFO is refused
                 load_buffer(model.replay_buffer, replay)  # type: ignore[attr-defined]
             elif getattr(model, "replay_buffer", None) is not None:
                 log.warning("no replay buffer saved at %d steps: training goes on with an empty one", steps)

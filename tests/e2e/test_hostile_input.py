@@ -71,6 +71,32 @@ def test_a_planted_replay_buffer_pickle_is_never_loaded(stopped_run, tmp_path):
     assert read_json(run_dir / "summary.json")["status"] == "completed"
 
 
+@pytest.mark.parametrize("kind", ["symlink to /dev/zero", "fifo", "fifo replay buffer"])
+def test_a_checkpoint_that_is_no_regular_file_is_passed_over_without_reading_it(stopped_run, tmp_path, kind):
+    """A newest "checkpoint" that is a symlink to /dev/zero (read until memory ran out) or a FIFO (opening it waits
+    forever): resume names it, passes over it to the real newest checkpoint and ends at the budget, in seconds."""
+    run_dir = tmp_path / "run"
+    shutil.copytree(stopped_run, run_dir)
+    planted = run_dir / "checkpoints" / "model_99999_steps.zip"
+    replay = run_dir / "checkpoints" / "replay_buffer_99999_steps.npz"
+    if kind == "fifo replay buffer":  # the newest real checkpoint's buffer
+        planted = max((run_dir / "checkpoints").glob("model_*_steps.zip"), key=lambda p: int(p.name.split("_")[1]))
+        replay = planted.with_name(planted.name.replace("model_", "replay_buffer_").replace(".zip", ".npz"))
+        replay.unlink()
+        os.mkfifo(replay)
+    elif kind == "fifo":
+        os.mkfifo(planted)
+        os.mkfifo(replay)
+    else:
+        planted.symlink_to("/dev/zero")
+        replay.symlink_to("/dev/zero")
+    proc = lander(f"resume={run_dir}", timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    output = proc.stdout + proc.stderr + (run_dir / "run.log").read_text()
+    assert f"checkpoint {planted.name} not used" in output and ("FIFO" if "fifo" in kind else "a symlink") in output
+    assert read_json(run_dir / "summary.json")["status"] == "completed"
+
+
 def test_a_replay_buffer_holding_objects_stops_resume_and_changes_nothing(stopped_run, tmp_path):
     run_dir = tmp_path / "run"
     shutil.copytree(stopped_run, run_dir)

@@ -57,6 +57,18 @@ def read_data(path: Path) -> tuple[dict[str, Any], dict[str, int]]:
     return data, tensors
 
 
+SHAPING = ("policy_kwargs", "n_steps", "n_envs", "batch_size", "buffer_size", "n_epochs", "gradient_steps")
+COUNTERS = ("num_timesteps", "_n_updates", "_episode_num")  # the training state a checkpoint carries
+
+
+def check_counters(path: Path, data: dict[str, Any]) -> None:
+    """The counters a checkpoint carries must be integers >= 0 (``num_timesteps="abc"`` failed inside SB3)."""
+    for key in COUNTERS:
+        value = data.get(key, 0)
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise ModelLoadError(f"{path}: {key}={value!r} in its data, not a count (an integer >= 0)")
+
+
 def check_tensor_sizes(path: Path, tensors: dict[str, int], reference: BaseAlgorithm) -> None:
     """Refuse ``.pth`` entries larger than a model of this config can write."""
     limit = TENSOR_SLACK * sum(p.numel() * p.element_size() for p in reference.policy.parameters()) + 2**20
@@ -84,7 +96,11 @@ def safe_load(cfg: DictConfig, path: Path, env: VecEnv, device: str | None = Non
             f"{path} holds pickled objects lander does not load: {', '.join(unknown)}; refusing to unpickle them"
         )
     check_tensor_sizes(path, tensors, reference)
-    custom_objects: dict[str, Any] = {k: getattr(reference, k) for k in keys}
+    check_counters(path, data)
+    # what sizes the networks and buffers comes from the run's config, never from the file: a planted
+    # policy_kwargs.net_arch=[12000, 12000] or n_steps=1e12 would allocate gigabytes before any check
+    shaping = [k for k in SHAPING if k in data and hasattr(reference, k)]
+    custom_objects: dict[str, Any] = {k: getattr(reference, k) for k in [*keys, *shaping]}
     try:
         return model_class(cfg).load(path, env=env, device=device or cfg.device, custom_objects=custom_objects)
     except pickle.UnpicklingError as exc:

@@ -128,6 +128,26 @@ def evaluate(run_dir: Path, model: str) -> subprocess.CompletedProcess:
     return lander(f"run={run_dir}", f"model={model}", "n_episodes=2", module="lander.evaluate", timeout=300)
 
 
+@pytest.mark.parametrize(
+    ("planted", "code", "said"),
+    [
+        ({"policy_kwargs": {"net_arch": [12000, 12000]}}, 0, "mean"),  # 3.1 GB of networks before: now the config's
+        ({"n_steps": 10**12}, 0, "mean"),  # a rollout buffer of 10**12 rows: MemoryError before
+        ({"num_timesteps": "abc"}, 1, "num_timesteps='abc' in its data, not a count"),
+    ],
+    ids=["net_arch", "n_steps", "num_timesteps"],
+)
+def test_a_models_sizes_come_from_the_run_config_never_from_the_file(finished_run, tmp_path, planted, code, said):
+    run_dir = tmp_path / "run"
+    shutil.copytree(finished_run, run_dir)
+    with zipfile.ZipFile(finished_run / "model.zip") as archive:
+        data = json.loads(archive.read("data"))
+    rewrite_zip(finished_run / "model.zip", run_dir / "model.zip", {"data": json.dumps(data | planted).encode()})
+    proc = evaluate(run_dir, "model.zip")
+    assert proc.returncode == code and said in proc.stdout + proc.stderr, proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr
+
+
 def test_a_zip_bomb_is_refused_without_inflating_it(finished_run, tmp_path):
     bomb = tmp_path / "bomb.zip"
     with zipfile.ZipFile(finished_run / "model.zip") as old, zipfile.ZipFile(bomb, "w", zipfile.ZIP_DEFLATED) as new:

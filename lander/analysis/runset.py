@@ -17,7 +17,7 @@ import pandas as pd
 import yaml
 
 from lander.config.schema import neutral_keys
-from lander.errors import RunSetError
+from lander.errors import RunFileError, RunSetError
 from lander.storage.csvlog import read_complete
 from lander.storage.rundir import RunPaths, RunSummary, Status, find_run_dirs
 
@@ -101,7 +101,10 @@ def read_run(path: Path) -> Run:
         step = int(cfg.get("n_envs") or (cfg.get("algo") or {}).get("n_envs") or 1)
     except (OSError, yaml.YAMLError, KeyError, TypeError, ValueError) as exc:
         raise RunSetError(f"{paths.config} cannot be read as a run's config ({type(exc).__name__}: {exc})") from None
-    summary = RunSummary.load(paths)
+    try:
+        summary = RunSummary.load(paths)
+    except RunFileError as exc:
+        raise RunSetError(str(exc)) from None
     evals = read_evals(paths.eval_csv, strict=summary is not None and summary.status == Status.COMPLETED)
     return Run(
         path=path,

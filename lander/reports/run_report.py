@@ -14,9 +14,10 @@ import pandas as pd
 import yaml
 from omegaconf import OmegaConf
 
+from lander.errors import RunFileError
 from lander.reports.figures import run_figures
 from lander.reports.html import esc, figure, pairs, pre, table, video, write_page
-from lander.storage.rundir import RunPaths, read_json
+from lander.storage.rundir import RunPaths, RunSummary, read_json
 
 log = logging.getLogger(__name__)
 RESULTS = {  # summary.json field: its name in the report
@@ -126,7 +127,11 @@ def files(paths: RunPaths) -> str:
 def write_run_report(run_dir: Path) -> Path:
     """Write ``report.html`` into ``run_dir`` from the files there; return its path."""
     paths = RunPaths(run_dir)
-    summary = read_json(paths.summary) if paths.summary.is_file() else {}
+    try:  # a summary.json that is not a run's: the report says so instead of its results
+        loaded = RunSummary.load(paths)
+        summary: dict[str, Any] = loaded.to_dict() if loaded is not None else {}
+    except RunFileError as exc:
+        summary = {"status": "unreadable", "error": str(exc)}
     config = yaml.safe_load(read_text(paths.config)) or {} if paths.config.is_file() else {}
     threshold = (config.get("env") or {}).get("reward_threshold") if isinstance(config, dict) else None
     figures = run_figures(paths, threshold)

@@ -12,6 +12,8 @@ import json
 import os
 import re
 import stat
+import types
+import typing
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from enum import Enum
@@ -182,17 +184,37 @@ class RunSummary:
     video: dict[str, Any] | None = None  # seed, return and frames of video.mp4
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> RunSummary:
-        """A summary from ``summary.json``'s object (keys it does not know, from other versions, are dropped)."""
-        known = {f.name for f in dataclasses.fields(cls)}
-        summary = cls(**{k: v for k, v in data.items() if k in known})
-        summary.status = Status(summary.status)
+    def from_dict(cls, data: Any, where: str = "summary.json") -> RunSummary:
+        """A summary from ``summary.json``'s object (keys it does not know, from other versions, are dropped).
+
+        :raises RunFileError: not an object, a value not of its key's type, or a status lander does not write
+        """
+        if not isinstance(data, dict):
+            raise RunFileError(f"{where}: a JSON {type(data).__name__}, not the object a run writes")
+        types = typing.get_type_hints(cls)
+        for key, value in data.items():
+            if key in types and not _fits(value, types[key]):
+                raise RunFileError(f"{where}: {key}={value!r}, where a run writes {_type_name(types[key])}")
+        summary = cls(**{k: v for k, v in data.items() if k in types})
+        try:
+            summary.status = Status(summary.status)
+        except ValueError:
+            raise RunFileError(f"{where}: status={summary.status!r} is not a status lander writes") from None
         return summary
 
     @classmethod
     def load(cls, paths: RunPaths) -> RunSummary | None:
-        """The run's summary, or None if it has none (it never started training)."""
-        return cls.from_dict(read_json(paths.summary)) if paths.summary.is_file() else None
+        """The run's summary, or None if it has none (it never started training).
+
+        :raises RunFileError: a ``summary.json`` that is not a run's (not JSON, not an object, wrong types)
+        """
+        if not paths.summary.is_file():
+            return None
+        try:
+            data = read_json(paths.summary)
+        except (ValueError, OSError) as exc:
+            raise RunFileError(f"{paths.summary}: not readable JSON ({exc})") from exc
+        return cls.from_dict(data, str(paths.summary))
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self) | {"status": self.status.value}
@@ -237,6 +259,31 @@ def check_regular(path: Path) -> None:
     if not stat.S_ISREG(mode):
         kind = "a symlink" if stat.S_ISLNK(mode) else "a FIFO" if stat.S_ISFIFO(mode) else "not a regular file"
         raise RunFileError(f"{path} is {kind}: lander reads only the regular files a run writes")
+
+
+def _fits(value: Any, hint: Any) -> bool:
+    """``value`` (from JSON) is of the annotated type: ``int | None``, ``list[str]``, ``float``, ``Status``, ..."""
+    options = typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType) else (hint,)
+    for option in options:
+        base = typing.get_origin(option) or option
+        if option is type(None) and value is None:
+            return True
+        if base is float and isinstance(value, int | float) and not isinstance(value, bool):
+            return True
+        if base is int and isinstance(value, int) and not isinstance(value, bool):
+            return True
+        if base in (str, Status) and isinstance(value, str):
+            return True
+        if base in (list, dict) and isinstance(value, base):
+            return True
+    return False
+
+
+def _type_name(hint: Any) -> str:
+    """``int | None`` -> ``"int or null"``, as a message says it."""
+    options = typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType) else (hint,)
+    names = {type(None): "null", Status: "str", float: "number"}
+    return " or ".join(names.get(o, getattr(typing.get_origin(o) or o, "__name__", str(o))) for o in options)
 
 
 def find_checkpoints(directory: Path) -> list[tuple[int, Path]]:

@@ -3,8 +3,10 @@ trigger, the schema's neutral keys, re-run planning and configuration labels (st
 
 from __future__ import annotations
 
+import html
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -162,3 +164,27 @@ def test_a_service_run_is_named_as_from_a_terminal_and_never_by_a_path(algo, see
 
     cfg = OmegaConf.create({"algo": {"name": algo}, "env": {"name": "lunar_lander"}, "seed": seed})
     assert run_label(cfg) == label
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ("[]", "a JSON list, not the object a run writes"),
+        ('{"timesteps": "x"}', "timesteps='x', where a run writes int"),
+        ('{"status": 5}', "status=5, where a run writes str"),
+        ('{"status": "weird"}', "status='weird' is not a status lander writes"),
+        ('{"wall_seconds": [1]}', "wall_seconds=[1], where a run writes number or null"),
+        ("{not json", "not readable JSON"),
+    ],
+)
+def test_a_summary_that_is_not_a_runs_is_named_in_one_line_and_its_report_says_so(tmp_path, text, said):
+    from lander.errors import RunFileError
+    from lander.reports.run_report import write_run_report
+
+    paths = RunPaths(tmp_path / "run")
+    paths.metrics.mkdir(parents=True)
+    paths.summary.write_text(text)
+    with pytest.raises(RunFileError, match=re.escape(said)):
+        RunSummary.load(paths)
+    page = write_run_report(paths.root).read_text()  # the report of such a run says what is wrong
+    assert "unreadable" in page and html.escape(said) in page

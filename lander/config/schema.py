@@ -16,8 +16,12 @@ from dataclasses import dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import Any, get_type_hints
 
+import yaml
 from hydra.core.config_store import ConfigStore
-from omegaconf import MISSING
+from omegaconf import MISSING, DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+from lander.errors import ConfigError
 
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"  # the packaged configs: lander/conf
 
@@ -142,6 +146,28 @@ def register_configs() -> None:
     warnings.filterwarnings("ignore", message=r"provider=hydra\.searchpath in main, path=conf is not available")
     ConfigStore.instance().store(name="lander_schema", node=LanderConfig)
     ConfigStore.instance().store(name="evaluate_schema", node=EvaluateConfig)
+
+
+SAVED_ALWAYS = ("seed", "algo.name", "env.id", "env.name", "eval.seed", "eval.episodes", "eval.freq")
+
+
+def load_saved(path: Path) -> DictConfig:
+    """A run's saved config (``.hydra/config.yaml``), checked as a composed one is: unknown keys and wrong types
+    are errors.
+
+    :raises ConfigError: one line naming the file and, where there is one, the key
+    """
+    try:
+        cfg = OmegaConf.merge(OmegaConf.structured(LanderConfig), OmegaConf.load(path))
+    except (OmegaConfBaseException, yaml.YAMLError, ValueError, OSError) as exc:
+        key = getattr(exc, "full_key", None)
+        where = f" at key {key!r}" if key else ""
+        raise ConfigError(f"{path} is not a valid lander config{where}: {str(exc).splitlines()[0]}") from None
+    missing = sorted(k for k in OmegaConf.missing_keys(cfg) if not k.startswith("algo.model."))
+    if set(missing) & set(SAVED_ALWAYS):  # a file cut short (a key added since an older lander wrote it is not)
+        shown = ", ".join(missing[:6]) + (f" and {len(missing) - 6} more" if len(missing) > 6 else "")
+        raise ConfigError(f"{path} is not a valid lander config: it lacks {shown} (cut short?)")
+    return cfg  # type: ignore[return-value]
 
 
 def wandb_node(cfg: Any) -> Any:

@@ -13,6 +13,7 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from lander.config.schema import load_saved
 from lander.envs import make_env, make_train_env
 from lander.errors import ConfigError, RunFileError
 from lander.evaluation.loading import safe_load
@@ -49,7 +50,10 @@ def model_file(paths: RunPaths, name: str) -> Path:
 def evaluate_run(run_dir: Path, args: DictConfig) -> Path:
     """Evaluate one run's model as ``args`` say; return the JSON file written."""
     paths = RunPaths(run_dir)
-    cfg = OmegaConf.load(paths.config)
+    try:
+        cfg = load_saved(paths.config)
+    except ConfigError as exc:
+        raise RunFileError(str(exc)) from None
     seed = cfg.eval.seed if args.seed is None else args.seed
     source = model_file(paths, args.model)
     env = make_train_env(cfg.env, 1, seed)

@@ -95,8 +95,9 @@ def make_trackers(cfg: DictConfig) -> dict[str, Tracker]:
 
 def run_name(cfg: DictConfig, gamma: float) -> str:
     """The run's name: ``run_name`` if set, else ``{algo}_{env}_gamma-{gamma}_seed-{seed}``."""
-    if cfg.get("run_name"):
-        return str(cfg.run_name)
+    name = OmegaConf.select(cfg, "run_name", default=None)  # (absent from a config saved by an older lander)
+    if name:
+        return str(name)
     return f"{cfg.algo.name}_{cfg.env.name}_gamma-{gamma:g}_seed-{cfg.seed}"
 
 

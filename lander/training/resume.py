@@ -14,11 +14,10 @@ from functools import partial
 from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
-from omegaconf.errors import OmegaConfBaseException
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.vec_env import VecEnv
 
-from lander.config.schema import LanderConfig
+from lander.config.schema import load_saved
 from lander.errors import ConfigError, RunFileError
 from lander.evaluation.loading import safe_load
 from lander.storage.csvlog import cut_csv, read_complete, write_csv
@@ -54,12 +53,7 @@ def resume_config(run_dir: Path, total_timesteps: int | None = None) -> DictConf
             f"total_timesteps={total_timesteps}: the run in {run_dir} has trained {done} steps "
             "already; give a larger budget to train it further"
         )
-    try:  # an edited config is checked as a composed one is: unknown keys and wrong types are errors
-        cfg = OmegaConf.merge(OmegaConf.structured(LanderConfig), OmegaConf.load(paths.config))
-    except (OmegaConfBaseException, ValueError, OSError) as exc:
-        key = getattr(exc, "full_key", None)
-        where = f" at key {key!r}" if key else ""
-        raise ConfigError(f"{paths.config} is not a valid lander config{where}: {str(exc).splitlines()[0]}") from exc
+    cfg = load_saved(paths.config)  # an edited config is checked as a composed one is
     OmegaConf.set_struct(cfg, False)
     cfg.resume = str(run_dir)
     if total_timesteps is not None:

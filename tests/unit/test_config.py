@@ -248,3 +248,21 @@ def test_an_unknown_key_is_sent_under_algo_model_only_where_the_model_has_it(ove
     with pytest.raises(ConfigError) as info:
         check_override_keys(overrides)
     assert said in str(info.value) and not_said not in str(info.value)
+
+
+def test_a_saved_config_cut_short_or_not_yaml_is_named_in_one_line_and_an_older_one_still_loads(tmp_path):
+    """``.hydra/config.yaml`` as resume and evaluate read it (:func:`lander.config.schema.load_saved`)."""
+    from omegaconf import OmegaConf
+
+    from lander.config.schema import load_saved
+
+    full = OmegaConf.to_yaml(composed("algo=ppo"))
+    saved = tmp_path / "config.yaml"
+    for text, said in ((full[:200], "it lacks "), ("a: [\n", "while parsing"), ("seed: abc\n", "at key 'seed'")):
+        saved.write_text(text)
+        with pytest.raises(ConfigError, match=re.escape(said)) as info:
+            load_saved(saved)
+        assert str(saved) in str(info.value) and "\n" not in str(info.value)
+    older = "\n".join(line for line in full.splitlines() if not line.startswith(("run_name:", "torch_fast_paths:")))
+    saved.write_text(older)  # written by a lander from before these keys: loads, with their defaults
+    assert load_saved(saved).algo.name == "ppo"

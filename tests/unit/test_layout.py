@@ -22,7 +22,7 @@ LAYERS: dict[str, set[str]] = {
     "algorithms": set(),
     "config": {"errors", "storage"},
     "process": {"storage"},
-    "evaluation": {"errors", "storage", "envs", "algorithms"},
+    "evaluation": {"errors", "storage", "config", "envs", "algorithms"},
     "tracking": {"errors", "storage", "config"},
     "analysis": {"errors", "storage", "config"},
     "reports": {"errors", "storage", "analysis"},

@@ -83,9 +83,11 @@ def job_overrides(overrides: list[str], multirun: bool) -> list[list[str]]:
 
 
 def is_group_choice(override: str) -> bool:
-    """``algo=ppo``, ``experiment=x``, ``hydra/launcher=basic``: an override that chooses config files."""
-    key = override.split("=", 1)[0].lstrip("+~")
-    return "/" in key or (CONF_DIR / key).is_dir()
+    """``algo=ppo``, ``experiment=x``, ``hydra/launcher=basic``, ``+mygroup=x`` (a group of your ``./conf``): an
+    override that chooses config files, composed by Hydra rather than applied as a value."""
+    key = override.split("=", 1)[0]
+    bare = key.lstrip("+~")
+    return "/" in bare or (CONF_DIR / bare).is_dir() or (key.startswith("+") and "." not in bare)
 
 
 def with_values(cfg: DictConfig, overrides: list[str]) -> DictConfig:

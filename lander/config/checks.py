@@ -148,9 +148,12 @@ def memory_needed(cfg: DictConfig) -> dict[str, float]:
     (PPO, A2C: ``n_steps x n_envs`` rows, copied once when flattened for the update) or replay buffer (DQN, SAC,
     TD3: ``buffer_size`` rows, the next observation stored too unless ``optimize_memory_usage``).
 
-    A row holds the observation and the action (in the env's own dtypes) and a few float32 scalars.
+    A row holds the observation and the action (in the env's own dtypes) and a few float32 scalars. Image envs'
+    buffers are not estimated: their wrappers (``env.wrappers``) shrink the frames the raw env gives.
     """
     n_envs = int(cfg.n_envs if cfg.n_envs is not None else cfg.algo.n_envs)
+    if cfg.env.observation_space == "image":
+        return {"training envs": float(n_envs * ENV_BYTES)}
     obs, act = row_bytes(cfg.env.id, OmegaConf.to_container(cfg.env.kwargs, resolve=True))  # type: ignore[arg-type]
     model = cfg.algo.model
     needed = {"training envs": float(n_envs * ENV_BYTES)}

@@ -105,12 +105,13 @@ def _record(
     checkpointer = Checkpointer(
         cfg.checkpoint_freq, paths.checkpoints, cfg.checkpoint_keep, cfg.checkpoint_replay_buffer
     )
-    exit_code, start, model, trackers = 1, time.perf_counter(), None, {}
+    exit_code, start, model = 1, time.perf_counter(), None
+    trackers: dict[str, Tracker] = {}  # the started ones, each finished whatever happens
     earlier = (summary.wall_seconds or 0.0) if cfg.get("resume") is not None else 0.0  # the attempts before this one
     try:
         start_files(cfg, paths, summary)
         done = int(resumed.num_timesteps) if resumed is not None else 0
-        trackers = start_trackers(cfg, paths, summary, group, done)
+        start_trackers(cfg, paths, summary, group, done, trackers)
         model = start_model(cfg, paths, env, summary, resumed)
         evaluator, stop_reason, seconds, cpu_seconds = learn(
             cfg, model, paths, trackers, checkpointer, extra_callbacks, summary
@@ -151,16 +152,20 @@ def peak_rss_mb() -> float:
 
 
 def start_trackers(
-    cfg: DictConfig, paths: RunPaths, summary: RunSummary, group: str | None, start_step: int
-) -> dict[str, Tracker]:
-    """The config's trackers (``logger``), started for this run from ``start_step``; by their key."""
+    cfg: DictConfig,
+    paths: RunPaths,
+    summary: RunSummary,
+    group: str | None,
+    start_step: int,
+    started: dict[str, Tracker],
+) -> None:
+    """Start the config's trackers (``logger``) for this run from ``start_step``, each added to ``started`` (by its
+    key) once it has started: one that fails to start leaves those before it to be finished by the caller."""
     run = TrackedRun(cfg, paths, summary, summary.run_name, group, start_step)
-    trackers: dict[str, Tracker] = {}
     for key, tracker in make_trackers(cfg).items():
         tracker.start(run)
-        trackers[key] = tracker  # finished whatever happens next
+        started[key] = tracker
         fault(f"start:{key}")
-    return trackers
 
 
 def new_summary(

@@ -29,6 +29,7 @@ from lander.config.schema import (
     WANDB_TRACKER,
     EnvConfig,
     group_options,
+    tracker_nodes,
 )
 from lander.errors import ConfigError
 
@@ -298,8 +299,8 @@ def check_trackers(cfg: DictConfig) -> None:
     ``offline_fallback=true``: go on offline, warned). Before training, so that it fails before anything is written.
     """
     check_tracker_keys(cfg)
-    for key, node in (cfg.get("logger") or {}).items():
-        if isinstance(node, DictConfig) and node.get("_target_") == WANDB_TRACKER:
+    for key, node in tracker_nodes(cfg).items():
+        if node._target_ == WANDB_TRACKER:
             _check(node.mode in WANDB_MODES, f"logger.{key}.mode", node.mode, " or ".join(WANDB_MODES))
             if node.mode == "online":
                 check_online(node, f"logger.{key}")

@@ -14,7 +14,7 @@ from dataclasses import fields, is_dataclass
 import yaml
 from omegaconf import DictConfig
 
-from lander.config.schema import CONF_DIR, LanderConfig, group_options
+from lander.config.schema import CONF_DIR, LanderConfig, group_options, tracker_nodes
 from lander.config.trust import allowed_prefixes
 from lander.errors import ConfigError
 
@@ -140,10 +140,9 @@ def check_tracker_keys(cfg: DictConfig) -> None:
     code: where the service started the run (:func:`lander.config.trust.allowed_prefixes`), only lander's own are
     imported here; another is checked when the run builds it, after :func:`lander.config.trust.check_trusted`."""
     from_terminal = allowed_prefixes() is None
-    for key, node in (cfg.get("logger") or {}).items():
-        target = str(node.get("_target_", "")) if isinstance(node, DictConfig) else ""
-        if target and (from_terminal or target.startswith("lander.")):
-            check_keys(f"logger.{key}", node, model_parameters(target))
+    for key, node in tracker_nodes(cfg).items():
+        if from_terminal or str(node._target_).startswith("lander."):
+            check_keys(f"logger.{key}", node, model_parameters(str(node._target_)))
 
 
 def check_keys(where: str, node: DictConfig, known: list[str] | None) -> None:

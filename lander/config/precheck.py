@@ -91,13 +91,13 @@ def is_group_choice(override: str) -> bool:
 
 
 def with_values(cfg: DictConfig, overrides: list[str]) -> DictConfig:
-    """A copy of ``cfg`` with the value overrides applied as Hydra applies them after composing (``key=``,
-    ``+key=``, ``++key=``, ``~key``; typed by the schema): a sweep's jobs that differ only in values are
-    checked without composing each, so that 2,000 seeds take seconds."""
+    """``cfg`` with the value overrides applied as Hydra applies them after composing (``key=``, ``+key=``,
+    ``++key=``, ``~key``; typed by the schema): a sweep's jobs that differ only in values are checked without
+    composing each, so that 2,000 seeds take seconds. Plain ``key=value`` overrides are applied to ``cfg`` itself
+    (every job of a sweep sets the same keys, so each overwrites the last job's values); others to a copy."""
     from hydra._internal.config_loader_impl import ConfigLoaderImpl
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
-    # every job of a sweep sets the same keys: plain `key=value` ones overwrite the last job's values in place
     job = cfg if all(o[:1] not in "+~" for o in overrides) else copy.deepcopy(cfg)
     ConfigLoaderImpl._apply_overrides_to_config(OverridesParser.create().parse_overrides(overrides), job)
     return job
@@ -134,7 +134,7 @@ def check_jobs(argv: list[str], lock: AbstractContextManager[Any] = NO_LOCK) -> 
             if groups not in composed:  # Hydra composes once for each choice of config files (~0.1 s each)
                 with lock, initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
                     composed[groups] = compose(config_name="config", overrides=[*search, *groups])
-            cfg = with_values(composed[groups], [o for o in job if not is_group_choice(o)])  # (may be the same object)
+            cfg = with_values(composed[groups], [o for o in job if o not in groups])
             validate(cfg)
             if any(o.startswith("+algo.model.") for o in job):  # keys the algorithm's config does not have:
                 check_model_keys(cfg)  # against the class (imports torch: not done for other commands)

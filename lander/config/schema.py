@@ -170,10 +170,15 @@ def load_saved(path: Path) -> DictConfig:
     return cfg  # type: ignore[return-value]
 
 
-def wandb_node(cfg: Any) -> Any:
+def tracker_nodes(cfg: Any) -> dict[str, DictConfig]:
+    """The ``logger`` nodes that name a tracker (``_target_``), by their key; a node without one builds nothing."""
+    logger = cfg.get("logger") or {}
+    return {str(k): v for k, v in logger.items() if isinstance(v, DictConfig) and "_target_" in v}
+
+
+def wandb_node(cfg: Any) -> DictConfig | None:
     """The config's W&B tracker (the ``logger`` node whose ``_target_`` is :data:`WANDB_TRACKER`), or None."""
-    nodes = (cfg.get("logger") or {}).values()
-    return next((n for n in nodes if hasattr(n, "get") and n.get("_target_") == WANDB_TRACKER), None)
+    return next((n for n in tracker_nodes(cfg).values() if n._target_ == WANDB_TRACKER), None)
 
 
 def neutral_keys(schema: type = LanderConfig, prefix: str = "") -> list[str]:

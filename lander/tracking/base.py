@@ -24,6 +24,7 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
 from lander.config.keys import check_keys, model_parameters
+from lander.config.schema import tracker_nodes
 from lander.errors import ConfigError
 from lander.storage.rundir import RunPaths, RunSummary
 
@@ -70,12 +71,6 @@ class Tracker(ABC):
     @abstractmethod
     def finish(self, exit_code: int) -> None:
         """Close the record: 0 for a completed run, else the process's exit code."""
-
-
-def tracker_nodes(cfg: DictConfig) -> dict[str, DictConfig]:
-    """The ``logger`` nodes that name a tracker (``_target_``), by their key."""
-    logger = cfg.get("logger") or {}
-    return {str(k): v for k, v in logger.items() if isinstance(v, DictConfig) and "_target_" in v}
 
 
 def make_trackers(cfg: DictConfig) -> dict[str, Tracker]:

@@ -15,9 +15,12 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 ZYGOTE = Path(__file__).with_name("zygote.py")
+WARM_PYTHON = Path(__file__).with_name("warm_python.py")
 REPO = Path(__file__).resolve().parents[2]
 _idle: list[_Zygote] = []
 
@@ -158,3 +161,25 @@ def run_module(
 ) -> subprocess.CompletedProcess:
     """``python -m <module> <args>`` run to its end (warm where it can be), its output captured."""
     return LanderProcess(module, list(args), cwd, env).completed(timeout)
+
+
+@contextlib.contextmanager
+def warm_shell(env: dict[str, str]) -> Iterator[str | None]:
+    """A warm parent on a UNIX socket for a shell's ``python -m lander.<command>`` lines (``zygote.py --socket``);
+    yields the command that runs one warm (``<it> lander.run seed=1``, ``LANDER_TEST_ZYGOTE`` set in ``env``), or
+    None under ``LANDER_TEST_COLD=1``."""
+    if os.environ.get("LANDER_TEST_COLD"):
+        yield None
+        return
+    with tempfile.TemporaryDirectory(prefix="lander-zygote-") as folder:
+        path = os.path.join(folder, "socket")
+        server = subprocess.Popen([sys.executable, str(ZYGOTE), "--socket", path], cwd=REPO, env=env)
+        try:
+            while not os.path.exists(path):
+                assert server.poll() is None, "the warm parent of the docs' commands did not start"
+                time.sleep(0.05)
+            env["LANDER_TEST_ZYGOTE"] = path
+            yield f"{sys.executable} {WARM_PYTHON}"
+        finally:
+            server.kill()
+            server.wait()

@@ -9,19 +9,24 @@ would: the exit code, or the signal that killed it. lander forks its own sweep j
 Protocol, one JSON object a line: request ``{"module", "args", "cwd", "env", "stdout", "stderr", "session"}`` on
 stdin (``stderr`` null: into stdout); replies ``{"pid": N}`` once the child exists, then ``{"status": wait status}``
 when it has ended.
+
+``zygote.py --socket PATH`` serves ``tests/helpers/warm_python.py`` instead (the shell commands of the docs): one
+request a connection on a UNIX socket, the caller's own stdin, stdout and stderr passed with it (``SCM_RIGHTS``), the
+reply ``{"status": wait status}``.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import socket
 import sys
 
 START_ENV = dict(os.environ)
 
 import hydra  # noqa: E402,F401  # what every lander process imports, imported once here
 import matplotlib.pyplot  # noqa: E402,F401
-import pandas  # noqa: E402,F401
+import pandas  # noqa: E402
 import plotly.graph_objects  # noqa: E402,F401
 import scipy.stats  # noqa: E402,F401
 
@@ -31,11 +36,34 @@ import lander.sweeps.callback  # noqa: E402
 import lander.training.finish  # noqa: E402
 import lander.training.train  # noqa: E402,F401
 
+
+def warm_up() -> None:
+    """Import what a run imports only when it gets there (about 2.5 s a process): torch._dynamo (on building the
+    first optimizer), Box2D and pygame (the envs, the video), imageio's ffmpeg, PIL, and the Plotly classes a
+    report's figures are built from (Plotly imports each on its first use)."""
+    import Box2D  # noqa: F401
+    import gymnasium.envs.box2d  # noqa: F401
+    import imageio.plugins.ffmpeg  # noqa: F401
+    import PIL.Image  # noqa: F401
+    import pygame  # noqa: F401
+    import torch._dynamo  # noqa: F401
+
+    from lander.reports import figures
+
+    table = pandas.DataFrame({"step": [0, 1], "value": [0.0, 1.0]})
+    figure = figures.small_multiples(table, "step", ["value"], "warm-up")
+    figure.add_trace(figures.band(table.step, table.value, table.value, "#1f77b4", "value", "value"))
+    figure.add_scatter(x=[0], y=[0], error_y={"array": [1]}, marker={"size": 3})
+    figure.to_html(include_plotlyjs=False)
+
+
+warm_up()
 SET_BY_IMPORTS = {k: v for k, v in os.environ.items() if k not in START_ENV}  # e.g. lander.envs' SDL_VIDEODRIVER
 
 
-def child(request: dict) -> None:
-    """Become ``python -m <module> <args>``; never returns."""
+def child(request: dict, fds: list[int] | None = None) -> None:
+    """Become ``python -m <module> <args>``, its stdin, stdout and stderr ``fds`` (or the request's files); never
+    returns."""
     import atexit
     import runpy
     import signal
@@ -49,7 +77,10 @@ def child(request: dict) -> None:
         os.chdir(request["cwd"])
         os.environ.clear()
         os.environ.update(SET_BY_IMPORTS | request["env"])
-        for fd, name, mode in ((0, os.devnull, os.O_RDONLY), (1, request["stdout"], 0), (2, request["stderr"], 0)):
+        for fd, given in enumerate(fds or []):
+            os.dup2(given, fd)
+        files = () if fds else ((0, os.devnull, os.O_RDONLY), (1, request["stdout"], 0), (2, request["stderr"], 0))
+        for fd, name, mode in files:
             if name is None:  # stderr into stdout, in the order written
                 os.dup2(1, fd)
                 continue
@@ -78,7 +109,28 @@ def child(request: dict) -> None:
     os._exit(code)
 
 
+def serve(path: str) -> None:
+    """Run one request of each connection to the UNIX socket ``path``, with the caller's stdin, stdout, stderr."""
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    server.bind(path)
+    server.listen()
+    while True:
+        connection, _ = server.accept()
+        with connection:
+            message, fds, _, _ = socket.recv_fds(connection, 1 << 20, 3)
+            pid = os.fork()
+            if pid == 0:
+                server.close()
+                child(json.loads(message), fds)
+            for fd in fds:
+                os.close(fd)
+            _, status = os.waitpid(pid, 0)
+            connection.sendall(json.dumps({"status": status}).encode())
+
+
 def main() -> None:
+    if sys.argv[1:2] == ["--socket"]:
+        serve(sys.argv[2])
     for line in sys.stdin:
         request = json.loads(line)
         pid = os.fork()

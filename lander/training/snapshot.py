@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import platform
 import subprocess
 import sys
@@ -55,6 +56,34 @@ def versions() -> dict[str, str | None]:
     return out
 
 
+NOT_FROZEN = {"pip", "setuptools", "wheel", "distribute"}  # what `pip freeze` leaves out by default
+
+
+def freeze() -> str:
+    """The installed distributions as ``pip freeze`` lists them (``name==version``, ``-e <dir>`` for an editable
+    install, ``name @ <url>`` for one installed from a URL), read from their metadata in this process: the same
+    lines as ``python -m pip freeze`` without the ~0.9 s its own start-up costs every run."""
+    lines: dict[str, str] = {}
+    for dist in metadata.distributions():
+        name = dist.metadata["Name"]
+        if not name or name.lower() in lines or name.lower() in NOT_FROZEN:
+            continue  # the first of a name on sys.path is the one imported, as pip says
+        lines[name.lower()] = f"{name}=={dist.version}"
+        try:
+            direct = json.loads(dist.read_text("direct_url.json") or "{}")
+        except ValueError:
+            continue
+        url = str(direct.get("url", ""))
+        if direct.get("dir_info", {}).get("editable"):
+            lines[name.lower()] = f"# Editable install ({name}=={dist.version})\n-e {url.removeprefix('file://')}"
+        elif "vcs_info" in direct:
+            vcs = direct["vcs_info"]
+            lines[name.lower()] = f"{name} @ {vcs.get('vcs', 'git')}+{url}@{vcs.get('commit_id', '')}"
+        elif url:
+            lines[name.lower()] = f"{name} @ {url}"
+    return "".join(line + "\n" for _, line in sorted(lines.items()))
+
+
 def cpu_model() -> str | None:
     """The CPU's model name (``/proc/cpuinfo`` on Linux, else what ``platform`` says)."""
     try:
@@ -71,8 +100,7 @@ def write_snapshot(run_dir: Path) -> Path:
     out_dir = run_dir / "environment"
     out_dir.mkdir(parents=True, exist_ok=True)
     fault("start:snapshot")
-    freeze = subprocess.run([sys.executable, "-m", "pip", "freeze"], capture_output=True, text=True, timeout=120)
-    write_text(out_dir / "pip_freeze.txt", freeze.stdout)
+    write_text(out_dir / "pip_freeze.txt", freeze())
     import torch
 
     info = {

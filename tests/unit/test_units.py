@@ -188,3 +188,21 @@ def test_a_summary_that_is_not_a_runs_is_named_in_one_line_and_its_report_says_s
         RunSummary.load(paths)
     page = write_run_report(paths.root).read_text()  # the report of such a run says what is wrong
     assert "unreadable" in page and html.escape(said) in page
+
+
+def test_the_snapshot_lists_the_packages_as_pip_freeze_does(tmp_path: Path) -> None:
+    """The snapshot's package list is read in-process; real ``pip freeze`` (from a directory holding no package
+    metadata of its own) lists the same packages, versions and editable installs."""
+    import subprocess
+    import sys
+
+    from lander.training.snapshot import freeze
+
+    def run(*args: str) -> list[str]:  # both with one sys.path: a directory of the user's, not the repository
+        out = subprocess.run([sys.executable, *args], cwd=tmp_path, capture_output=True, text=True, check=True)
+        return [line for line in out.stdout.splitlines() if not line.startswith("#")]
+
+    pip = run("-m", "pip", "freeze")
+    listed = run("-c", f"import {freeze.__module__} as m; print(m.freeze(), end='')")
+    assert listed == pip
+    assert any(line.startswith("-e ") for line in listed) and any(line.startswith("torch==") for line in listed)

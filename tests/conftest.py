@@ -16,3 +16,27 @@ def algo_run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
     run_dir = tmp_path_factory.mktemp(f"run_{algo}") / "run"
     tiny_run(run_dir, algo, "logger=wandb")
     return algo, run_dir
+
+
+# The files that take longest (pytest --durations on .ci/run), started first: with --no-loadscope-reorder the two
+# workers take whole files in this order, so the short files fill the end of both instead of one long file running
+# alone at the end. A file not listed runs after these, in collection order.
+LONGEST_FIRST = [
+    "test_service.py",
+    "test_sweep.py",
+    "test_course_runs.py",
+    "test_doc_commands.py",
+    "test_faults.py",
+    "test_service_security.py",
+    "test_artifacts.py",
+    "test_course_presets.py",
+    "test_resume.py",
+    "test_sweep_rerun.py",
+    "test_config.py",
+    "test_hostile_input.py",
+]
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: each file's own order is kept

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import copy
 import itertools
+import os
 import re
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from lander.config.checks import check_trackers, validate
 from lander.config.keys import check_model_keys, check_override_keys
@@ -122,12 +123,18 @@ def check_jobs(argv: list[str], lock: AbstractContextManager[Any] = NO_LOCK) -> 
     register_configs()
     try:
         with lock, initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-            if not multirun and (swept := preset_sweeps(search, overrides)):
+            swept, hydra_node = preset_sweeps(search, overrides)
+            key = "hydra.sweep.dir" if multirun else "hydra.run.dir"
+            given = [a.split("=", 1)[1].strip("'\"") for a in argv if a.startswith(f"{key}=")]
+            node = OmegaConf.to_container(hydra_node.sweep if multirun else hydra_node.run, resolve=False)
+            assert isinstance(node, dict)  # its dir unresolved: ${now:...} as it is
+            check_writable(given[-1] if given else str(node["dir"]), key)
+            if not multirun and swept:
                 raise ConfigError(
                     f"this preset is a sweep ({'; '.join(swept)}) and runs with --multirun: python -m lander.run "
                     f"--multirun {' '.join(argv)}  (or give every swept key one value to run a single job)"
                 )
-            jobs = job_overrides([*preset_sweeps(search, overrides), *overrides] if multirun else overrides, multirun)
+            jobs = job_overrides([*swept, *overrides] if multirun else overrides, multirun)
         composed: dict[tuple[str, ...], DictConfig] = {}
         for i, job in enumerate(jobs):
             groups = tuple(o for o in job if is_group_choice(o))
@@ -185,17 +192,33 @@ def explain_model_override(
     )
 
 
-def preset_sweeps(search: list[str], overrides: list[str]) -> list[str]:
+def preset_sweeps(search: list[str], overrides: list[str]) -> tuple[list[str], DictConfig]:
     """The basic sweeper's ``hydra.sweeper.params`` of a preset (``experiment=...``), as overrides that the
-    command line's own overrides of the same keys replace."""
+    command line's own overrides of the same keys replace; and the ``hydra`` node (unresolved) they came with."""
     from hydra import compose
 
     plain = single_values(overrides)
     cfg = compose(config_name="config", overrides=[*search, *plain], return_hydra_config=True)
     if "BasicSweeper" not in str(cfg.hydra.sweeper.get("_target_", "")):
-        return []
+        return [], cfg.hydra
     given = {o.split("=", 1)[0] for o in overrides}
-    return [f"{k}={v}" for k, v in (cfg.hydra.sweeper.get("params") or {}).items() if k not in given]
+    return [f"{k}={v}" for k, v in (cfg.hydra.sweeper.get("params") or {}).items() if k not in given], cfg.hydra
+
+
+def check_writable(directory: str, key: str) -> None:
+    """Hydra can make the run's (or sweep's) directory ``directory`` (given as ``key``): the nearest part of it that
+    exists (up to its first ``${...}``) is a directory this process may write in, not a file, nor on a read-only
+    file system."""
+    path = Path(directory.split("${", 1)[0] or ".").absolute()
+    while not os.path.lexists(path) and path != path.parent:
+        path = path.parent
+    if not path.is_dir():
+        raise ConfigError(f"{key}={directory}: {path} is a file, not a directory: nothing can be written under it")
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise ConfigError(
+            f"{key}={directory}: {path} is not writable (permissions, or a read-only file system); "
+            f"give {key}=<a directory you can write to>"
+        )
 
 
 FLAGS_WITH_VALUES = (

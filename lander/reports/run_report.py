@@ -17,6 +17,7 @@ from omegaconf import OmegaConf
 from lander.errors import RunFileError
 from lander.reports.figures import run_figures
 from lander.reports.html import esc, figure, pairs, pre, table, video, write_page
+from lander.storage.csvlog import read_complete
 from lander.storage.rundir import RunPaths, RunSummary, read_json
 
 log = logging.getLogger(__name__)
@@ -70,6 +71,25 @@ def header(summary: dict[str, Any], paths: RunPaths) -> str:
     stopped = f"<strong>Stopped by</strong> <code>{esc(summary['error'])}</code>" if summary.get("error") else killed
     resume = f"continue: <code>python -m lander.run resume={esc(paths.root)}</code>"
     return out + f'<div class="error">{stopped}<br>{resume}</div>'
+
+
+def not_numbers(paths: RunPaths) -> list[str]:
+    """What the metrics files hold that is not a number (a file edited or damaged by hand), once a column, in one
+    line naming the file: the plots leave those values out, and the report says so."""
+    notes = []
+    for path in (paths.eval_csv, paths.eval_episodes, paths.train_episodes, paths.resources):
+        if not path.is_file() or not path.stat().st_size:
+            continue
+        fields, rows = read_complete(path)
+        cells = pd.DataFrame(rows, columns=fields).astype(str)
+        for column in cells.columns:
+            bad = pd.to_numeric(cells[column], errors="coerce").isna() & cells[column].str.strip().ne("")
+            if bad.any():
+                notes.append(
+                    f"{path.relative_to(paths.root)}: column {column!r} holds {int(bad.sum())} value(s) that are not "
+                    f"numbers (the first on line {int(bad.to_numpy().argmax()) + 2}); the plots leave them out"
+                )
+    return notes
 
 
 def final_episodes(paths: RunPaths) -> str:
@@ -152,7 +172,11 @@ def write_run_report(run_dir: Path) -> Path:
         ("files", "Files", files(paths)),
     ]
     title = str(summary.get("run_name") or run_dir.name)
-    path = write_page(paths.report, f"lander run: {title}", sections, header(summary, paths))
+    notes = not_numbers(paths)
+    for note in notes:
+        log.warning("%s", note)
+    warnings = "".join(f'<div class="error">{esc(note)}</div>' for note in notes)
+    path = write_page(paths.report, f"lander run: {title}", sections, header(summary, paths) + warnings)
     log.info("report.html written (%.1f MB)", path.stat().st_size / 2**20)
     return path
 

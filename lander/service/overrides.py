@@ -185,7 +185,7 @@ def compose_checked(overrides: list[str], parsed: list[Override], multirun: bool
     try:
         check_override_keys(overrides)  # lander's did-you-mean for a misspelt key, before Hydra's own words
         with _compose_lock, initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-            preset = preset_sweeps([], single_values(overrides)) if multirun else []
+            preset = preset_sweeps([], single_values(overrides))[0] if multirun else []
             first = job_overrides([*preset, *overrides], multirun=True)[0] if overrides or preset else []
             cfg = compose(config_name="config", overrides=first)
         jobs = sweep_size([*(parse(p, True) for p in preset), *parsed])

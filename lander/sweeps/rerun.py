@@ -88,12 +88,25 @@ def check_same_sweep(config: DictConfig) -> None:
         before, now = OmegaConf.select(old, key), OmegaConf.select(config, key)
         before = OmegaConf.to_container(before) if before is not None else None
         now = OmegaConf.to_container(now) if now is not None else None
+        if key == "hydra.overrides.task" and same_overrides(before, now):
+            with read_write(config):  # Hydra numbers the jobs in the order of the overrides: the saved order keeps
+                config.hydra.overrides.task = before  # job N the configuration it was
+            continue
         if before != now:
             raise ConfigError(
                 f"hydra.sweep.dir={config.hydra.sweep.dir} holds a sweep with other {what}: "
                 f"{before} there, {now} now. Re-run it with the same command to complete it, "
                 "or give a new hydra.sweep.dir"
             )
+
+
+def same_overrides(before: object, now: object) -> bool:
+    """The same overrides in another order (each key given once, so that the order changes nothing but the
+    numbering of the jobs)."""
+    if not isinstance(before, list) or not isinstance(now, list) or sorted(map(str, before)) != sorted(map(str, now)):
+        return False
+    keys = [str(o).split("=", 1)[0] for o in now]
+    return len(set(keys)) == len(keys)
 
 
 def continue_study(config: DictConfig) -> None:

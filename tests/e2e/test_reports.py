@@ -64,3 +64,12 @@ def test_report_cli_rewrites_a_killed_runs_report(tmp_path):
     assert 'class="status running"' in page and f"resume={run_dir}" in page  # killed: how to continue
     bad = lander(str(tmp_path / "nothing"), module="lander.report")
     assert bad.returncode == 2 and "not a directory" in bad.stderr
+
+    lines = (run_dir / "metrics/eval.csv").read_text().splitlines()
+    cells = lines[1].split(",")
+    cells[1] = "abc"  # the first evaluation's mean, as text
+    (run_dir / "metrics/eval.csv").write_text("\n".join([lines[0], ",".join(cells), *lines[2:]]) + "\n")
+    edited = lander(str(run_dir), module="lander.report")
+    note = "metrics/eval.csv: column 'mean' holds 1 value(s) that are not numbers (the first on line 2)"
+    assert edited.returncode == 0 and note in edited.stderr and "Traceback" not in edited.stderr
+    assert note.replace("'", "&#x27;") in (run_dir / "report.html").read_text()  # said in the report too

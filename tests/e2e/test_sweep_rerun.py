@@ -76,6 +76,11 @@ def test_a_killed_sweep_is_completed_by_rerunning_its_command(tmp_path: Path, la
     table = pd.read_csv(sweep_dir / "comparison" / "table.csv")
     assert sorted(table["config"]) == ["total_timesteps=16384", "total_timesteps=2048"]
 
+    done = {job: digests(job) for job in (job0, job1)}
+    reordered = lander("--multirun", "hydra/launcher=basic", *reversed(SWEEP), f"hydra.sweep.dir={sweep_dir}")
+    assert reordered.returncode == 0, reordered.stderr[-4000:]  # the same overrides in another order: the same sweep
+    assert {job: digests(job) for job in (job0, job1)} == done  # each job found completed in its own directory
+
 
 def test_a_rerun_with_other_overrides_is_refused_before_anything_is_written(tmp_path: Path) -> None:
     sweep_dir = tmp_path / "sweep"

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import re
 
 import pytest
 from hydra.errors import ConfigCompositionException
 
-from helpers import composed, lander_env, run_lander
+from helpers import composed, lander, lander_env, run_lander
 from lander.algorithms.build import effective_gamma
 from lander.config.checks import validate
 from lander.config.schema import group_options, register_configs
@@ -266,3 +267,19 @@ def test_a_saved_config_cut_short_or_not_yaml_is_named_in_one_line_and_an_older_
     older = "\n".join(line for line in full.splitlines() if not line.startswith(("run_name:", "torch_fast_paths:")))
     saved.write_text(older)  # written by a lander from before these keys: loads, with their defaults
     assert load_saved(saved).algo.name == "ppo"
+
+
+def test_an_output_directory_that_cannot_be_made_exits_2_before_anything(tmp_path):
+    """``outputs`` is a file (or, for a user other than root, a directory without write permission): one line naming
+    it, exit 2, nothing written; not Hydra's NotADirectoryError traceback after composing."""
+    (tmp_path / "outputs").write_text("a file where the runs would go")
+    for args in (["total_timesteps=64"], ["--multirun", "seed=0,1", "hydra.sweep.dir=outputs/sweep"]):
+        proc = lander(*args, cwd=tmp_path, timeout=120)
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+        assert f"{tmp_path / 'outputs'} is a file, not a directory" in proc.stderr
+    assert [p.name for p in tmp_path.iterdir()] == ["outputs"]
+    if os.geteuid() != 0:  # root writes whatever the permissions say
+        locked = tmp_path / "locked"
+        locked.mkdir(mode=0o555)
+        proc = lander("total_timesteps=64", f"hydra.run.dir={locked}/run", cwd=tmp_path, timeout=120)
+        assert proc.returncode == 2 and f"{locked} is not writable" in proc.stderr

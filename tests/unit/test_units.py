@@ -15,7 +15,7 @@ from helpers import composed, lander
 from lander.analysis.runset import Run, changes_nothing, labels
 from lander.config.schema import neutral_keys
 from lander.storage.rundir import RunPaths, RunSummary, Status, atomic_write, find_run_dirs, write_json
-from lander.sweeps.rerun import plan_job, set_aside
+from lander.sweeps.rerun import check_same_sweep, plan_job, set_aside
 from lander.training.callbacks import Every
 
 
@@ -206,3 +206,28 @@ def test_the_snapshot_lists_the_packages_as_pip_freeze_does(tmp_path: Path) -> N
     listed = run("-c", f"import {freeze.__module__} as m; print(m.freeze(), end='')")
     assert listed == pip
     assert any(line.startswith("-e ") for line in listed) and any(line.startswith("torch==") for line in listed)
+
+
+def test_a_rerun_with_the_overrides_in_another_order_numbers_its_jobs_as_before(tmp_path: Path) -> None:
+    """Hydra numbers a sweep's jobs in the order of its overrides; a re-run that gives them in another order gets
+    the saved order back, so that job N is the configuration in directory N. Other values are still refused."""
+    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from omegaconf import OmegaConf
+
+    from lander.errors import ConfigError
+
+    saved = ["algo=ppo,a2c", "seed=0,1"]
+    (tmp_path / "multirun.yaml").write_text(f"hydra:\n  overrides:\n    task: {saved}\n  sweeper:\n    params: null\n")
+
+    def rerun(task: list[str]) -> list[list[str]]:
+        config = OmegaConf.create({"hydra": {"sweep": {"dir": str(tmp_path)}, "overrides": {"task": task}}})
+        check_same_sweep(config)
+        parsed = OverridesParser.create().parse_overrides(list(config.hydra.overrides.task))
+        return BasicSweeper.split_arguments(parsed, None)[0]
+
+    assert rerun(["seed=0,1", "algo=ppo,a2c"]) == rerun(saved)
+    assert rerun(saved)[1] == ["algo=ppo", "seed=1"]
+    for other in (["algo=ppo,a2c", "seed=1,0"], ["seed=0,1", "algo=ppo,a2c", "seed=0,1"]):
+        with pytest.raises(ConfigError, match="other overrides"):
+            rerun(other)

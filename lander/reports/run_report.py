@@ -6,6 +6,7 @@ Written at the end of every run, completed or not (from what it recorded), and b
 
 from __future__ import annotations
 
+import errno
 import logging
 from pathlib import Path
 from typing import Any
@@ -181,11 +182,17 @@ def write_run_report(run_dir: Path) -> Path:
     return path
 
 
-def try_run_report(run_dir: Path) -> Path | None:
-    """:func:`write_run_report`, for a run that is stopping: a failure is logged, not raised (the report is a
-    convenience; the run's own record is already written)."""
+def try_run_report(run_dir: Path, full_disk_fails: bool = False) -> Path | None:
+    """:func:`write_run_report`, for a run that is finishing: a failure is logged, not raised (the report is a
+    convenience; the run's own record is already written).
+
+    :param full_disk_fails: a full disk (``ENOSPC``, ``EDQUOT``) raises its ``OSError`` all the same: a run whose
+        files could not all be written did not complete
+    """
     try:
         return write_run_report(run_dir)
     except Exception as exc:
+        if full_disk_fails and isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise
         log.warning("no report.html for %s: %s: %s", run_dir, type(exc).__name__, exc)
         return None

@@ -133,12 +133,15 @@ def plot_recorded(cfg: DictConfig, paths: RunPaths) -> bool:
         return False
 
 
-def write_report(cfg: DictConfig, paths: RunPaths) -> bool:
-    """``report.html`` (unless ``report=false``), from what the run recorded; False if none was written."""
+def write_report(cfg: DictConfig, paths: RunPaths, full_disk_fails: bool = False) -> bool:
+    """``report.html`` (unless ``report=false``), from what the run recorded; False if none was written.
+
+    :param full_disk_fails: a full disk (``ENOSPC``, ``EDQUOT``) raises its ``OSError``: a completed run whose
+        record could not be written is not completed. Any other failure is logged (the report is a convenience).
+    """
     if not cfg.get("report", True):
         return False
-
-    return try_run_report(paths.root) is not None
+    return try_run_report(paths.root, full_disk_fails) is not None
 
 
 def run_closing(summary: RunSummary, paths: RunPaths) -> str:

@@ -125,8 +125,12 @@ def _record(
         )
         summary.save(paths)
         fault("finish:completed")
+        try:
+            write_report(cfg, paths, full_disk_fails=True)
+        except OSError as exc:  # the disk filled up: the run's record is not whole, it did not complete
+            summary.status = Status.FAILED
+            raise OSError(exc.errno, exc.strerror, str(paths.report)) from exc
         exit_code = 0
-        write_report(cfg, paths)
         summary.peak_rss_mb = peak_rss_mb()  # the whole run's, the video and the report included
         summary.save(paths)
         for key, tracker in trackers.items():  # a signal meanwhile leaves the run completed

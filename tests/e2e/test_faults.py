@@ -4,12 +4,14 @@ is consistent (:func:`helpers.consistency.assert_consistent`), and ``resume=`` e
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -135,13 +137,22 @@ def test_two_writers_are_refused_and_a_stale_lock_is_taken_over(tmp_path):
     assert_consistent(run_dir, "completed", BUDGET)
 
 
-def test_a_full_disk_fails_the_run_truly_and_it_resumes_elsewhere(tmp_path):
+@contextlib.contextmanager
+def small_disk(tmp_path: Path, size: str) -> Iterator[Path]:
+    """A tmpfs of ``size`` mounted in ``tmp_path`` (root only; skipped elsewhere)."""
     mount = tmp_path / "small"
     mount.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=360k", "tmpfs", str(mount)], capture_output=True)
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mount)], capture_output=True)
     if mounted.returncode != 0:
         pytest.skip(f"cannot mount a small tmpfs here (needs root): {mounted.stderr.decode().strip()}")
     try:
+        yield mount
+    finally:
+        subprocess.run(["umount", str(mount)], check=True)
+
+
+def test_a_full_disk_fails_the_run_truly_and_it_resumes_elsewhere(tmp_path):
+    with small_disk(tmp_path, "360k") as mount:
         run_dir = mount / "run"
         proc = run_lander(run_dir, *RUN)
         assert proc.returncode == 1
@@ -150,6 +161,16 @@ def test_a_full_disk_fails_the_run_truly_and_it_resumes_elsewhere(tmp_path):
         assert not temporaries(run_dir)  # nothing half-written left behind
         moved = tmp_path / "moved"
         shutil.copytree(run_dir, moved)
-    finally:
-        subprocess.run(["umount", str(mount)], check=True)
     resume_to_budget(moved)
+
+
+def test_a_disk_that_fills_while_the_report_is_written_fails_the_run(tmp_path):
+    """Everything but the report (~5 MB) fits: the run is failed, saying so, not completed without its report."""
+    with small_disk(tmp_path, "1200k") as mount:
+        run_dir = mount / "run"
+        proc = run_lander(run_dir, *RUN)
+        assert proc.returncode == 1
+        summary = read_json(run_dir / "summary.json")
+        assert summary["status"] == "failed" and (run_dir / "model.zip").is_file()  # it had trained to its end
+        assert summary["error"] == f"OSError: [Errno 28] No space left on device: '{run_dir / 'report.html'}'"
+        assert not (run_dir / "report.html").exists() and not temporaries(run_dir)

@@ -1,7 +1,8 @@
-"""Benchmark: the same 4-job sweep (ppo, a2c x seeds 0, 1) with Hydra's basic launcher and with joblib.
+"""Benchmark: the same 4-job sweep (ppo, a2c x seeds 0, 1) with Hydra's basic launcher, lander's (the default)
+and joblib, the last two with 2 jobs at a time.
 
     python benchmarks/sweep_launchers.py [--steps 16384] [--reps 1]
-Prints the wall time of each sweep and the ratio basic / joblib, alternating the two ``--reps`` times.
+Prints the wall time of each sweep and the ratios to the basic launcher, alternating the three ``--reps`` times.
 """
 
 from __future__ import annotations
@@ -45,9 +46,13 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         for rep in range(args.reps):
-            basic = sweep([], args.steps, Path(tmp) / f"basic{rep}")
+            basic = sweep(["hydra/launcher=basic"], args.steps, Path(tmp) / f"basic{rep}")
+            parallel = sweep(["hydra.launcher.n_jobs=2"], args.steps, Path(tmp) / f"parallel{rep}")
             joblib = sweep(["hydra/launcher=joblib", "hydra.launcher.n_jobs=2"], args.steps, Path(tmp) / f"joblib{rep}")
-            print(f"rep {rep}: basic {basic:.1f} s, joblib (2 workers) {joblib:.1f} s, ratio {basic / joblib:.2f}")
+            print(
+                f"rep {rep}: basic {basic:.1f} s, lander's (2 at a time) {parallel:.1f} s, joblib (2 workers) "
+                f"{joblib:.1f} s; basic / lander's {basic / parallel:.2f}, basic / joblib {basic / joblib:.2f}"
+            )
 
 
 if __name__ == "__main__":

@@ -35,8 +35,8 @@ register_configs()
 def main(cfg: DictConfig) -> float | None:
     """Train one run in Hydra's output directory; return the final eval mean (for Hydra sweepers).
 
-    In a sweep, each job runs in a process of its own (:mod:`lander.process.isolate`): one that dies takes no other
-    job with it.
+    In a sweep, each job runs in a process of its own (forked by lander's launcher, :mod:`lander.sweeps.launcher`,
+    or here for another launcher, :mod:`lander.process.isolate`): one that dies takes no other job with it.
     """
     hydra_cfg = HydraConfig.get()
     run_dir = Path(hydra_cfg.runtime.output_dir)
@@ -47,6 +47,8 @@ def main(cfg: DictConfig) -> float | None:
     if hydra_cfg.launcher.get("n_jobs", 1) != 1:
         cfg.progress_bar = False  # parallel jobs' progress bars would overwrite each other on one console
     job = partial(run_job, cfg, run_dir, list(hydra_cfg.overrides.task), sweep_group(hydra_cfg.sweep.dir))
+    if str(hydra_cfg.launcher.get("_target_", "")).endswith(".ParallelLauncher"):
+        return job()  # lander's launcher forked this job's process already (lander.sweeps.launcher)
     import torch._dynamo  # noqa: F401  # imported by torch's first optimizer (~1.5 s): here once, not in each job
 
     import lander.training.train  # noqa: F401  # imported once here, shared by every job's forked process

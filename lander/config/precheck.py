@@ -259,7 +259,7 @@ def single_values(overrides: list[str]) -> list[str]:
 
 
 def check_launcher(argv: list[str]) -> None:
-    """``hydra.launcher.n_jobs`` must be a non-zero integer (joblib: -1 = one job per core)."""
+    """``hydra.launcher.n_jobs`` must be a non-zero integer (-1 = one job per core)."""
     for arg in argv:
         if arg.startswith("hydra.launcher.n_jobs="):
             value = arg.split("=", 1)[1]

@@ -4,7 +4,8 @@ At the start it checks that a re-run into an existing sweep directory is the sam
 and creates the directory (the Optuna sweeper keeps its SQLite study there); at the
 end it writes ``<sweep dir>/comparison/`` with :func:`lander.compare.compare`, logs it once to W&B in
 the sweep's group, and names the jobs that failed (``python -m lander.run`` then exits 1). It reads the job
-directories, so it works the same whichever launcher (basic, joblib, submitit) ran the jobs.
+directories, so it works the same whichever launcher (lander's, basic, joblib, submitit) ran
+the jobs.
 """
 
 from __future__ import annotations

@@ -15,7 +15,9 @@ to ``attempts/``. Re-running the command then completes the study to ``n_trials`
 from __future__ import annotations
 
 import logging
+import shlex
 import shutil
+import sys
 from pathlib import Path
 from typing import Literal
 
@@ -72,6 +74,13 @@ def continue_job(cfg: DictConfig, paths: RunPaths) -> RunSummary | None:
             set_aside(paths),
         )
     return None
+
+
+def rerun_command(sweep_dir: Path) -> str:
+    """The command that completes the sweep in ``sweep_dir``: this process's own command line with
+    ``hydra.sweep.dir=<it>`` (completed jobs are skipped, stopped ones resumed, the others run)."""
+    given = [a for a in sys.argv[1:] if not a.startswith("hydra.sweep.dir=")]
+    return shlex.join(["python", "-m", "lander.run", *given, f"hydra.sweep.dir={sweep_dir}"])
 
 
 def check_same_sweep(config: DictConfig) -> None:

@@ -1,10 +1,11 @@
-"""Sweeps with --multirun: job records, the comparison at the end, failures, joblib, lander.compare."""
+"""Sweeps with --multirun: job records, the comparison at the end, failures, parallel jobs, lander.compare."""
 
 from __future__ import annotations
 
 import base64
 import hashlib
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -76,18 +77,19 @@ def test_jobs_share_one_wandb_group_with_algorithm_job_types(serial_sweep):
 
 
 def test_default_launcher_runs_jobs_in_parallel_and_matches_the_serial_one(serial_sweep, tmp_path):
-    """The default launcher is joblib with one worker per core (torch 1 thread per job); results as serial."""
-    proc = sweep(tmp_path / "joblib", "algo=ppo,a2c", "seed=0,1")
+    """The default launcher is lander's, one job per core at once (torch 1 thread per job); results as serial."""
+    proc = sweep(tmp_path / "parallel", "algo=ppo,a2c", "seed=0,1")
     assert proc.returncode == 0, proc.stderr[-4000:]
-    launcher = yaml.safe_load((tmp_path / "joblib" / "0" / ".hydra" / "hydra.yaml").read_text())["hydra"]["launcher"]
-    assert launcher["_target_"].endswith("JoblibLauncher") and launcher["n_jobs"] == -1
+    launcher = yaml.safe_load((tmp_path / "parallel" / "0" / ".hydra" / "hydra.yaml").read_text())["hydra"]["launcher"]
+    assert launcher["_target_"].endswith(".ParallelLauncher") and launcher["n_jobs"] == -1
+    assert f"launching 4 job(s), {len(os.sched_getaffinity(0))} at a time" in proc.stdout + proc.stderr
     for i in range(4):
         serial = pd.read_csv(serial_sweep / str(i) / "metrics/eval.csv")[NOT_WALL_CLOCK]
-        parallel = pd.read_csv(tmp_path / "joblib" / str(i) / "metrics/eval.csv")[NOT_WALL_CLOCK]
+        parallel = pd.read_csv(tmp_path / "parallel" / str(i) / "metrics/eval.csv")[NOT_WALL_CLOCK]
         pd.testing.assert_frame_equal(serial, parallel)
         assert (
             read_json(serial_sweep / str(i) / "eval.json")["episodes"]
-            == read_json(tmp_path / "joblib" / str(i) / "eval.json")["episodes"]
+            == read_json(tmp_path / "parallel" / str(i) / "eval.json")["episodes"]
         )
 
 
@@ -140,7 +142,7 @@ def test_compare_rejects_an_unknown_baseline(serial_sweep, tmp_path):
     assert not list(tmp_path.iterdir())  # nothing written
 
 
-@pytest.mark.slow  # Hydra's submitit launcher (SLURM's code path, run locally): the default suite uses joblib
+@pytest.mark.slow  # Hydra's submitit launcher (SLURM's code path, run locally): the default suite uses lander's
 def test_submitit_local_sweep_matches_the_serial_one(serial_sweep, tmp_path):
     proc = sweep(
         tmp_path / "submitit", "hydra/launcher=submitit_local", "hydra.launcher.timeout_min=10", "algo=ppo", "seed=0,1"

@@ -1,23 +1,31 @@
 """A sweep whose job process dies (``kill -9`` of the pid in the job's lock file) goes on under every launcher:
-the other jobs finish, the dead one is reported failed, the comparison is written, the exit code is 1."""
+the other jobs finish, the dead one is reported failed, the comparison is written, the exit code is 1. A sweep
+stopped by SIGINT (Ctrl-C, to the process group) or SIGTERM (to the sweep's process alone) stops each running job
+with a checkpoint, starts no other, says how to continue, and that command completes it."""
 
 from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import time
 
 import pytest
 
-from helpers import start_lander, tiny
+from helpers import lander, start_lander, tiny
 
 JOB = tiny("ppo", 3072, n_steps=128, eval_every=1024, episodes=2, checkpoints=1024, video=False)
 
 
 @pytest.mark.parametrize(
     "launcher",
-    ["basic", pytest.param("joblib", marks=pytest.mark.slow), pytest.param("submitit_local", marks=pytest.mark.slow)],
+    [
+        "parallel",  # lander's, the default
+        pytest.param("basic", marks=pytest.mark.slow),
+        pytest.param("joblib", marks=pytest.mark.slow),
+        pytest.param("submitit_local", marks=pytest.mark.slow),
+    ],
 )
 def test_a_killed_job_leaves_the_other_jobs_and_the_comparison(tmp_path, launcher):
     sweep = tmp_path / "sweep"
@@ -28,7 +36,7 @@ def test_a_killed_job_leaves_the_other_jobs_and_the_comparison(tmp_path, launche
         f"hydra/launcher={launcher}",
         f"hydra.sweep.dir={sweep}",
     ]
-    if launcher == "joblib":
+    if launcher in ("joblib", "parallel"):
         cmd.append("hydra.launcher.n_jobs=3")
     proc = start_lander(*cmd)
     victim = sweep / "1"
@@ -46,3 +54,35 @@ def test_a_killed_job_leaves_the_other_jobs_and_the_comparison(tmp_path, launche
     assert "killed by SIGKILL" in json.loads((victim / "summary.json").read_text())["error"]
     assert (sweep / "comparison/table.csv").is_file()
     assert "job 1" in err and "did not complete" in err
+
+
+@pytest.mark.parametrize("sig,to", [(signal.SIGINT, "group"), (signal.SIGTERM, "sweep")], ids=["ctrl-c", "sigterm"])
+def test_a_stopped_sweep_stops_its_running_jobs_with_a_checkpoint_and_is_continued(tmp_path, sig, to):
+    sweep = tmp_path / "sweep"
+    budget = 8192 if to == "group" else 32768  # a signal to the sweep alone reaches its jobs 3 s later
+    cmd = ["--multirun", "seed=0,1,2", *tiny("ppo", budget, n_steps=128, eval_every=1024, episodes=2, checkpoints=1024)]
+    cmd += ["video.enabled=false", "report=false", "hydra.launcher.n_jobs=2", f"hydra.sweep.dir={sweep}"]
+    proc = start_lander(*cmd, session=True)
+    deadline = time.monotonic() + 240
+    while not all(any((sweep / job / "checkpoints").glob("*.zip")) for job in ("0", "1")):  # both are training
+        assert time.monotonic() < deadline and proc.poll() is None, proc.stderr[-3000:]
+        time.sleep(0.05)
+    os.killpg(proc.pid, sig) if to == "group" else proc.send_signal(sig)
+    assert proc.wait(timeout=120) == 128 + sig, proc.stderr[-3000:]
+    for job in ("0", "1"):
+        summary = json.loads((sweep / job / "summary.json").read_text())
+        assert summary["status"] == "interrupted" and summary["error"] == f"Interrupted: {sig.name}"
+        assert (sweep / job / "checkpoints" / f"model_{summary['timesteps']}_steps.zip").is_file()
+    assert not (sweep / "2").exists()  # not started after the signal
+    continued = (proc.stdout + proc.stderr).split("continue: ")[-1].strip()
+    assert continued.startswith("python -m lander.run --multirun seed=0,1,2") and continued.endswith(f"={sweep}")
+    if to == "group":  # the printed command completes the sweep: two jobs resumed, the third run
+        rerun = lander(*shlex.split(continued)[3:], timeout=600)
+        assert rerun.returncode == 0, rerun.stderr[-3000:]
+        summaries = [json.loads((sweep / job / "summary.json").read_text()) for job in ("0", "1", "2")]
+        assert [s["status"] for s in summaries] == ["completed"] * 3 and [bool(s["resumed_at"]) for s in summaries] == [
+            True,
+            True,
+            False,
+        ]
+        assert (sweep / "comparison" / "table.csv").is_file()

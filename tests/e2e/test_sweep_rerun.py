@@ -48,8 +48,10 @@ def kill_when(proc: LanderProcess, ready, timeout: float = 300) -> None:
     proc.wait(timeout=60)
 
 
-@pytest.mark.parametrize("launcher", [pytest.param("basic", marks=pytest.mark.slow), "joblib"])  # the logic is in
-# the job, the same under every launcher; the default suite keeps the default launcher (its time budget)
+@pytest.mark.parametrize(
+    "launcher",
+    ["parallel", pytest.param("basic", marks=pytest.mark.slow), pytest.param("joblib", marks=pytest.mark.slow)],
+)  # the logic is in the job, the same under every launcher; the default suite keeps the default launcher
 def test_a_killed_sweep_is_completed_by_rerunning_its_command(tmp_path: Path, launcher: str) -> None:
     sweep_dir = tmp_path / "sweep"
     job0, job1 = sweep_dir / "0", sweep_dir / "1"

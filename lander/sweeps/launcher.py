@@ -1,0 +1,208 @@
+"""lander's Hydra launcher (``hydra/launcher=parallel``, the default): a sweep's jobs in parallel on this machine,
+each in a process of its own.
+
+At most ``n_jobs`` jobs run at once (-1: one per CPU core, as joblib counts), each forked from the sweep's process
+after torch and SB3 are imported, so a job starts in milliseconds. The sweep's process does nothing but start jobs
+and wait for them, so that what happens to one job happens to it alone:
+
+- a job's process that dies (``kill -9``, the OOM killer, a crash in an env) is recorded ``failed`` in its
+  ``summary.json``; the other jobs go on, and the comparison at the end covers them;
+- SIGINT or SIGTERM, to the whole process group (Ctrl-C) or to the sweep's process alone: no job starts after it,
+  each running job gets the signal once and stops as ``interrupted`` with a checkpoint, and the sweep exits with
+  128 + the signal and the command that completes it (:func:`lander.sweeps.rerun.rerun_command`).
+
+Hydra's joblib launcher (``hydra/launcher=joblib``) runs the same jobs in loky's worker processes instead; a signal
+or a dead worker there ends the whole pool at once, jobs included (the re-run then resumes them).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import logging
+import os
+import signal
+import sys
+import time
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hydra.core.utils import JobReturn, JobStatus, configure_log, run_job, setup_globals
+from hydra.plugins.launcher import Launcher
+from hydra.types import HydraContext, TaskFunction
+from omegaconf import DictConfig, open_dict, read_write
+
+from lander.errors import RunFileError
+from lander.process.isolate import GRACE_SECONDS, record_killed
+from lander.process.signals import exit_on_signals
+from lander.storage.rundir import RunPaths, RunSummary, Status
+from lander.sweeps.rerun import rerun_command
+
+log = logging.getLogger("lander")
+
+
+def parallel_jobs(n_jobs: int) -> int:
+    """``n_jobs`` as joblib reads it: a positive count, or -1 for one per CPU core (-2: all but one...)."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return max(1, n_jobs if n_jobs > 0 else cores + 1 + n_jobs)
+
+
+@dataclass
+class Job:
+    """A started job: its process, number, overrides, config (with ``hydra``) and directory."""
+
+    pid: int
+    num: int
+    overrides: list[str]
+    config: DictConfig
+    directory: Path
+
+
+@dataclass
+class Stop:
+    """SIGINT/SIGTERM to the sweep's process: no job starts after the first; each running job gets it once,
+    :data:`GRACE_SECONDS` later unless it ended (a signal to the whole group has reached it already); a second
+    signal reaches the jobs at once."""
+
+    signum: int | None = None
+    at: float = 0.0
+    urgent: bool = False
+    forwarded: set[int] = field(default_factory=set)
+
+    def handle(self, signum: int, frame: Any) -> None:
+        if self.signum is None:
+            self.signum, self.at = signum, time.monotonic()
+        else:
+            self.urgent = True
+            self.forwarded.clear()  # each running job gets the second signal too
+
+    def forward(self, running: dict[int, Job]) -> None:
+        if self.signum is None or not (self.urgent or time.monotonic() - self.at > GRACE_SECONDS):
+            return
+        for pid in set(running) - self.forwarded:
+            with contextlib.suppress(ProcessLookupError):  # it ended meanwhile
+                os.kill(pid, self.signum)
+            self.forwarded.add(pid)
+
+
+class ParallelLauncher(Launcher):
+    """Hydra's launcher interface: ``setup`` once, then ``launch`` each batch of jobs the sweeper makes.
+
+    :param n_jobs: jobs at once; -1 = one per CPU core
+    """
+
+    def __init__(self, n_jobs: int = -1) -> None:
+        self.n_jobs = n_jobs
+        self.config: DictConfig | None = None
+        self.task_function: TaskFunction | None = None
+        self.hydra_context: HydraContext | None = None
+
+    def setup(self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig) -> None:
+        self.config, self.hydra_context, self.task_function = config, hydra_context, task_function
+
+    def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
+        assert self.config is not None
+        setup_globals()
+        configure_log(self.config.hydra.hydra_logging, self.config.hydra.verbose)
+        sweep_dir = Path(str(self.config.hydra.sweep.dir))
+        sweep_dir.mkdir(parents=True, exist_ok=True)
+        workers = parallel_jobs(int(self.n_jobs))
+        log.info("launching %d job(s), %d at a time, in %s", len(job_overrides), workers, sweep_dir)
+        import torch._dynamo  # noqa: F401  # imported here once, shared by every job's forked process (~1.5 s each)
+
+        import lander.training.train  # noqa: F401
+
+        pending = deque(enumerate(job_overrides, initial_job_idx))
+        running: dict[int, Job] = {}
+        returns: dict[int, JobReturn] = {}
+        stop = Stop()
+        previous = {sig: signal.signal(sig, stop.handle) for sig in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            while running or (pending and stop.signum is None):
+                while pending and len(running) < workers and stop.signum is None:
+                    num, overrides = pending.popleft()
+                    job = self.start(num, list(overrides))
+                    running[job.pid] = job
+                stop.forward(running)
+                pid, status = os.waitpid(-1, os.WNOHANG)
+                if pid == 0:
+                    time.sleep(0.05)
+                    continue
+                job = running.pop(pid)
+                returns[job.num] = finished(job, status)
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+        if stop.signum is not None:
+            name = signal.Signals(stop.signum).name
+            log.warning(
+                "sweep stopped by %s: %d job(s) ran, %d not started; each stopped job kept a checkpoint.\n"
+                "  continue: %s",
+                name,
+                len(returns),
+                len(pending),
+                rerun_command(sweep_dir),
+            )
+            raise SystemExit(128 + stop.signum)
+        return [returns[num] for num in sorted(returns)]
+
+    def start(self, num: int, overrides: list[str]) -> Job:
+        """Compose job ``num``'s config and fork its process, which runs it as Hydra's basic launcher would."""
+        assert self.config is not None and self.hydra_context is not None and self.task_function is not None
+        config = self.hydra_context.config_loader.load_sweep_config(self.config, overrides)
+        with open_dict(config):
+            config.hydra.job.id = config.hydra.job.num = num
+        directory = Path(str(config.hydra.sweep.dir)) / str(config.hydra.sweep.subdir)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:  # the job's process
+            code = 1
+            try:
+                exit_on_signals()  # its own, not the sweep's handler: until training takes over, a signal ends it
+                run_job(
+                    hydra_context=self.hydra_context,
+                    task_function=self.task_function,
+                    config=config,
+                    job_dir_key="hydra.sweep.dir",
+                    job_subdir_key="hydra.sweep.subdir",
+                )
+                code = 0
+            except SystemExit as exc:
+                code = exc.code if isinstance(exc.code, int) else 1
+            except BaseException:
+                log.exception("job %d failed", num)
+            finally:
+                logging.shutdown()
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os._exit(code)
+        return Job(pid, num, overrides, config, directory)
+
+
+def finished(job: Job, status: int) -> JobReturn:
+    """Hydra's record of an ended job: its return value (the final evaluation's mean, as ``lander.run`` returns
+    it) read from its ``summary.json``; a job killed by a signal is recorded failed there first."""
+    paths = RunPaths(job.directory)
+    if os.WIFSIGNALED(status):
+        record_killed(paths, job.pid, os.WTERMSIG(status))
+    try:
+        summary = RunSummary.load(paths)
+    except RunFileError:
+        summary = None
+    task = copy.deepcopy(job.config)
+    with read_write(task), open_dict(task):
+        del task["hydra"]
+    done = JobReturn(
+        overrides=job.overrides,
+        cfg=task,
+        hydra_cfg=job.config,
+        working_dir=str(job.directory),
+        task_name=str(job.config.hydra.job.name),
+        status=JobStatus.COMPLETED,
+    )
+    done.return_value = summary.final_eval_mean if summary and summary.status == Status.COMPLETED else None
+    return done

@@ -165,6 +165,7 @@ class RunSummary:
     overrides: list[str] = field(default_factory=list)  # the job's command-line overrides
     wandb_run_id: str | None = None
     resumed_at: list[int] = field(default_factory=list)  # the checkpoint steps each resume started from
+    tracked_to: int = 0  # the trackers (W&B) hold every row up to this step: their last attempt finished them
     timesteps: int = 0  # env steps done
     error: str | None = None  # what stopped a failed or interrupted run
     wall_seconds: float | None = None

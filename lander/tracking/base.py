@@ -57,6 +57,11 @@ class Tracker(ABC):
     SB3 record, :meth:`log_files` once the run has completed, and :meth:`finish` always, last.
     """
 
+    #: False for a tracker that holds what it is given in memory for a while (W&B's writer): a ``kill -9`` loses
+    #: that, so a run resumed after one logs again what its CSV files hold since its trackers were last finished
+    #: (:func:`lander.training.resume.log_again`). True for one that writes each row as it comes (TensorBoard).
+    durable: bool = True
+
     @abstractmethod
     def start(self, run: TrackedRun) -> None:
         """Open the tracker's record of ``run`` (a resumed run's: continue it)."""

@@ -59,6 +59,8 @@ class WandbTracker(Tracker):
         self.tags, self.log_model = list(tags or []), log_model
         self.offline_fallback, self.connect_timeout = offline_fallback, connect_timeout  # read by check_trackers
 
+    durable = False  # wandb-core writes the offline file in blocks: a kill -9 loses the rows it had not written
+
     def start(self, run: TrackedRun) -> None:
         import wandb
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import gymnasium as gym
 import psutil
@@ -68,6 +68,15 @@ class EpisodeLogger(BaseCallback):
 
     COLUMNS = ("timesteps", "episode", "return", "length", "wall_time")
 
+    @staticmethod
+    def tracked(row: Mapping[str, Any]) -> dict[str, float]:
+        """What the trackers get of a ``train_episodes.csv`` row (as written, or read back as text)."""
+        return {
+            "train/episode_return": float(row["return"]),
+            "train/episode_length": int(row["length"]),
+            "train/episodes": int(row["episode"]),
+        }
+
     def __init__(self, path: Path, sinks: list[Sink] | None = None) -> None:
         super().__init__()
         self.path, self.sinks = path, sinks or []
@@ -97,11 +106,7 @@ class EpisodeLogger(BaseCallback):
             self._csv.write(row)
             for sink in self.sinks:
                 sink(
-                    {
-                        "train/episode_return": row["return"],
-                        "train/episode_length": row["length"],
-                        "train/episodes": self.episodes,
-                    },
+                    self.tracked(row),
                     self.num_timesteps,
                 )
         return True
@@ -136,6 +141,18 @@ class ResourceMonitor(BaseCallback):
         "cpu_percent",
         "wall_time",
     )
+    TRACKED: ClassVar[dict[str, str]] = {  # resources.csv column: its key in the trackers
+        "steps_per_second": "time/steps_per_second",
+        "episodes_per_minute": "time/episodes_per_minute",
+        "rss_mb": "system/rss_mb",
+        "peak_rss_mb": "system/peak_rss_mb",
+        "cpu_percent": "system/cpu_percent",
+    }
+
+    @classmethod
+    def tracked(cls, row: Mapping[str, Any]) -> dict[str, float]:
+        """What the trackers get of a ``resources.csv`` row (as written, or read back as text)."""
+        return {key: float(row[column]) for column, key in cls.TRACKED.items() if row[column] not in (None, "")}
 
     def __init__(self, freq: int, path: Path, episodes: Callable[[], int], sinks: list[Sink] | None = None) -> None:
         super().__init__()
@@ -181,15 +198,8 @@ class ResourceMonitor(BaseCallback):
         self._last = (now, self.num_timesteps, episodes_now, cpu)
         assert self._csv is not None
         self._csv.write(row)
-        metrics = {
-            "time/steps_per_second": row["steps_per_second"],
-            "time/episodes_per_minute": row["episodes_per_minute"],
-            "system/rss_mb": row["rss_mb"],
-            "system/peak_rss_mb": row["peak_rss_mb"],
-            "system/cpu_percent": row["cpu_percent"],
-        }
         for sink in self.sinks:
-            sink(metrics, self.num_timesteps)
+            sink(self.tracked(row), self.num_timesteps)
         return row
 
     def _on_training_end(self) -> None:
@@ -342,6 +352,15 @@ class PeriodicEval(BaseCallback):
     )
     EPISODE_COLUMNS = ("timesteps", "seed", "return", "length")
 
+    @classmethod
+    def tracked(cls, row: Mapping[str, Any]) -> dict[str, float]:
+        """What the trackers get of an ``eval.csv`` row (as written, or read back as text): ``eval/<statistic>``
+        and ``time/eval_seconds``."""
+        stats = [c for c in cls.COLUMNS if c not in ("timesteps", "wall_time", "eval_seconds")]
+        return {f"eval/{k}": float(row[k]) for k in stats if row[k] not in (None, "")} | {
+            "time/eval_seconds": float(row["eval_seconds"])
+        }
+
     def __init__(
         self,
         freq: int,
@@ -461,19 +480,15 @@ class PeriodicEval(BaseCallback):
         assert self._csv is not None and self._episodes_csv is not None
         for seed, ret, length in zip(result.seeds, result.returns, result.lengths, strict=True):
             self._episodes_csv.write({"timesteps": self.num_timesteps, "seed": seed, "return": ret, "length": length})
-        self._csv.write(  # after its episodes: an evaluation is recorded when its row is (resume relies on it)
-            {
-                "timesteps": self.num_timesteps,
-                **stats,
-                "wall_time": round(time.perf_counter() - self._start, 3),
-                "eval_seconds": round(seconds, 3),
-            }
-        )
+        row = {
+            "timesteps": self.num_timesteps,
+            **stats,
+            "wall_time": round(time.perf_counter() - self._start, 3),
+            "eval_seconds": round(seconds, 3),
+        }
+        self._csv.write(row)  # after its episodes: an evaluation is recorded when its row is (resume relies on it)
         for sink in self.sinks:
-            sink(
-                {f"eval/{k}": v for k, v in stats.items() if v is not None} | {"time/eval_seconds": seconds},
-                self.num_timesteps,
-            )
+            sink(self.tracked(row), self.num_timesteps)
 
     def close(self) -> None:
         for env in self._envs:

@@ -8,8 +8,10 @@ that checkpoint (by a run killed before it could save) are dropped, so no step i
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+from collections.abc import Iterable
 from functools import partial
 from pathlib import Path
 
@@ -23,6 +25,7 @@ from lander.evaluation.loading import safe_load
 from lander.storage.csvlog import cut_csv, read_complete, write_csv
 from lander.storage.replay import load_buffer
 from lander.storage.rundir import RunPaths, RunSummary, Status, atomic_write, find_checkpoints
+from lander.tracking.base import Tracker
 from lander.training.callbacks import EpisodeLogger, PeriodicEval, ResourceMonitor, replay_buffer_path
 
 log = logging.getLogger(__name__)
@@ -89,6 +92,39 @@ def load_newest_checkpoint(cfg: DictConfig, paths: RunPaths, env: VecEnv) -> Bas
         raise RunFileError(f"resume={str(paths.root)!r}: no checkpoint loads: {'; '.join(reasons)}")
     log.info("no checkpoint in %s: starting again from step 0", paths.checkpoints)
     return None
+
+
+def log_again(paths: RunPaths, trackers: Iterable[Tracker], after: int, upto: int) -> int:
+    """Log to ``trackers`` again what the metric files hold after step ``after`` up to ``upto``: the rows that a
+    killed attempt's trackers may have lost (they were never finished: W&B's writer loses what it had not written),
+    so that a resumed run's trackers hold every row its CSV files hold. Returns the number of rows logged."""
+    rows: list[tuple[int, dict[str, float]]] = []
+    for path, column, tracked in (
+        (paths.train_episodes, "timesteps", EpisodeLogger.tracked),
+        (paths.eval_csv, "timesteps", PeriodicEval.tracked),
+        (paths.resources, "timesteps", ResourceMonitor.tracked),
+        (paths.sb3_progress, "time/total_timesteps", progress_numbers),
+    ):
+        for row in read_complete(path)[1]:
+            try:
+                step = int(float(row[column]))
+                if after < step <= upto:
+                    rows.append((step, tracked(row)))
+            except (KeyError, ValueError):  # a row edited by hand: its text is not the run's numbers
+                continue
+    for step, metrics in sorted(rows, key=lambda found: found[0]):
+        for tracker in trackers:
+            tracker.log(metrics, step)
+    return len(rows)
+
+
+def progress_numbers(row: dict[str, str]) -> dict[str, float]:
+    """A row of SB3's ``progress.csv`` as its logger gave it to the trackers: the keys that have a value."""
+    out = {}
+    for key, value in row.items():
+        with contextlib.suppress(TypeError, ValueError):  # an empty cell: no value that time
+            out[key] = float(value)
+    return out
 
 
 def truncate_metrics(paths: RunPaths, timesteps: int) -> None:

@@ -6,6 +6,7 @@ callbacks that write metrics as they go, then save, evaluate, plot, record a vid
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import resource
 import time
@@ -30,7 +31,7 @@ from lander.tracking.outputs import ContinuedCSV, TrackerWriter
 from lander.training.budget import BudgetProgressBar, DurationForecast, plan
 from lander.training.callbacks import Checkpointer, PeriodicEval, SignalCheck, callbacks_for, user_callbacks
 from lander.training.finish import record_results, record_stop, write_report
-from lander.training.resume import load_newest_checkpoint, truncate_metrics
+from lander.training.resume import load_newest_checkpoint, log_again, truncate_metrics
 from lander.training.snapshot import write_snapshot
 from lander.training.speed import distribution_checks, fast_paths, use_foreach
 
@@ -113,6 +114,7 @@ def _record(
         done = int(resumed.num_timesteps) if resumed is not None else 0
         start_trackers(cfg, paths, summary, group, done, trackers)
         model = start_model(cfg, paths, env, summary, resumed)
+        log_lost_rows(paths, trackers, summary, done)
         evaluator, stop_reason, seconds, cpu_seconds = learn(
             cfg, model, paths, trackers, checkpointer, extra_callbacks, summary
         )
@@ -146,6 +148,19 @@ def _record(
     finally:
         for tracker in trackers.values():
             tracker.finish(exit_code)
+        if trackers and summary.tracked_to != summary.timesteps:  # they hold every row up to here: a resume after
+            summary.tracked_to = summary.timesteps  # a later kill logs again only what follows
+            with contextlib.suppress(OSError):  # the error that stopped the run, if any, is the one to report
+                summary.save(paths)
+
+
+def log_lost_rows(paths: RunPaths, trackers: dict[str, Tracker], summary: RunSummary, done: int) -> None:
+    """A run resumed after a kill: its trackers that lose what they had not written (W&B) get again the rows the
+    metric files hold since they were last finished (``summary.tracked_to``), up to the checkpoint's step."""
+    buffered = [tracker for tracker in trackers.values() if not tracker.durable]
+    if buffered and summary.tracked_to < done:
+        count = log_again(paths, buffered, summary.tracked_to, done)
+        log.info("logged again to %s: %d rows from step %d to %d", ", ".join(trackers), count, summary.tracked_to, done)
 
 
 def peak_rss_mb() -> float:

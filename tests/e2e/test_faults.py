@@ -18,6 +18,7 @@ import pytest
 
 from helpers import REPO, lander, lander_env, read_json, run_lander, start_lander, tiny
 from helpers.consistency import assert_consistent, temporaries
+from helpers.wandb_reader import read_runs
 
 BUDGET = 1024
 RUN = tiny("ppo", BUDGET, n_steps=128, eval_every=256, checkpoints=256, monitor=256)
@@ -94,6 +95,25 @@ def test_wandb_run_id_is_recorded_at_once_and_resumed_into(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert read_json(run_dir / "summary.json")["wandb_run_id"] == run_id
     assert all(run_id in p.name for p in (run_dir / "wandb").glob("offline-run-*"))
+
+
+def test_wandb_holds_every_row_of_the_csv_files_after_a_kill_and_a_resume(tmp_path):
+    """W&B's offline writer loses what it had not written when its process is killed: the resumed run logs those
+    rows again (from the CSV files), so W&B's history and the CSV files hold the same evaluations and episodes."""
+    import pandas as pd
+
+    run_dir = tmp_path / "run"
+    proc = faulted_run(run_dir, "row:eval.csv@3:KILL", "logger=wandb")  # evaluations 256 and 512 recorded, a
+    assert proc.returncode == -signal.SIGKILL  # checkpoint at 512, then killed writing the third
+    resume_to_budget(run_dir)
+    history = [row for run in read_runs(run_dir) for row in run["history"]]
+    logged = {(row["global_step"], row["eval/mean"]) for row in history if "eval/mean" in row}
+    evals = pd.read_csv(run_dir / "metrics" / "eval.csv")
+    assert logged == set(zip(evals["timesteps"], evals["mean"], strict=True))
+    episodes = [(row["global_step"], row["train/episode_return"]) for row in history if "train/episodes" in row]
+    train = pd.read_csv(run_dir / "metrics" / "train_episodes.csv")
+    assert sorted(set(episodes)) == sorted(zip(train["timesteps"], train["return"], strict=True))
+    assert read_json(run_dir / "summary.json")["tracked_to"] == BUDGET
 
 
 def test_a_signal_during_the_wandb_upload_leaves_the_run_completed(tmp_path):

@@ -36,7 +36,7 @@ SUPPORTED = {
     "q_learning": ["frozen_lake", "blackjack"],
 }
 # mac_adv is mac with advantage=true: on the envs mac covers, its tiny runs are in the slow set to keep the suite short
-SLOW_PAIRS = {("mac_adv", "cartpole"), ("mac_adv", "frozen_lake"), ("mac_adv", "blackjack")}
+SLOW_PAIRS = {("mac_adv", "cartpole"), ("mac_adv", "frozen_lake"), ("mac_adv", "blackjack"), ("mac_adv", "pong")}
 PAIRS = [
     pytest.param(algo, env, id=f"{algo}-{env}", marks=[pytest.mark.slow] if (algo, env) in SLOW_PAIRS else [])
     for algo, envs in SUPPORTED.items()

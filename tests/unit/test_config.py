@@ -178,6 +178,32 @@ BAD_INPUT = [
 
 
 @pytest.mark.parametrize("overrides,message", BAD_INPUT, ids=[" ".join(o) for o, _ in BAD_INPUT])
+def test_bad_input_is_refused_before_anything_is_made(tmp_path, monkeypatch, overrides, message):
+    """What ``python -m lander.run`` checks before Hydra makes a directory (:func:`check_command`), in-process;
+    the exit path itself (one line, exit 2, nothing written) is the next test's, for each kind of error."""
+    from lander.config.precheck import check_command
+
+    monkeypatch.setenv("HOME", str(tmp_path))  # no W&B key from ~/.netrc
+    monkeypatch.setenv("NETRC", str(tmp_path / "no-netrc"))
+    monkeypatch.delenv("WANDB_API_KEY", raising=False)
+    run_dir = tmp_path / "run"
+    with pytest.raises(ConfigError) as refused:
+        check_command([*overrides, f"hydra.run.dir={run_dir}"])
+    assert message in str(refused.value)
+    assert not run_dir.exists()
+
+
+EXITS = [  # one of each kind: lander's value check, Hydra's own error, the W&B key, a key unknown, the memory estimate
+    (["gamma=1.5"], "gamma=1.5 is not allowed"),
+    (["algo=ppp"], "Could not find 'algo/ppp'; Available options in 'algo': a2c, dqn"),
+    (["gamma=abc"], "Value 'abc' of type 'str' could not be converted to Float"),
+    (["logger.wandb.mode=online"], "logger.wandb.mode=online needs a W&B API key"),
+    (["total_timestep=3000"], "Did you mean 'total_timesteps'?"),
+    (["n_envs=10000000"], "(training envs 1,100.0 GB, rollout buffer 1,310.7 GB: from n_envs, algo.model.n_steps"),
+]
+
+
+@pytest.mark.parametrize("overrides,message", EXITS, ids=[" ".join(o) for o, _ in EXITS])
 def test_bad_input_exits_2_before_training(tmp_path, overrides, message):
     run_dir = tmp_path / "run"
     env = lander_env(HOME=str(tmp_path), NETRC=str(tmp_path / "no-netrc"))

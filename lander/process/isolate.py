@@ -23,8 +23,9 @@ log = logging.getLogger("lander")
 GRACE_SECONDS = 3.0  # a signal to the launcher reaches the job too after this long, unless the job ended
 
 
-def run_in_child(job: Callable[[], Any], paths: RunPaths) -> int:
-    """Run ``job()`` in a forked process and wait for it; return its exit code (128 + signal if killed)."""
+def fork(job: Callable[[], Any]) -> int:
+    """Start ``job()`` in a forked process; return its pid. That process ends as the job does: exit code 0, its
+    ``SystemExit``'s code, or 1 with the error logged."""
     sys.stdout.flush()
     sys.stderr.flush()
     pid = os.fork()
@@ -42,6 +43,12 @@ def run_in_child(job: Callable[[], Any], paths: RunPaths) -> int:
             sys.stdout.flush()
             sys.stderr.flush()
             os._exit(code)
+    return pid
+
+
+def run_in_child(job: Callable[[], Any], paths: RunPaths) -> int:
+    """Run ``job()`` in a forked process and wait for it; return its exit code (128 + signal if killed)."""
+    pid = fork(job)
     status = wait_forwarding_signals(pid)
     if os.WIFSIGNALED(status):
         record_killed(paths, pid, os.WTERMSIG(status))

@@ -22,7 +22,6 @@ import copy
 import logging
 import os
 import signal
-import sys
 import time
 from collections import deque
 from collections.abc import Sequence
@@ -36,7 +35,7 @@ from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig, open_dict, read_write
 
 from lander.errors import RunFileError
-from lander.process.isolate import GRACE_SECONDS, record_killed
+from lander.process.isolate import GRACE_SECONDS, fork, record_killed
 from lander.process.signals import exit_on_signals
 from lander.storage.rundir import RunPaths, RunSummary, Status
 from lander.sweeps.rerun import rerun_command
@@ -152,34 +151,23 @@ class ParallelLauncher(Launcher):
     def start(self, num: int, overrides: list[str]) -> Job:
         """Compose job ``num``'s config and fork its process, which runs it as Hydra's basic launcher would."""
         assert self.config is not None and self.hydra_context is not None and self.task_function is not None
-        config = self.hydra_context.config_loader.load_sweep_config(self.config, overrides)
+        context, task = self.hydra_context, self.task_function
+        config = context.config_loader.load_sweep_config(self.config, overrides)
         with open_dict(config):
             config.hydra.job.id = config.hydra.job.num = num
         directory = Path(str(config.hydra.sweep.dir)) / str(config.hydra.sweep.subdir)
-        sys.stdout.flush()
-        sys.stderr.flush()
-        pid = os.fork()
-        if pid == 0:  # the job's process
-            code = 1
-            try:
-                exit_on_signals()  # its own, not the sweep's handler: until training takes over, a signal ends it
-                run_job(
-                    hydra_context=self.hydra_context,
-                    task_function=self.task_function,
-                    config=config,
-                    job_dir_key="hydra.sweep.dir",
-                    job_subdir_key="hydra.sweep.subdir",
-                )
-                code = 0
-            except SystemExit as exc:
-                code = exc.code if isinstance(exc.code, int) else 1
-            except BaseException:
-                log.exception("job %d failed", num)
-            finally:
-                logging.shutdown()
-                sys.stdout.flush()
-                sys.stderr.flush()
-                os._exit(code)
+
+        def job() -> None:  # in the job's own process
+            exit_on_signals()  # its own, not the sweep's handler: until training takes over, a signal ends it
+            run_job(
+                hydra_context=context,
+                task_function=task,
+                config=config,
+                job_dir_key="hydra.sweep.dir",
+                job_subdir_key="hydra.sweep.subdir",
+            )
+
+        pid = fork(job)
         return Job(pid, num, overrides, config, directory)
 
 

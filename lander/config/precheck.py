@@ -16,7 +16,7 @@ from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf, open_dict
 
 from lander.config.checks import check_trackers, validate
 from lander.config.keys import check_model_keys, check_override_keys
@@ -123,12 +123,8 @@ def check_jobs(argv: list[str], lock: AbstractContextManager[Any] = NO_LOCK) -> 
     register_configs()
     try:
         with lock, initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-            swept, hydra_node = preset_sweeps(search, overrides)
-            key = "hydra.sweep.dir" if multirun else "hydra.run.dir"
-            given = [a.split("=", 1)[1].strip("'\"") for a in argv if a.startswith(f"{key}=")]
-            node = OmegaConf.to_container(hydra_node.sweep if multirun else hydra_node.run, resolve=False)
-            assert isinstance(node, dict)  # its dir unresolved: ${now:...} as it is
-            check_writable(given[-1] if given else str(node["dir"]), key)
+            swept, full = preset_sweeps(search, overrides)
+            check_output_dir(argv, full, multirun)
             if not multirun and swept:
                 raise ConfigError(
                     f"this preset is a sweep ({'; '.join(swept)}) and runs with --multirun: python -m lander.run "
@@ -136,12 +132,18 @@ def check_jobs(argv: list[str], lock: AbstractContextManager[Any] = NO_LOCK) -> 
                 )
             jobs = job_overrides([*swept, *overrides] if multirun else overrides, multirun)
         composed: dict[tuple[str, ...], DictConfig] = {}
+        single = not multirun and single_values(overrides) == overrides  # one job: composed above, values and all
         for i, job in enumerate(jobs):
             groups = tuple(o for o in job if is_group_choice(o))
-            if groups not in composed:  # Hydra composes once for each choice of config files (~0.1 s each)
-                with lock, initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-                    composed[groups] = compose(config_name="config", overrides=[*search, *groups])
-            cfg = with_values(composed[groups], [o for o in job if o not in groups])
+            if single:
+                with open_dict(full):
+                    del full["hydra"]
+                cfg = full
+            else:
+                if groups not in composed:  # Hydra composes once for each choice of config files (~0.1 s each)
+                    with lock, initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+                        composed[groups] = compose(config_name="config", overrides=[*search, *groups])
+                cfg = with_values(composed[groups], [o for o in job if o not in groups])
             validate(cfg)
             if any(o.startswith("+algo.model.") for o in job):  # keys the algorithm's config does not have:
                 check_model_keys(cfg)  # against the class (imports torch: not done for other commands)
@@ -194,15 +196,26 @@ def explain_model_override(
 
 def preset_sweeps(search: list[str], overrides: list[str]) -> tuple[list[str], DictConfig]:
     """The basic sweeper's ``hydra.sweeper.params`` of a preset (``experiment=...``), as overrides that the
-    command line's own overrides of the same keys replace; and the ``hydra`` node (unresolved) they came with."""
+    command line's own overrides of the same keys replace; and the config composed with the command line's
+    single values (its ``hydra`` node included), which is a single run's whole config."""
     from hydra import compose
 
     plain = single_values(overrides)
     cfg = compose(config_name="config", overrides=[*search, *plain], return_hydra_config=True)
     if "BasicSweeper" not in str(cfg.hydra.sweeper.get("_target_", "")):
-        return [], cfg.hydra
+        return [], cfg
     given = {o.split("=", 1)[0] for o in overrides}
-    return [f"{k}={v}" for k, v in (cfg.hydra.sweeper.get("params") or {}).items() if k not in given], cfg.hydra
+    return [f"{k}={v}" for k, v in (cfg.hydra.sweeper.get("params") or {}).items() if k not in given], cfg
+
+
+def check_output_dir(argv: list[str], cfg: DictConfig, multirun: bool) -> None:
+    """:func:`check_writable` for the directory the command writes to: ``hydra.run.dir`` (``hydra.sweep.dir`` for a
+    sweep) as given on the command line, or as composed into ``cfg`` (its ``hydra`` node)."""
+    key = "hydra.sweep.dir" if multirun else "hydra.run.dir"
+    given = [a.split("=", 1)[1].strip("'\"") for a in argv if a.startswith(f"{key}=")]
+    node = OmegaConf.to_container(cfg.hydra.sweep if multirun else cfg.hydra.run, resolve=False)
+    assert isinstance(node, dict)  # its dir unresolved: ${now:...} as it is
+    check_writable(given[-1] if given else str(node["dir"]), key)
 
 
 def check_writable(directory: str, key: str) -> None:

@@ -138,7 +138,7 @@ def test_a_chosen_token_is_required_on_every_request(tmp_path):
 
 
 def test_a_restarted_service_still_knows_what_it_launched(tmp_path):
-    with service(tmp_path) as svc:
+    with service(tmp_path, keep=True) as svc:
         started = svc.post("/api/runs", json={"overrides": LONG}).json()
         svc.wait_for(f"/api/runs/{started['id']}", lambda r: r["status"] == "running")
     with service(tmp_path) as svc:  # a new service process over the same root (and a new token)

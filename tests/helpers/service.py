@@ -3,6 +3,9 @@ it printed (the ready-to-open URL ``http://127.0.0.1:<port>/?token=...``)."""
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
 import re
 import signal
 import socket
@@ -74,8 +77,9 @@ class Service:
 
 
 @contextmanager
-def service(root: Path, *args: str, env: dict[str, str] | None = None) -> Iterator[Service]:
-    """``python -m lander.serve --root root`` on a free port until the block ends."""
+def service(root: Path, *args: str, env: dict[str, str] | None = None, keep: bool = False) -> Iterator[Service]:
+    """``python -m lander.serve --root root`` on a free port until the block ends; then what it launched is killed
+    too, unless ``keep`` (for a service restarted over the same root)."""
     port = free_port()
     cmd = [sys.executable, "-m", "lander.serve", "--root", str(root), "--port", str(port), *args]
     process = subprocess.Popen(
@@ -110,3 +114,17 @@ def service(root: Path, *args: str, env: dict[str, str] | None = None) -> Iterat
         except subprocess.TimeoutExpired:  # a request it is still busy with: not left running after the test
             process.kill()
             process.wait()
+        if not keep:
+            end_launched(root)
+
+
+def end_launched(root: Path) -> None:
+    """Kill what the service launched and is still running (each in its own session, writing under ``root``), once
+    the test is done with it: a run left training would take the CPU from the tests after it."""
+    record = root / ".lander-service" / "launched.jsonl"
+    for line in record.read_text().splitlines() if record.is_file() else []:
+        pid = json.loads(line)["pid"]
+        with contextlib.suppress(OSError):  # ended already (its pid gone, or another process's now)
+            command = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+            if "lander.run" in command and str(root.resolve()) in command:
+                os.killpg(pid, signal.SIGKILL)

@@ -126,12 +126,15 @@ class ParallelLauncher(Launcher):
                     job = self.start(num, list(overrides))
                     running[job.pid] = job
                 stop.forward(running)
-                pid, status = os.waitpid(-1, os.WNOHANG)
-                if pid == 0:
+                ended = 0
+                for pid in list(running):  # its own jobs only: another child of this process is not waited for
+                    done, status = os.waitpid(pid, os.WNOHANG)
+                    if done:
+                        job = running.pop(pid)
+                        returns[job.num] = finished(job, status)
+                        ended += 1
+                if not ended:
                     time.sleep(0.05)
-                    continue
-                job = running.pop(pid)
-                returns[job.num] = finished(job, status)
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)

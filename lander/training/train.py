@@ -157,10 +157,10 @@ def _record(
 def log_lost_rows(paths: RunPaths, trackers: dict[str, Tracker], summary: RunSummary, done: int) -> None:
     """A run resumed after a kill: its trackers that lose what they had not written (W&B) get again the rows the
     metric files hold since they were last finished (``summary.tracked_to``), up to the checkpoint's step."""
-    buffered = [tracker for tracker in trackers.values() if not tracker.durable]
+    buffered = {key: tracker for key, tracker in trackers.items() if not tracker.durable}
     if buffered and summary.tracked_to < done:
-        count = log_again(paths, buffered, summary.tracked_to, done)
-        log.info("logged again to %s: %d rows from step %d to %d", ", ".join(trackers), count, summary.tracked_to, done)
+        count = log_again(paths, buffered.values(), summary.tracked_to, done)
+        log.info("logged again to %s: %d rows, steps %d to %d", ", ".join(buffered), count, summary.tracked_to, done)
 
 
 def peak_rss_mb() -> float:

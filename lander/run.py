@@ -25,7 +25,7 @@ from lander.process.isolate import run_in_child
 from lander.process.signals import Interrupted
 from lander.storage.lock import RunLock
 from lander.storage.rundir import RunPaths, RunSummary, Status
-from lander.sweeps.rerun import continue_job, plan_job
+from lander.sweeps.rerun import continue_job, plan_job, rerun_command
 
 log = logging.getLogger("lander")
 register_configs()
@@ -53,7 +53,11 @@ def main(cfg: DictConfig) -> float | None:
 
     import lander.training.train  # noqa: F401  # imported once here, shared by every job's forked process
 
-    run_in_child(job, RunPaths(run_dir))
+    try:
+        run_in_child(job, RunPaths(run_dir))
+    except SystemExit as stop:  # a signal to this process (the basic launcher's, or a worker of another): it ends
+        log.warning("sweep stopped (exit %s).\n  continue: %s", stop.code, rerun_command(Path(hydra_cfg.sweep.dir)))
+        raise
     summary = RunSummary.load(RunPaths(run_dir))
     return summary.final_eval_mean if summary is not None and summary.status == Status.COMPLETED else None
 

@@ -282,3 +282,5 @@ def test_sigint_to_a_sweep_stops_every_job_once_with_a_checkpoint(tmp_path):
     summary = json.loads((sweep / "0/summary.json").read_text())
     assert summary["status"] == "interrupted" and summary["error"] == "Interrupted: SIGINT"
     assert not (sweep / "1").exists()
+    said = proc.stdout + proc.stderr  # how to go on: the same command into the same sweep directory
+    assert "continue: python -m lander.run --multirun seed=0,1" in said and f"hydra.sweep.dir={sweep}" in said

@@ -25,6 +25,7 @@ from lander.process.isolate import run_in_child
 from lander.process.signals import Interrupted
 from lander.storage.lock import RunLock
 from lander.storage.rundir import RunPaths, RunSummary, Status
+from lander.sweeps.launcher import import_for_jobs
 from lander.sweeps.rerun import continue_job, plan_job, rerun_command
 
 log = logging.getLogger("lander")
@@ -49,10 +50,7 @@ def main(cfg: DictConfig) -> float | None:
     job = partial(run_job, cfg, run_dir, list(hydra_cfg.overrides.task), sweep_group(hydra_cfg.sweep.dir))
     if str(hydra_cfg.launcher.get("_target_", "")).endswith(".ParallelLauncher"):
         return job()  # lander's launcher forked this job's process already (lander.sweeps.launcher)
-    import torch._dynamo  # noqa: F401  # imported by torch's first optimizer (~1.5 s): here once, not in each job
-
-    import lander.training.train  # noqa: F401  # imported once here, shared by every job's forked process
-
+    import_for_jobs()  # once here, shared by every job's forked process
     try:
         run_in_child(job, RunPaths(run_dir))
     except SystemExit as stop:  # a signal to this process (the basic launcher's, or a worker of another): it ends

@@ -133,17 +133,15 @@ def check_jobs(argv: list[str], lock: AbstractContextManager[Any] = NO_LOCK) -> 
             jobs = job_overrides([*swept, *overrides] if multirun else overrides, multirun)
         composed: dict[tuple[str, ...], DictConfig] = {}
         single = not multirun and single_values(overrides) == overrides  # one job: composed above, values and all
+        if single:
+            with open_dict(full):
+                del full["hydra"]
         for i, job in enumerate(jobs):
             groups = tuple(o for o in job if is_group_choice(o))
-            if single:
-                with open_dict(full):
-                    del full["hydra"]
-                cfg = full
-            else:
-                if groups not in composed:  # Hydra composes once for each choice of config files (~0.1 s each)
-                    with lock, initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-                        composed[groups] = compose(config_name="config", overrides=[*search, *groups])
-                cfg = with_values(composed[groups], [o for o in job if o not in groups])
+            if not single and groups not in composed:  # Hydra composes once for each choice of config files (~0.1 s)
+                with lock, initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+                    composed[groups] = compose(config_name="config", overrides=[*search, *groups])
+            cfg = full if single else with_values(composed[groups], [o for o in job if o not in groups])
             validate(cfg)
             if any(o.startswith("+algo.model.") for o in job):  # keys the algorithm's config does not have:
                 check_model_keys(cfg)  # against the class (imports torch: not done for other commands)
@@ -212,10 +210,15 @@ def check_output_dir(argv: list[str], cfg: DictConfig, multirun: bool) -> None:
     """:func:`check_writable` for the directory the command writes to: ``hydra.run.dir`` (``hydra.sweep.dir`` for a
     sweep) as given on the command line, or as composed into ``cfg`` (its ``hydra`` node)."""
     key = "hydra.sweep.dir" if multirun else "hydra.run.dir"
-    given = [a.split("=", 1)[1].strip("'\"") for a in argv if a.startswith(f"{key}=")]
+    given = given_values(argv, key)
     node = OmegaConf.to_container(cfg.hydra.sweep if multirun else cfg.hydra.run, resolve=False)
     assert isinstance(node, dict)  # its dir unresolved: ${now:...} as it is
     check_writable(given[-1] if given else str(node["dir"]), key)
+
+
+def given_values(argv: list[str], key: str) -> list[str]:
+    """Each value the command line gives ``key`` (``key=value``, quotes around the value taken off), in order."""
+    return [a.split("=", 1)[1].strip("'\"") for a in argv if a.startswith(f"{key}=")]
 
 
 def check_writable(directory: str, key: str) -> None:
@@ -294,8 +297,8 @@ def check_command(argv: list[str], lock: AbstractContextManager[Any] = NO_LOCK) 
         return resume_arguments(argv)
     if set(argv) & set(PRINT_ONLY):  # Hydra prints the config or its help and runs nothing
         return argv
-    for arg in argv:
-        if arg.startswith("hydra.run.dir=") and "-m" not in argv and "--multirun" not in argv:
-            check_free(Path(arg.split("=", 1)[1].strip("'\"")))
+    if "-m" not in argv and "--multirun" not in argv:
+        for run_dir in given_values(argv, "hydra.run.dir"):
+            check_free(Path(run_dir))
     check_jobs(argv, lock)
     return argv

@@ -69,7 +69,8 @@ def complete_rows(text: str) -> tuple[list[str], list[dict[str, str]]]:
     return fields, rows
 
 
-def _number(value: str | None) -> float | None:
+def number(value: str | None) -> float | None:
+    """A CSV cell as a finite number; None for an empty cell, text or a non-finite value."""
     try:
         number = float(value) if value not in (None, "") else None
     except ValueError:
@@ -86,7 +87,7 @@ def cut_csv(path: Path, column: str, timesteps: int, columns: Sequence[str] = ()
         return
     fields, rows = read_complete(path)
     fields = fields or list(columns)
-    kept = [r for r in rows if (step := _number(r.get(column))) is not None and step <= timesteps]
+    kept = [r for r in rows if (step := number(r.get(column))) is not None and step <= timesteps]
     if fields:
         atomic_write(path, partial(write_csv, fields=fields, rows=kept))
 

@@ -43,6 +43,14 @@ from lander.sweeps.rerun import rerun_command
 log = logging.getLogger("lander")
 
 
+def import_for_jobs() -> None:
+    """Import what every job imports (torch, SB3, lander's training; torch._dynamo, which torch's first optimizer
+    imports, ~1.5 s) once, in the process the jobs are forked from, so that no job imports them again."""
+    import torch._dynamo  # noqa: F401
+
+    import lander.training.train  # noqa: F401
+
+
 def parallel_jobs(n_jobs: int) -> int:
     """``n_jobs`` as joblib reads it: a positive count, or -1 for one per CPU core (-2: all but one...)."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
@@ -110,10 +118,7 @@ class ParallelLauncher(Launcher):
         sweep_dir.mkdir(parents=True, exist_ok=True)
         workers = parallel_jobs(int(self.n_jobs))
         log.info("launching %d job(s), %d at a time, in %s", len(job_overrides), workers, sweep_dir)
-        import torch._dynamo  # noqa: F401  # imported here once, shared by every job's forked process (~1.5 s each)
-
-        import lander.training.train  # noqa: F401
-
+        import_for_jobs()
         pending = deque(enumerate(job_overrides, initial_job_idx))
         running: dict[int, Job] = {}
         returns: dict[int, JobReturn] = {}

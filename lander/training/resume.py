@@ -22,7 +22,7 @@ from stable_baselines3.common.vec_env import VecEnv
 from lander.config.schema import load_saved
 from lander.errors import ConfigError, RunFileError
 from lander.evaluation.loading import safe_load
-from lander.storage.csvlog import cut_csv, read_complete, write_csv
+from lander.storage.csvlog import cut_csv, number, read_complete, write_csv
 from lander.storage.replay import load_buffer
 from lander.storage.rundir import RunPaths, RunSummary, Status, atomic_write, find_checkpoints
 from lander.tracking.base import Tracker
@@ -106,12 +106,11 @@ def log_again(paths: RunPaths, trackers: Iterable[Tracker], after: int, upto: in
         (paths.sb3_progress, "time/total_timesteps", progress_numbers),
     ):
         for row in read_complete(path)[1]:
-            try:
-                step = int(float(row[column]))
-                if after < step <= upto:
-                    rows.append((step, tracked(row)))
-            except (KeyError, ValueError):  # a row edited by hand: its text is not the run's numbers
+            step = number(row.get(column))
+            if step is None or not after < step <= upto:
                 continue
+            with contextlib.suppress(KeyError, ValueError):  # a row edited by hand: its text is not the run's numbers
+                rows.append((int(step), tracked(row)))
     for step, metrics in sorted(rows, key=lambda found: found[0]):
         for tracker in trackers:
             tracker.log(metrics, step)

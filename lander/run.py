@@ -25,7 +25,7 @@ from lander.process.isolate import run_in_child
 from lander.process.signals import Interrupted
 from lander.storage.lock import RunLock
 from lander.storage.rundir import RunPaths, RunSummary, Status
-from lander.sweeps.launcher import import_for_jobs
+from lander.sweeps.launcher import hold_signal, import_for_jobs, signals_held, worker_stopped
 from lander.sweeps.rerun import continue_job, plan_job, rerun_command
 
 log = logging.getLogger("lander")
@@ -50,10 +50,16 @@ def main(cfg: DictConfig) -> float | None:
     job = partial(run_job, cfg, run_dir, list(hydra_cfg.overrides.task), sweep_group(hydra_cfg.sweep.dir))
     if str(hydra_cfg.launcher.get("_target_", "")).endswith(".ParallelLauncher"):
         return job()  # lander's launcher forked this job's process already (lander.sweeps.launcher)
+    if worker_stopped():  # a joblib worker (lander.sweeps.launcher.JoblibLauncher) of a stopped sweep
+        log.warning("job not started: the sweep was stopped")
+        return None
     import_for_jobs()  # once here, shared by every job's forked process
     try:
         run_in_child(job, RunPaths(run_dir))
-    except SystemExit as stop:  # a signal to this process (the basic launcher's, or a worker of another): it ends
+    except SystemExit as stop:  # a signal to this process (the basic launcher's, or a worker of another)
+        if signals_held():  # a joblib worker lives on (its pool with it), starts no job; the sweep says the rest
+            hold_signal(int(stop.code or 0) - 128)
+            return None
         log.warning("sweep stopped (exit %s).\n  continue: %s", stop.code, rerun_command(Path(hydra_cfg.sweep.dir)))
         raise
     summary = RunSummary.load(RunPaths(run_dir))

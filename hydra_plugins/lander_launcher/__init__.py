@@ -1,8 +1,22 @@
-"""lander's Hydra launcher, where Hydra looks for plugins (``hydra_plugins``); ``hydra/launcher=parallel`` chooses
-it (``lander/conf/hydra/launcher/parallel.yaml``). It is :class:`lander.sweeps.launcher.ParallelLauncher`."""
+"""lander's Hydra launchers, where Hydra looks for plugins (``hydra_plugins``): ``hydra/launcher=parallel``
+(``lander/conf/hydra/launcher/parallel.yaml``) chooses :class:`lander.sweeps.launcher.ParallelLauncher`, and
+``hydra/launcher=joblib`` (``lander/conf/hydra/launcher/joblib.yaml``) Hydra's joblib launcher with lander's signal
+handling, :class:`lander.sweeps.launcher.JoblibLauncher`; ``hydra/launcher=submitit_local`` likewise
+:class:`lander.sweeps.launcher.SubmititLocalLauncher`."""
 
+from lander.sweeps.launcher import JoblibLauncher as _JoblibLauncher
 from lander.sweeps.launcher import ParallelLauncher as _ParallelLauncher
+from lander.sweeps.launcher import SubmititLocalLauncher as _SubmititLocalLauncher
 
 
 class ParallelLauncher(_ParallelLauncher):
     """A sweep's jobs in parallel on this machine, each in a process of its own (:mod:`lander.sweeps.launcher`)."""
+
+
+class JoblibLauncher(_JoblibLauncher):
+    """Hydra's joblib launcher whose pool outlives Ctrl-C (:class:`lander.sweeps.launcher.JoblibLauncher`)."""
+
+
+class SubmititLocalLauncher(_SubmititLocalLauncher):
+    """Hydra's submitit launcher on this machine, quiet under Ctrl-C
+    (:class:`lander.sweeps.launcher.SubmititLocalLauncher`)."""

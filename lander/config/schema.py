@@ -137,13 +137,20 @@ class EvaluateConfig:
     name: str | None = None
 
 
+def quiet_hydra_warnings() -> None:
+    """Hydra's warnings about what lander does on purpose: ``./conf`` on the search path where there is none;
+    ``hydra/launcher/joblib.yaml`` and ``submitit_local.yaml``, lander's (Hydra's keys, checked against Hydra's
+    schema of that name, lander's launcher class)."""
+    warnings.filterwarnings("ignore", message=r"provider=hydra\.searchpath in main, path=conf is not available")
+    warnings.filterwarnings("ignore", message=r"\s*'hydra/launcher/(joblib|submitit_local)' is validated against Conf")
+
+
 def register_configs() -> None:
     """Register the schemas so ``lander/conf/config.yaml`` and ``evaluate.yaml`` can name them in their defaults.
 
-    ``config.yaml`` puts ``./conf`` (the user's own configs) on Hydra's search path; where there is none, Hydra's
-    warning about it is not shown.
+    ``config.yaml`` puts ``./conf`` (the user's own configs) on Hydra's search path (:func:`quiet_hydra_warnings`).
     """
-    warnings.filterwarnings("ignore", message=r"provider=hydra\.searchpath in main, path=conf is not available")
+    quiet_hydra_warnings()
     ConfigStore.instance().store(name="lander_schema", node=LanderConfig)
     ConfigStore.instance().store(name="evaluate_schema", node=EvaluateConfig)
 

@@ -11,8 +11,10 @@ and wait for them, so that what happens to one job happens to it alone:
   each running job gets the signal once and stops as ``interrupted`` with a checkpoint, and the sweep exits with
   128 + the signal and the command that completes it (:func:`lander.sweeps.rerun.rerun_command`).
 
-Hydra's joblib launcher (``hydra/launcher=joblib``) runs the same jobs in loky's worker processes instead; a signal
-or a dead worker there ends the whole pool at once, jobs included (the re-run then resumes them).
+``hydra/launcher=joblib`` is Hydra's joblib launcher through :class:`JoblibLauncher`, which keeps loky's workers
+alive under SIGINT/SIGTERM to the process group (Ctrl-C): each running job stops as ``interrupted`` with a checkpoint,
+no job starts after it, and the sweep exits as above. A loky worker that dies still ends loky's whole pool (loky's
+design: a broken pool stops every worker), the jobs of the other workers with it; the re-run resumes them.
 """
 
 from __future__ import annotations
@@ -32,8 +34,11 @@ from typing import Any
 from hydra.core.utils import JobReturn, JobStatus, configure_log, run_job, setup_globals
 from hydra.plugins.launcher import Launcher
 from hydra.types import HydraContext, TaskFunction
+from hydra_plugins.hydra_joblib_launcher.joblib_launcher import JoblibLauncher as HydraJoblibLauncher
+from hydra_plugins.hydra_submitit_launcher.submitit_launcher import LocalLauncher as HydraSubmititLocalLauncher
 from omegaconf import DictConfig, open_dict, read_write
 
+from lander.config.schema import quiet_hydra_warnings
 from lander.errors import RunFileError
 from lander.process.isolate import GRACE_SECONDS, fork, record_killed
 from lander.process.signals import exit_on_signals
@@ -144,16 +149,7 @@ class ParallelLauncher(Launcher):
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
         if stop.signum is not None:
-            name = signal.Signals(stop.signum).name
-            log.warning(
-                "sweep stopped by %s: %d job(s) ran, %d not started; each stopped job kept a checkpoint.\n"
-                "  continue: %s",
-                name,
-                len(returns),
-                len(pending),
-                rerun_command(sweep_dir),
-            )
-            raise SystemExit(128 + stop.signum)
+            stopped(stop.signum, sweep_dir, len(returns), len(pending))
         return [returns[num] for num in sorted(returns)]
 
     def start(self, num: int, overrides: list[str]) -> Job:
@@ -177,6 +173,115 @@ class ParallelLauncher(Launcher):
 
         pid = fork(job)
         return Job(pid, num, overrides, config, directory)
+
+
+class JoblibLauncher(HydraJoblibLauncher):
+    """Hydra's joblib launcher (``hydra/launcher=joblib``: ``lander/conf/hydra/launcher/joblib.yaml``, the same
+    keys), whose loky workers and sweep process outlive a signal to the process group so that the jobs stop with
+    a checkpoint: by default a loky worker dies of SIGINT and joblib then ends the whole pool, jobs included."""
+
+    def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
+        assert self.config is not None
+        self.joblib["initializer"] = start_worker  # run by loky in each worker it starts
+        stop = Stop()
+        previous = {sig: signal.signal(sig, stop.handle) for sig in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            returns = super().launch(job_overrides, initial_job_idx)
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+        if stop.signum is not None:
+            stopped(stop.signum, Path(str(self.config.hydra.sweep.dir)))
+        return returns
+
+
+class SubmititLocalLauncher(HydraSubmititLocalLauncher):
+    """Hydra's submitit launcher on this machine (``hydra/launcher=submitit_local``:
+    ``lander/conf/hydra/launcher/submitit_local.yaml``, the same keys), whose processes other than the jobs' own
+    ignore SIGINT/SIGTERM to the process group (Ctrl-C): each job stops with a checkpoint, then the sweep says how
+    to continue. By default submitit's controller of each job ends with a traceback and stops its job again."""
+
+    def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
+        assert self.config is not None
+        sweep_dir, started = Path(str(self.config.hydra.sweep.dir)), time.time()
+        # inherited by submitit's controllers and their tasks; the tasks handle signals themselves (run.py)
+        previous = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            returns = super().launch(job_overrides, initial_job_idx)
+        except Exception:  # submitit: a job without a result (stopped, or killed)
+            if (signum := interrupted_since(sweep_dir, started)) is None:
+                raise
+            stopped(signum, sweep_dir)
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+        if (signum := interrupted_since(sweep_dir, started)) is not None:
+            stopped(signum, sweep_dir)
+        return returns
+
+    def __call__(self, *args: Any, **kwargs: Any) -> JobReturn:  # in the job's task process
+        hold_signals()  # a stopped job returns; the sweep says how to continue
+        return super().__call__(*args, **kwargs)
+
+
+def interrupted_since(sweep_dir: Path, since: float) -> int | None:
+    """The signal that stopped a job of ``sweep_dir`` (its ``summary.json`` written since ``since``), if one did."""
+    for path in sweep_dir.glob("*/summary.json"):
+        try:
+            summary = RunSummary.load(RunPaths(path.parent)) if path.stat().st_mtime >= since else None
+        except (RunFileError, OSError):
+            continue
+        if summary is not None and summary.status == Status.INTERRUPTED:
+            name = (summary.error or "").removeprefix("Interrupted: ")
+            if name in ("SIGINT", "SIGTERM"):
+                return int(signal.Signals[name])
+    return None
+
+
+_held: dict[str, Any] = {"on": False, "signum": None}
+
+
+def start_worker() -> None:
+    """A worker of the joblib launcher, as loky starts it: signals held (:func:`hold_signals`), Hydra's warnings
+    about lander's ``joblib.yaml`` not shown (the job function, pickled by value from ``__main__``, does not import
+    :mod:`lander.run`)."""
+    hold_signals()
+    quiet_hydra_warnings()
+
+
+def hold_signals() -> None:
+    """In a worker of the joblib launcher: SIGINT/SIGTERM no longer end the worker (its job, a process of its own,
+    stops itself with a checkpoint); the worker starts no job after one (:func:`worker_stopped`)."""
+    _held["on"] = True
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, hold_signal)
+
+
+def hold_signal(signum: int, frame: Any = None) -> None:
+    """Remember a signal to this worker (the first): its next jobs do not start."""
+    _held["signum"] = _held["signum"] or signum
+
+
+def signals_held() -> bool:
+    """Whether this process is a worker of the joblib launcher (:func:`hold_signals`)."""
+    return bool(_held["on"])
+
+
+def worker_stopped() -> int | None:
+    """The signal that stopped this worker's sweep, if one did."""
+    return _held["signum"]
+
+
+def stopped(signum: int, sweep_dir: Path, ran: int | None = None, pending: int | None = None) -> None:
+    """End a sweep stopped by ``signum``: say so and how to continue, exit 128 + ``signum``."""
+    counts = f"{ran} job(s) ran, {pending} not started; " if ran is not None else ""
+    log.warning(
+        "sweep stopped by %s: %seach stopped job kept a checkpoint.\n  continue: %s",
+        signal.Signals(signum).name,
+        counts,
+        rerun_command(sweep_dir),
+    )
+    raise SystemExit(128 + signum)
 
 
 def finished(job: Job, status: int) -> JobReturn:

@@ -1,7 +1,8 @@
 """A sweep whose job process dies (``kill -9`` of the pid in the job's lock file) goes on under every launcher:
 the other jobs finish, the dead one is reported failed, the comparison is written, the exit code is 1. A sweep
-stopped by SIGINT (Ctrl-C, to the process group) or SIGTERM (to the sweep's process alone) stops each running job
-with a checkpoint, starts no other, says how to continue, and that command completes it."""
+stopped by SIGINT (Ctrl-C, to the process group) or SIGTERM (to the sweep's process alone; under joblib to the group)
+stops each running job with a checkpoint, starts no other, says how to continue, and that command completes it, under
+lander's launcher and Hydra's joblib and submitit_local (through lander's subclasses)."""
 
 from __future__ import annotations
 
@@ -56,33 +57,44 @@ def test_a_killed_job_leaves_the_other_jobs_and_the_comparison(tmp_path, launche
     assert "job 1" in err and "did not complete" in err
 
 
-@pytest.mark.parametrize("sig,to", [(signal.SIGINT, "group"), (signal.SIGTERM, "sweep")], ids=["ctrl-c", "sigterm"])
-def test_a_stopped_sweep_stops_its_running_jobs_with_a_checkpoint_and_is_continued(tmp_path, sig, to):
+@pytest.mark.parametrize(
+    "sig,to,launcher",
+    [
+        (signal.SIGINT, "group", "parallel"),  # lander's, the default
+        (signal.SIGTERM, "sweep", "parallel"),
+        pytest.param(signal.SIGINT, "group", "joblib", marks=pytest.mark.slow),
+        pytest.param(signal.SIGTERM, "group", "joblib", marks=pytest.mark.slow),
+        pytest.param(signal.SIGINT, "group", "submitit_local", marks=pytest.mark.slow),
+    ],
+    ids=["ctrl-c", "sigterm", "joblib-ctrl-c", "joblib-sigterm", "submitit-ctrl-c"],
+)
+def test_a_stopped_sweep_stops_its_running_jobs_with_a_checkpoint_and_is_continued(tmp_path, sig, to, launcher):
     sweep = tmp_path / "sweep"
     budget = 8192 if to == "group" else 32768  # a signal to the sweep alone reaches its jobs 3 s later
     cmd = ["--multirun", "seed=0,1,2", *tiny("ppo", budget, n_steps=128, eval_every=1024, episodes=2, checkpoints=1024)]
-    cmd += ["video.enabled=false", "report=false", "hydra.launcher.n_jobs=2", f"hydra.sweep.dir={sweep}"]
+    cmd += ["video.enabled=false", "report=false", f"hydra/launcher={launcher}", f"hydra.sweep.dir={sweep}"]
+    cmd += [] if launcher == "submitit_local" else ["hydra.launcher.n_jobs=2"]  # submitit: every job at once
+    running = ("0", "1", "2") if launcher == "submitit_local" else ("0", "1")
     proc = start_lander(*cmd, session=True)
     deadline = time.monotonic() + 240
-    while not all(any((sweep / job / "checkpoints").glob("*.zip")) for job in ("0", "1")):  # both are training
+    while not all(any((sweep / job / "checkpoints").glob("*.zip")) for job in running):  # all are training
         assert time.monotonic() < deadline and proc.poll() is None, proc.stderr[-3000:]
         time.sleep(0.05)
     os.killpg(proc.pid, sig) if to == "group" else proc.send_signal(sig)
     assert proc.wait(timeout=120) == 128 + sig, proc.stderr[-3000:]
-    for job in ("0", "1"):
+    for job in running:
         summary = json.loads((sweep / job / "summary.json").read_text())
         assert summary["status"] == "interrupted" and summary["error"] == f"Interrupted: {sig.name}"
         assert (sweep / job / "checkpoints" / f"model_{summary['timesteps']}_steps.zip").is_file()
-    assert not (sweep / "2").exists()  # not started after the signal
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    if launcher != "submitit_local":
+        assert not (sweep / "2" / "summary.json").exists()  # not started after the signal
     continued = (proc.stdout + proc.stderr).split("continue: ")[-1].strip()
     assert continued.startswith("python -m lander.run --multirun seed=0,1,2") and continued.endswith(f"={sweep}")
-    if to == "group":  # the printed command completes the sweep: two jobs resumed, the third run
+    if sig == signal.SIGINT:  # the printed command completes the sweep: the stopped jobs resumed, the others run
         rerun = lander(*shlex.split(continued)[3:], timeout=600)
         assert rerun.returncode == 0, rerun.stderr[-3000:]
         summaries = [json.loads((sweep / job / "summary.json").read_text()) for job in ("0", "1", "2")]
-        assert [s["status"] for s in summaries] == ["completed"] * 3 and [bool(s["resumed_at"]) for s in summaries] == [
-            True,
-            True,
-            False,
-        ]
+        assert [s["status"] for s in summaries] == ["completed"] * 3
+        assert [bool(s["resumed_at"]) for s in summaries] == [job in running for job in ("0", "1", "2")]
         assert (sweep / "comparison" / "table.csv").is_file()

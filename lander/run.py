@@ -80,6 +80,8 @@ def run_job(cfg: DictConfig, run_dir: Path, overrides: list[str], group: str | N
             run_dir = Path(cfg.resume)
             budget = [int(o.split("=", 1)[1]) for o in overrides if o.startswith("total_timesteps=")]
             cfg = resume_config(run_dir, budget[-1] if budget else None)
+            for limit in [o.split("=", 1)[1] for o in overrides if o.startswith("memory_limit_mb=")][-1:]:
+                cfg.memory_limit_mb = None if limit == "null" else float(limit)  # the run's limit, this time
         if (prefixes := allowed_prefixes()) is not None:  # started by the service: lander's own targets only
             check_trusted(cfg, prefixes, where=str(RunPaths(run_dir).config) if cfg.resume else "")
         validate(cfg)  # before importing torch and SB3, so bad input fails in a second

@@ -170,15 +170,18 @@ class Selection(NamedTuple):
     unevaluated: list[Run]  # completed, but with no evaluation at or before their env's common budget
 
 
+ALIVE = (Status.RUNNING, Status.PAUSED)  # a process holds the run: it is not finished
+
+
 def select(runs: list[Run], at_timesteps: int | None) -> Selection:
     """Without ``at_timesteps`` the completed runs are compared, each env's at its :func:`common_budget`;
     with it, every run (finished or not) that reached ``at_timesteps``, as it stood there."""
-    failed = [r for r in runs if r.status not in (Status.COMPLETED, Status.RUNNING)]
+    failed = [r for r in runs if r.status not in (Status.COMPLETED, *ALIVE)]
     if at_timesteps is not None:
-        standing = [at_budget(r, at_timesteps) for r in runs if r.status in (Status.COMPLETED, Status.RUNNING)]
+        standing = [at_budget(r, at_timesteps) for r in runs if r.status in (Status.COMPLETED, *ALIVE)]
         reached = [b for b in standing if b is not None]
         kept = {b.path for b in reached}
-        unfinished = [r for r in runs if r.path not in kept and r.status in (Status.COMPLETED, Status.RUNNING)]
+        unfinished = [r for r in runs if r.path not in kept and r.status in (Status.COMPLETED, *ALIVE)]
         return Selection(reached, failed, unfinished, [])
     done = [r for r in runs if r.status == Status.COMPLETED]
     for r in done:
@@ -188,7 +191,7 @@ def select(runs: list[Run], at_timesteps: int | None) -> Selection:
     at: dict[Path, Run | None] = {r.path: at_budget(r, budgets[r.env]) for r in done}
     unevaluated = [replace(r, timesteps=budgets[r.env]) for r in done if at[r.path] is None]
     compared = [b for b in at.values() if b is not None]
-    return Selection(compared, failed, [r for r in runs if r.status == Status.RUNNING], unevaluated)
+    return Selection(compared, failed, [r for r in runs if r.status in ALIVE], unevaluated)
 
 
 def drop_duplicates(runs: list[Run]) -> tuple[list[Run], list[tuple[Run, Run]]]:

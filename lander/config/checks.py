@@ -133,6 +133,12 @@ def validate(cfg: DictConfig) -> None:
     for key in SEEDS:
         value = OmegaConf.select(cfg, key)
         _check(value < SEED_LIMIT, key, value, "an integer in [0, 2**32) (numpy seeds are unsigned 32-bit)")
+    limit = OmegaConf.select(cfg, "memory_limit_mb")
+    _check(
+        limit is None or (math.isfinite(limit) and limit > 0), "memory_limit_mb", limit, "null or a number of MB > 0"
+    )
+    if limit is not None and cfg.monitor_freq == 0:
+        raise ConfigError("memory_limit_mb is checked every monitor_freq steps: it needs monitor_freq > 0 (it is 0)")
     check_model_values(cfg.algo.model)
     check_env_id(cfg.env.id)
     check_device(device)

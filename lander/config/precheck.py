@@ -43,14 +43,16 @@ def resume_arguments(argv: list[str]) -> list[str]:
     run_dir = Path(resume[-1].split("=", 1)[1])
     if not RunPaths(run_dir).is_run():
         raise ConfigError(f"resume={str(run_dir)!r} is not a lander run directory (no .hydra/config.yaml)")
-    others = [a for a in argv if not a.startswith(("resume=", "hydra.", "total_timesteps="))]
+    others = [a for a in argv if not a.startswith(("resume=", "hydra.", "total_timesteps=", "memory_limit_mb="))]
     for arg in argv:
         if arg.startswith("total_timesteps=") and not re.fullmatch(r"[1-9]\d*", arg.split("=", 1)[1]):
             raise ConfigError(f"{arg}: with resume=, total_timesteps is the new budget, a positive integer")
+        if arg.startswith("memory_limit_mb=") and not re.fullmatch(r"null|\d+(\.\d*)?", arg.split("=", 1)[1]):
+            raise ConfigError(f"{arg}: memory_limit_mb must be null or a number of MB > 0")
     if others:
         raise ConfigError(
-            f"resume= continues a run with its own saved config; remove {' '.join(others)} (the one key it "
-            "takes is total_timesteps=N, to train a run further)"
+            f"resume= continues a run with its own saved config; remove {' '.join(others)} (the keys it takes "
+            "are total_timesteps=N, to train a run further, and memory_limit_mb=M)"
         )
     if "${" in str(run_dir.resolve()):
         raise ConfigError(

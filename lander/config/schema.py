@@ -116,6 +116,7 @@ class LanderConfig:
     resume: str | None = neutral()
     max_episodes: int | None = MISSING
     monitor_freq: int = neutral()
+    memory_limit_mb: float | None = neutral()  # stop as interrupted above it (every monitor_freq)
     progress_bar: bool = neutral()
     final_eval: bool = MISSING
     baseline: str | None = neutral()

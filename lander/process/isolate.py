@@ -88,7 +88,7 @@ def record_killed(paths: RunPaths, pid: int, signum: int) -> None:
     """The job's process died by ``signum`` (it could not say so): its summary says failed, and why."""
     summary = RunSummary.load(paths)
     name = signal.Signals(signum).name
-    if summary is not None and summary.status == Status.RUNNING:
+    if summary is not None and summary.status.alive:
         summary.update(status=Status.FAILED, error=f"killed by {name}: process {pid} died without recording its state")
         summary.save(paths)
     log.error("job %s: its process %d was killed by %s; the other jobs go on", paths.root, pid, name)

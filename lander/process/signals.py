@@ -1,16 +1,25 @@
-"""SIGINT and SIGTERM as an exception, so a stopped run records its state and finishes W&B.
+"""SIGINT and SIGTERM as an exception, so a stopped run records its state and finishes W&B; SIGUSR1 to pause a
+run, SIGUSR2 (or SIGCONT) to let it go on.
 
 During training the exception is held back to the next env step (:func:`deferred` and
 :func:`raise_pending`): never in the middle of a gradient update, so the checkpoint written on the
 way out is a consistent model. A second signal while one is pending stops at once.
+
+A pause waits at the same place (:func:`hold_while_paused`), so a paused run's model, envs and random streams are
+exactly as they were: the run goes on as if it had not paused. :func:`training_clock` is the clock of the run's
+times (wall time, steps per second): it stands still while the run is paused.
 """
 
 from __future__ import annotations
 
 import signal
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
+
+PAUSE = signal.SIGUSR1
+CONTINUE = (signal.SIGUSR2, signal.SIGCONT)
 
 
 class Interrupted(KeyboardInterrupt):
@@ -21,7 +30,47 @@ class Interrupted(KeyboardInterrupt):
         self.exit_code = 128 + signum
 
 
+class LimitReached(Interrupted):
+    """A limit of the run's own (``memory_limit_mb``) stopped it as a signal would: checkpoint, ``interrupted``."""
+
+    def __init__(self, reason: str) -> None:
+        KeyboardInterrupt.__init__(self, reason)
+        self.exit_code = 1
+
+
 _state: dict[str, Any] = {"deferring": False, "pending": None}
+_pause: dict[str, Any] = {"requested": False, "total": 0.0}
+
+
+def _handle_pause(signum: int, frame: Any) -> None:
+    _pause["requested"] = signum == PAUSE
+
+
+def stop_at_next_step(stop: Interrupted) -> None:
+    """Stop the run at the next :func:`raise_pending` as a signal would (a limit of the run's own reached)."""
+    _state["pending"] = _state["pending"] or stop
+
+
+def training_clock() -> float:
+    """Seconds, as :func:`time.perf_counter`, less the time this process has spent paused."""
+    return time.perf_counter() - float(_pause["total"])
+
+
+def hold_while_paused(on_pause: Callable[[bool], None]) -> None:
+    """At a step boundary: if a pause was asked for (:data:`PAUSE`), wait here until :data:`CONTINUE` or a stop
+    signal (then raised by the :func:`raise_pending` that follows); ``on_pause(True)`` before waiting,
+    ``on_pause(False)`` after."""
+    if not _pause["requested"]:
+        return
+    start = time.perf_counter()
+    on_pause(True)
+    try:
+        while _pause["requested"] and _state["pending"] is None:
+            time.sleep(0.05)
+    finally:
+        _pause["requested"] = False
+        _pause["total"] += time.perf_counter() - start
+        on_pause(False)
 
 
 def _handle(signum: int, frame: Any) -> None:
@@ -57,6 +106,7 @@ def stop_on_signals() -> Iterator[None]:
     Installed explicitly because a process started in the background by a shell ignores SIGINT.
     """
     previous = {sig: signal.signal(sig, _handle) for sig in (signal.SIGINT, signal.SIGTERM)}
+    previous.update({sig: signal.signal(sig, _handle_pause) for sig in (PAUSE, *CONTINUE)})
     try:
         yield
     finally:
@@ -69,10 +119,13 @@ def exit_on_signals() -> None:
     """Until :func:`stop_on_signals` takes over: SIGINT/SIGTERM end the process at once with 128 + signal.
 
     Called on the first line of ``python -m lander.run``: a process started in the background by a shell
-    would otherwise ignore SIGINT until then, and nothing is written before training starts.
+    would otherwise ignore SIGINT until then, and nothing is written before training starts. A pause asked for
+    until then takes effect at the first step.
     """
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, _exit)
+    for sig in (PAUSE, *CONTINUE):  # remembered for the first step (by default SIGUSR1 would end the process)
+        signal.signal(sig, _handle_pause)
 
 
 def _exit(signum: int, frame: Any) -> None:

@@ -53,6 +53,16 @@ function runRow(run) {
   row.append(files);
   const buttons = el("td");
   if (run.status === "running") {
+    const pause = el("button", "Pause"); pause.className = "pause";
+    pause.onclick = () => action("POST", `/api/runs/${run.id}/pause`, null, d => "pausing " + d.pausing);
+    buttons.append(pause);
+  }
+  if (run.status === "paused") {
+    const go = el("button", "Continue"); go.className = "continue";
+    go.onclick = () => action("POST", `/api/runs/${run.id}/continue`, null, d => "continuing " + d.continuing);
+    buttons.append(go);
+  }
+  if (run.status === "running" || run.status === "paused") {
     const stop = el("button", "Stop"); stop.className = "stop";
     stop.onclick = () => action("POST", `/api/runs/${run.id}/stop`, null, d => "stopping " + d.stopping);
     buttons.append(stop);

@@ -112,7 +112,7 @@ class Launcher:
         how it ended (``current`` status created or running); a second process must not start meanwhile."""
         path = str(run.relative_to(self.root))
         for entry in self.launched():
-            starting = entry["kind"] == "resume" or current in (Status.RUNNING.value, "created")
+            starting = entry["kind"] == "resume" or current in (Status.RUNNING.value, Status.PAUSED.value, "created")
             if entry["alive"] and entry["path"] == path and starting:
                 raise Refused(
                     f"{run.name} is being {'resumed' if entry['kind'] == 'resume' else 'run'} by process "
@@ -161,15 +161,33 @@ class Launcher:
                 del self.children[pid]
 
     def stop(self, run: Path) -> dict[str, Any]:
-        """SIGINT to the process training ``run``: it stops as ``interrupted``, after a checkpoint."""
+        """SIGINT to the process training ``run`` (running or paused): it stops as ``interrupted``, after a
+        checkpoint."""
+        pid = self.send(run, (Status.RUNNING, Status.PAUSED), signal.SIGINT, "is not running", "nothing to stop")
+        return {"stopping": str(run.relative_to(self.root)), "pid": pid}
+
+    def pause(self, run: Path) -> dict[str, Any]:
+        """SIGUSR1 to the process training ``run``: it waits at its next step as ``paused``
+        (:mod:`lander.process.signals`)."""
+        pid = self.send(run, (Status.RUNNING,), signal.SIGUSR1, "is not running", "only a running run can be paused")
+        return {"pausing": str(run.relative_to(self.root)), "pid": pid}
+
+    def go_on(self, run: Path) -> dict[str, Any]:
+        """SIGUSR2 to the process of the paused ``run``: it goes on from where it paused."""
+        pid = self.send(run, (Status.PAUSED,), signal.SIGUSR2, "is not paused", "nothing to continue")
+        return {"continuing": str(run.relative_to(self.root)), "pid": pid}
+
+    def send(self, run: Path, statuses: tuple[Status, ...], signum: int, state: str, answer: str) -> int:
+        """Send ``signum`` to the process that holds ``run``, if the run's status is one of ``statuses``; else
+        409 saying ``{run} {state} (status ...): {answer}``. Return the pid."""
         lock, current = RunLock(run), status(self.root, run)
         owner = lock.owner() or {}
-        if current != Status.RUNNING.value or not lock.busy() or not owner.get("pid"):
-            raise Refused(f"{run.name} is not running (status {current}): nothing to stop", 409)
+        if current not in {s.value for s in statuses} or not lock.busy() or not owner.get("pid"):
+            raise Refused(f"{run.name} {state} (status {current}): {answer}", 409)
         if owner.get("host") not in (None, socket.gethostname()):  # a root shared between machines
-            raise Refused(f"{run.name} runs on {owner['host']}, not on this machine: stop it there", 409)
-        os.kill(int(owner["pid"]), signal.SIGINT)
-        return {"stopping": str(run.relative_to(self.root)), "pid": owner["pid"]}
+            raise Refused(f"{run.name} runs on {owner['host']}, not on this machine: act on it there", 409)
+        os.kill(int(owner["pid"]), signum)
+        return int(owner["pid"])
 
     def resume(self, run: Path) -> dict[str, Any]:
         """``python -m lander.run resume=<run>`` for an interrupted, failed or killed run whose saved config

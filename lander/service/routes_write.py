@@ -1,4 +1,4 @@
-"""The service's endpoints that start or stop processes: launch a run or a sweep, stop, resume.
+"""The service's endpoints that start or stop processes: launch a run or a sweep, stop, pause, continue, resume.
 
 Each is a POST with a JSON body carrying the token (:mod:`lander.service.guard`); a launch's overrides are data
 checked by :func:`lander.service.overrides.check_overrides` before anything starts.
@@ -43,6 +43,18 @@ def launch_sweep(request: Request, body: dict[str, Any] = Body(...)) -> dict[str
 def stop(request: Request, run_id: str) -> dict[str, Any]:
     launcher = launcher_of(request)
     return launcher.stop(store.run_dir(launcher.root, run_id))
+
+
+@router.post("/api/runs/{run_id}/pause", summary="Pause a running run at its next step (SIGUSR1: paused)")
+def pause(request: Request, run_id: str) -> dict[str, Any]:
+    launcher = launcher_of(request)
+    return launcher.pause(store.run_dir(launcher.root, run_id))
+
+
+@router.post("/api/runs/{run_id}/continue", summary="Let a paused run go on (SIGUSR2)")
+def go_on(request: Request, run_id: str) -> dict[str, Any]:
+    launcher = launcher_of(request)
+    return launcher.go_on(store.run_dir(launcher.root, run_id))
 
 
 @router.post("/api/runs/{run_id}/resume", status_code=201, summary="Resume an interrupted, failed or killed run")

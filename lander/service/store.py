@@ -168,7 +168,7 @@ def run_info(root: Path, path: Path) -> dict[str, Any]:
     paths = RunPaths(path)
     summary, problem = summary_of(root, path)
     status, active, latest = summary.get("status", "created"), RunLock(path).busy(), last_eval(root, paths)
-    if status == "running" and not active:
+    if status in ("running", "paused") and not active:
         status = "stopped"  # recorded as running, but no process holds it: killed (kill -9, power loss)
     shown_keys = {
         k: summary.get(k) if isinstance(summary.get(k), str | int | float | type(None)) else None for k in SHOWN

@@ -147,6 +147,12 @@ class Status(str, Enum):
     COMPLETED = "completed"
     FAILED = "failed"  # an error stopped it
     INTERRUPTED = "interrupted"  # SIGINT/SIGTERM stopped it after a checkpoint
+    PAUSED = "paused"  # waiting at a step boundary (SIGUSR1) for SIGUSR2/SIGCONT; its process holds the run
+
+    @property
+    def alive(self) -> bool:
+        """Running or paused: a process holds the run (unless it was killed without a chance to say so)."""
+        return self in (Status.RUNNING, Status.PAUSED)
 
 
 @dataclass

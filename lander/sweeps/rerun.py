@@ -39,7 +39,7 @@ def plan_job(paths: RunPaths) -> Plan:
     if summary.status == Status.COMPLETED:
         return "skip"
     killed = summary.status == Status.FAILED and (summary.error or "").startswith("killed by")  # lander.process.isolate
-    if (summary.status in (Status.RUNNING, Status.INTERRUPTED) or killed) and find_checkpoints(paths.checkpoints):
+    if (summary.status.alive or summary.status == Status.INTERRUPTED or killed) and find_checkpoints(paths.checkpoints):
         return "resume"
     return "retry"
 
@@ -137,7 +137,7 @@ def continue_study(config: DictConfig) -> None:
         study.enqueue_trial(trial.params)
     for job in find_run_dirs([Path(config.hydra.sweep.dir)]):
         summary = RunSummary.load(RunPaths(job))
-        if summary is None or summary.status == Status.RUNNING:
+        if summary is None or summary.status.alive:
             target = Path(config.hydra.sweep.dir) / "attempts" / job.name
             log.info("trial directory %s was killed; moved to %s (its parameters are queued again)", job, target)
             target.parent.mkdir(exist_ok=True)

@@ -11,10 +11,11 @@ from __future__ import annotations
 import logging
 import math
 import sys
-import time
 from typing import Any
 
 from stable_baselines3.common.callbacks import BaseCallback, ProgressBarCallback
+
+from lander.process.signals import training_clock
 
 log = logging.getLogger(__name__)
 
@@ -84,6 +85,11 @@ class BudgetProgressBar(ProgressBarCallback):
         for handler, stream in self._moved:
             handler.setStream(sys.stdout if stream is originals[0] else sys.stderr)
 
+    def paused(self, paused: bool) -> None:
+        """Say on the bar that the run is paused (and no longer when it goes on)."""
+        if self.pbar is not None:
+            self.pbar.set_description("paused" if paused else "")
+
     def close(self) -> None:
         """Close the bar if it is open (after training, or when a signal or an error stopped it), and give the
         log its own streams back."""
@@ -110,10 +116,10 @@ class DurationForecast(BaseCallback):
         self._start, self._first, self._said = 0.0, 0, False
 
     def _on_training_start(self) -> None:
-        self._start, self._first = time.perf_counter(), int(self.model.num_timesteps)
+        self._start, self._first = training_clock(), int(self.model.num_timesteps)
 
     def _on_step(self) -> bool:
-        elapsed = time.perf_counter() - self._start
+        elapsed = training_clock() - self._start
         if self._said or elapsed < self.after or self.num_timesteps <= self._first:
             return True
         self._said = True

@@ -6,6 +6,7 @@ the order they must run, then the user's ``callbacks``).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import Callable, Mapping
@@ -18,7 +19,7 @@ import psutil
 import torch
 from hydra.errors import InstantiationException
 from hydra.utils import instantiate
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
@@ -26,7 +27,7 @@ from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from lander.envs import make_env
 from lander.errors import ConfigError
 from lander.evaluation.policy import EvalResult, evaluate
-from lander.process.signals import raise_pending
+from lander.process.signals import LimitReached, hold_while_paused, raise_pending, stop_at_next_step, training_clock
 from lander.storage.csvlog import CsvLog, csv_rows
 from lander.storage.replay import save_buffer
 from lander.storage.rundir import RunPaths, atomic_write, find_checkpoints
@@ -87,7 +88,7 @@ class EpisodeLogger(BaseCallback):
     def _on_training_start(self) -> None:
         self.episodes = len(csv_rows(self.path))  # a resumed run numbers its episodes on
         self._csv = CsvLog(self.path, self.COLUMNS)
-        self._start = time.perf_counter()
+        self._start = training_clock()
 
     def _on_step(self) -> bool:
         for info in self.locals.get("infos", []):
@@ -100,7 +101,7 @@ class EpisodeLogger(BaseCallback):
                 "episode": self.episodes,
                 "return": float(episode["r"]),
                 "length": int(episode["l"]),
-                "wall_time": round(time.perf_counter() - self._start, 3),
+                "wall_time": round(training_clock() - self._start, 3),
             }
             assert self._csv is not None
             self._csv.write(row)
@@ -119,8 +120,20 @@ class EpisodeLogger(BaseCallback):
 log = logging.getLogger(__name__)
 
 
+def run_rss_mb(process: psutil.Process | None = None) -> float:
+    """Resident memory of the run's processes (this one and its children: subprocess envs, the video's encoder),
+    in MB."""
+    process = process or psutil.Process()
+    total = process.memory_info().rss
+    for child in process.children(recursive=True):
+        with contextlib.suppress(psutil.Error):  # it ended meanwhile
+            total += child.memory_info().rss
+    return total / 2**20
+
+
 class ResourceMonitor(BaseCallback):
-    """Every ``freq`` env steps: steps/s, episodes/min, resident memory and CPU use of this process.
+    """Every ``freq`` env steps: steps/s, episodes/min, resident memory of the run's processes (this one and its
+    children) and CPU use of this process; past ``memory_limit_mb``, the run stops as a Ctrl-C would stop it.
 
     Written to ``metrics/resources.csv`` and the sinks as ``time/steps_per_second``,
     ``time/episodes_per_minute``, ``system/rss_mb``, ``system/peak_rss_mb`` and ``system/cpu_percent``
@@ -130,6 +143,7 @@ class ResourceMonitor(BaseCallback):
     :param path: the CSV file
     :param episodes: the number of training episodes finished so far (:class:`EpisodeLogger` counts them)
     :param sinks: more receivers (W&B)
+    :param memory_limit_mb: stop the run (checkpoint, ``interrupted``, resumable) once ``rss_mb`` exceeds it
     """
 
     COLUMNS = (
@@ -154,9 +168,17 @@ class ResourceMonitor(BaseCallback):
         """What the trackers get of a ``resources.csv`` row (as written, or read back as text)."""
         return {key: float(row[column]) for column, key in cls.TRACKED.items() if row[column] not in (None, "")}
 
-    def __init__(self, freq: int, path: Path, episodes: Callable[[], int], sinks: list[Sink] | None = None) -> None:
+    def __init__(
+        self,
+        freq: int,
+        path: Path,
+        episodes: Callable[[], int],
+        sinks: list[Sink] | None = None,
+        memory_limit_mb: float | None = None,
+    ) -> None:
         super().__init__()
         self.freq, self.path, self.episodes, self.sinks = freq, path, episodes, sinks or []
+        self.memory_limit_mb = memory_limit_mb
         self.peak_rss_mb = 0.0
         self._process = psutil.Process()
         self._csv: CsvLog | None = None
@@ -170,21 +192,24 @@ class ResourceMonitor(BaseCallback):
 
     def _on_training_start(self) -> None:
         self._csv = CsvLog(self.path, self.COLUMNS)
-        self._start = time.perf_counter()
+        self._start = training_clock()
         self._last = (self._start, self.model.num_timesteps, self.episodes(), self._cpu_seconds())
         self.every.start(self.model.num_timesteps)
 
     def _on_step(self) -> bool:
         if self.every(self.num_timesteps):
-            self.sample()
+            rss_mb = self.sample()["rss_mb"]
+            if self.memory_limit_mb is not None and rss_mb > self.memory_limit_mb:
+                reason = f"memory limit {self.memory_limit_mb:g} MB reached at {rss_mb:.0f} MB"
+                stop_at_next_step(LimitReached(reason))  # by SignalCheck, after the other callbacks saw the step
         return True
 
     def sample(self) -> dict[str, float]:
         """Record one sample now; return it."""
-        now, cpu, episodes_now = time.perf_counter(), self._cpu_seconds(), self.episodes()
+        now, cpu, episodes_now = training_clock(), self._cpu_seconds(), self.episodes()
         then, steps, episodes, cpu_then = self._last
         elapsed = max(now - then, 1e-9)
-        rss_mb = self._process.memory_info().rss / 2**20
+        rss_mb = run_rss_mb(self._process)
         self.peak_rss_mb = max(self.peak_rss_mb, rss_mb)
         row = {
             "timesteps": self.num_timesteps,
@@ -302,10 +327,19 @@ class StopOnEpisodes(StopRule):
 
 
 class SignalCheck(BaseCallback):
-    """Raises a SIGINT/SIGTERM received during :func:`lander.process.signals.deferred` at the next env step (put it
-    last, so every other callback has seen the step)."""
+    """Raises a SIGINT/SIGTERM received during :func:`lander.process.signals.deferred` at the next env step, and
+    waits there while the run is paused (SIGUSR1 until SIGUSR2; put it last, so every other callback has seen the
+    step).
+
+    :param on_pause: called with True when the run pauses, False when it goes on (status, progress bar)
+    """
+
+    def __init__(self, on_pause: Callable[[bool], None] | None = None) -> None:
+        super().__init__()
+        self.on_pause = on_pause or (lambda paused: None)
 
     def _on_step(self) -> bool:
+        hold_while_paused(self.on_pause)
         raise_pending()
         return True
 
@@ -413,7 +447,7 @@ class PeriodicEval(BaseCallback):
         self._csv = self._csv or CsvLog(self.paths.eval_csv, self.COLUMNS)
         self._episodes_csv = self._episodes_csv or CsvLog(self.paths.eval_episodes, self.EPISODE_COLUMNS)
         self._envs = self._envs or [self.env_fn() for _ in range(min(self.n_envs, self.n_episodes))]
-        self._start = time.perf_counter()
+        self._start = training_clock()
         self.every.start(self.num_timesteps)
         if self.final_at is not None and self.num_timesteps >= self.final_at:  # resumed past the budget
             self._budget_step = -1
@@ -483,7 +517,7 @@ class PeriodicEval(BaseCallback):
         row = {
             "timesteps": self.num_timesteps,
             **stats,
-            "wall_time": round(time.perf_counter() - self._start, 3),
+            "wall_time": round(training_clock() - self._start, 3),
             "eval_seconds": round(seconds, 3),
         }
         self._csv.write(row)  # after its episodes: an evaluation is recorded when its row is (resume relies on it)
@@ -628,5 +662,6 @@ def callbacks_for(
         callbacks.append(rules[-1])
     callbacks.append(evaluator)
     if cfg.monitor_freq > 0:
-        callbacks.append(ResourceMonitor(cfg.monitor_freq, paths.resources, lambda: episodes.episodes, sinks))
+        limit = OmegaConf.select(cfg, "memory_limit_mb")  # absent from the config of a run made before it existed
+        callbacks.append(ResourceMonitor(cfg.monitor_freq, paths.resources, lambda: episodes.episodes, sinks, limit))
     return evaluator, rules, callbacks

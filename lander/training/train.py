@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import resource
 import time
 from pathlib import Path
 from typing import Any
 
 import torch
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.logger import Logger
 from stable_baselines3.common.utils import set_random_seed
@@ -24,12 +25,19 @@ from lander.config.checks import check_trackers, validate
 from lander.envs import action_space_kind, make_train_env, observation_space_kind
 from lander.errors import ConfigError
 from lander.faults import fault
-from lander.process.signals import deferred, signals_blocked, stop_on_signals
+from lander.process.signals import deferred, signals_blocked, stop_on_signals, training_clock
 from lander.storage.rundir import RunPaths, RunSummary, Status, remove_temporaries
 from lander.tracking.base import TrackedRun, Tracker, make_trackers, run_name
 from lander.tracking.outputs import ContinuedCSV, TrackerWriter
 from lander.training.budget import BudgetProgressBar, DurationForecast, plan
-from lander.training.callbacks import Checkpointer, PeriodicEval, SignalCheck, callbacks_for, user_callbacks
+from lander.training.callbacks import (
+    Checkpointer,
+    PeriodicEval,
+    SignalCheck,
+    callbacks_for,
+    run_rss_mb,
+    user_callbacks,
+)
 from lander.training.finish import record_results, record_stop, write_report
 from lander.training.resume import load_newest_checkpoint, log_again, truncate_metrics
 from lander.training.snapshot import write_snapshot
@@ -50,6 +58,16 @@ def check_env_kinds(cfg: DictConfig, env: Any) -> None:
                 f"env.{key}={cfg.env[key]!r} does not match {cfg.env.id}'s {key.replace('_', ' ')} "
                 f"{getattr(env, key)}: set it to {kind!r} in the env's YAML ({cfg.env.name}.yaml)"
             )
+
+
+def check_footprint(cfg: DictConfig) -> None:
+    """``memory_limit_mb`` below what the run holds already (torch, SB3, its envs), before anything is written."""
+    limit = OmegaConf.select(cfg, "memory_limit_mb")
+    if limit is not None and (footprint := run_rss_mb()) > limit:
+        raise ConfigError(
+            f"memory_limit_mb={limit:g} is below this run's footprint before training, {footprint:.0f} MB "
+            "(torch, SB3 and the envs loaded): allow more, or null for no limit"
+        )
 
 
 def budget(cfg: DictConfig) -> tuple[int, int]:
@@ -87,6 +105,7 @@ def _train(cfg: DictConfig, paths: RunPaths, group: str | None, overrides: list[
         check_env_kinds(cfg, env)
         # a resumed run's checkpoint is loaded before anything is written: one that cannot be used changes nothing
         resumed = load_newest_checkpoint(cfg, paths, env) if cfg.get("resume") is not None else None
+        check_footprint(cfg)
         summary = new_summary(cfg, paths, n_envs, total_timesteps, overrides)
         return _record(cfg, paths, env, summary, resumed, group, extra_callbacks)
     finally:
@@ -106,7 +125,7 @@ def _record(
     checkpointer = Checkpointer(
         cfg.checkpoint_freq, paths.checkpoints, cfg.checkpoint_keep, cfg.checkpoint_replay_buffer
     )
-    exit_code, start, model = 1, time.perf_counter(), None
+    exit_code, start, model = 1, training_clock(), None
     trackers: dict[str, Tracker] = {}  # the started ones, each finished whatever happens
     earlier = (summary.wall_seconds or 0.0) if cfg.get("resume") is not None else 0.0  # the attempts before this one
     try:
@@ -123,7 +142,7 @@ def _record(
             stopped_early=stop_reason,  # None, or why training stopped before the budget
             train_cpu_seconds=round(cpu_seconds, 2),  # this process's CPU time in learn, evals included
             status=Status.COMPLETED,
-            wall_seconds=round(earlier + time.perf_counter() - start, 2),
+            wall_seconds=round(earlier + training_clock() - start, 2),
         )
         summary.save(paths)
         fault("finish:completed")
@@ -141,7 +160,7 @@ def _record(
         return summary
     except BaseException as exc:
         if summary.status != Status.COMPLETED:  # a completed run stays completed (a signal during the upload)
-            summary.wall_seconds = round(earlier + time.perf_counter() - start, 2)
+            summary.wall_seconds = round(earlier + training_clock() - start, 2)
             with signals_blocked():  # another signal now would cut the record short: it waits until it is written
                 record_stop(cfg, exc, model, checkpointer, paths, summary)
         raise
@@ -276,13 +295,23 @@ def learn(
         cfg.seed,
         paths.root,
     )
-    start, cpu_start = time.perf_counter(), time.process_time()
+    start, cpu_start = training_clock(), time.process_time()
     bar = [BudgetProgressBar(end)] if cfg.progress_bar and not stopped else []
+
+    def pauses(paused: bool) -> None:  # SIGUSR1 / SIGUSR2 (lander.process.signals): said in summary.json and the bar
+        summary.update(status=Status.PAUSED if paused else Status.RUNNING).save(paths)
+        for progress in bar:
+            progress.paused(paused)
+        if paused:
+            log.info("paused at %d timesteps: continue with kill -USR2 %d", model.num_timesteps, os.getpid())
+        else:
+            log.info("continuing at %d timesteps", model.num_timesteps)
+
     try:
         with deferred():
             model.learn(
                 total_timesteps=0 if stopped else total_timesteps - done,
-                callback=[*callbacks, checkpointer, *extra, SignalCheck(), DurationForecast(end), *bar],
+                callback=[*callbacks, checkpointer, *extra, SignalCheck(pauses), DurationForecast(end), *bar],
                 reset_num_timesteps=done == 0,
             )
     finally:
@@ -293,4 +322,4 @@ def learn(
         log.info("stopped early at %d timesteps: %s", model.num_timesteps, stop_reason)
     summary.update(stopped_early=stop_reason, timesteps=int(model.num_timesteps)).save(paths)  # trained
     fault("finish:trained")
-    return evaluator, stop_reason, time.perf_counter() - start, time.process_time() - cpu_start
+    return evaluator, stop_reason, training_clock() - start, time.process_time() - cpu_start

@@ -43,12 +43,15 @@ def test_a_launched_run_is_watched_to_completed_with_its_metrics_and_files(api):
     listed = {r["id"]: r for r in svc.get("/api/runs").json()}
     assert listed[run_id]["final_eval_mean"] == pytest.approx(json.loads((path / "eval.json").read_text())["mean"])
     assert listed[run_id]["latest_eval"]["mean"] == pytest.approx(evals[-1]["mean"])
+    finished = svc.post(f"/api/runs/{run_id}/pause", json={})
+    assert finished.status_code == 409 and "only a running run can be paused" in finished.json()["error"]
 
 
 def test_a_run_is_stopped_as_interrupted_and_resumed_from_its_checkpoint(api):
     """Stop, then two clicks on Resume: the first process is still importing (it has not taken the run's lock yet)
     when the second request comes; that one is refused (409) before any process starts (the service allows 3
-    running), the run's log stays the first's, and the run goes on from its checkpoint."""
+    running), the run's log stays the first's, and the run goes on from its checkpoint. Paused, it takes no step
+    until continued."""
     svc, root = api
     run_id = svc.post("/api/runs", json={"overrides": LONG}).json()["id"]
     svc.wait_for(f"/api/runs/{run_id}", lambda r: r["status"] == "running" and r["timesteps"] >= 1024)
@@ -68,6 +71,13 @@ def test_a_run_is_stopped_as_interrupted_and_resumed_from_its_checkpoint(api):
     assert running["summary"]["resumed_at"][0] >= 1024  # from its checkpoint, not from step 0
     busy = svc.post(f"/api/runs/{run_id}/resume", json={})
     assert busy.status_code == 409 and "running" in busy.json()["error"]
+    not_paused = svc.post(f"/api/runs/{run_id}/continue", json={})
+    assert not_paused.status_code == 409 and "nothing to continue" in not_paused.json()["error"]
+    assert svc.post(f"/api/runs/{run_id}/pause", json={}).status_code == 200
+    paused = svc.wait_for(f"/api/runs/{run_id}", lambda r: r["status"] == "paused")
+    assert svc.get(f"/api/runs/{run_id}").json()["timesteps"] == paused["timesteps"] and paused["active"]
+    assert svc.post(f"/api/runs/{run_id}/continue", json={}).status_code == 200
+    svc.wait_for(f"/api/runs/{run_id}", lambda r: r["status"] == "running" and r["timesteps"] > paused["timesteps"])
     svc.post(f"/api/runs/{run_id}/stop", json={})
     svc.wait_for(f"/api/runs/{run_id}", lambda r: r["status"] == "interrupted" and not r["active"])
     assert "ERROR" not in (root / run["path"] / "run.log").read_text()  # no second writer's complaint
@@ -150,8 +160,9 @@ def test_a_restarted_service_still_knows_what_it_launched(tmp_path):
 
 
 def test_the_dashboard_after_one_click_on_the_printed_url(tmp_path):
-    """The default service (a token) in Chromium: the printed URL opens the dashboard, which launches, stops and
-    resumes a run, launches a sweep and shows its runs, reports (drawn, sandboxed) and comparison."""
+    """The default service (a token) in Chromium: the printed URL opens the dashboard, which launches, stops,
+    resumes, pauses and continues a run, launches a sweep and shows its runs, reports (drawn, sandboxed) and
+    comparison."""
     with service(tmp_path) as svc, open_page(svc.printed_url, offline=False) as (page, visit):
         assert page.url == f"{svc.url}/"  # the token became a cookie and left the address bar
         page.fill("#overrides", " ".join(LONG))
@@ -161,7 +172,10 @@ def test_the_dashboard_after_one_click_on_the_printed_url(tmp_path):
         page.wait_for_selector("#runs button.resume", timeout=120000)
         stopped = page.text_content("#runs .status")
         page.click("#runs button.resume")
-        page.wait_for_selector("#runs button.stop", timeout=120000)
+        page.click("#runs button.pause", timeout=120000)  # shown once the resumed run trains
+        page.wait_for_selector("#runs .status.paused", timeout=60000)
+        page.click("#runs button.continue")
+        page.wait_for_selector("#runs button.pause", timeout=60000)
         page.click("#runs button.stop")
         page.wait_for_selector("#runs button.resume", timeout=120000)
         page.fill("#overrides", " ".join(["seed=0,1", *TINY, "logger=none"]))

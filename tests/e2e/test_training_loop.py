@@ -1,15 +1,19 @@
-"""Training-loop rules: episode budget, early stopping, NaN detection (resources logged: test_artifacts.py)."""
+"""Training-loop rules: episode budget, early stopping, NaN detection, pause, memory limit (resources logged:
+test_artifacts.py)."""
 
 from __future__ import annotations
 
 import os
+import re
+import signal
 import subprocess
 import sys
+import time
 
 import pandas as pd
 import pytest
 
-from helpers import REPO, lander_env, read_json, run_lander, tiny
+from helpers import REPO, assert_same_results, lander, lander_env, read_json, run_lander, start_lander, tiny
 
 SMALL = tiny("ppo", 0, n_steps=128, eval_every=512, episodes=2, video=False)  # each test gives its budget
 
@@ -62,3 +66,57 @@ def test_peak_memory_is_the_whole_runs_as_the_kernel_counts_it(tmp_path):
     assert proc.returncode == 0
     peak = read_json(run_dir / "summary.json")["peak_rss_mb"]
     assert peak == pytest.approx(usage.ru_maxrss / 1024, rel=0.02)  # Linux: KiB
+
+
+def wait_for(predicate, proc, what: str, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline and proc.poll() is None, f"waiting for {what}: {proc.stderr[-3000:]}"
+        time.sleep(0.02)
+
+
+def test_a_paused_run_waits_then_goes_on_to_the_same_results(tmp_path):
+    """SIGUSR1 pauses a run at its next step (``status: paused``, no step taken, its clock stopped); SIGUSR2 lets
+    it go on, to exactly the results of a run that never paused."""
+    run = [*SMALL, "total_timesteps=6144", "monitor_freq=256"]
+    assert run_lander(tmp_path / "plain", *run).returncode == 0
+    paused = tmp_path / "paused"
+    proc = start_lander(*run, f"hydra.run.dir={paused}")
+    resources = paused / "metrics" / "resources.csv"
+    wait_for(lambda: resources.is_file() and len(resources.read_text().splitlines()) > 2, proc, "training")
+    proc.send_signal(signal.SIGUSR1)
+    wait_for(lambda: read_json(paused / "summary.json")["status"] == "paused", proc, "the pause")
+    held = resources.read_text()
+    time.sleep(2.0)
+    assert resources.read_text() == held and read_json(paused / "summary.json")["status"] == "paused"
+    proc.send_signal(signal.SIGUSR2)
+    assert proc.wait(timeout=300) == 0, proc.stderr[-3000:]
+    assert read_json(paused / "summary.json")["status"] == "completed"
+    assert_same_results(tmp_path / "plain", paused)
+    clock = pd.read_csv(resources)["wall_time"]
+    assert clock.diff().max() < 1.5, list(clock)  # the 2 s pause is not counted (samples are ~0.1 s apart)
+    log = (paused / "run.log").read_text()
+    assert "paused at" in log and "continuing at" in log
+
+
+def test_a_memory_limit_stops_the_run_as_ctrl_c_would_and_it_resumes(tmp_path):
+    """``memory_limit_mb`` below the footprint before training: exit 2 naming it, nothing trained. Above it but
+    below what a large rollout buffer adds: stopped at the next sample, ``interrupted`` with the reason and a
+    checkpoint, exit 1; resumed without the limit it completes."""
+    run = [*SMALL, "total_timesteps=2048", "monitor_freq=256", "algo.model.n_steps=16384", "algo.model.batch_size=64"]
+    refused = run_lander(tmp_path / "small", *run, "memory_limit_mb=1")
+    assert refused.returncode == 2, refused.stderr[-3000:]
+    said = re.search(r"memory_limit_mb=1 is below this run's footprint before training, (\d+) MB", refused.stdout)
+    assert said, refused.stderr[-3000:]
+    footprint = int(said[1])
+    assert not (tmp_path / "small" / "summary.json").exists()
+    limit = footprint + 8  # the rollout buffer (16384 x 2 envs) and the update take ~30 MB more
+    stopped = run_lander(tmp_path / "run", *run, f"memory_limit_mb={limit}")
+    assert stopped.returncode == 1, stopped.stderr[-3000:]
+    summary = read_json(tmp_path / "run" / "summary.json")
+    assert summary["status"] == "interrupted"
+    assert re.fullmatch(rf"LimitReached: memory limit {limit} MB reached at \d+ MB", summary["error"]), summary["error"]
+    assert (tmp_path / "run" / "checkpoints" / f"model_{summary['timesteps']}_steps.zip").is_file()
+    resumed = lander(f"resume={tmp_path / 'run'}", "memory_limit_mb=null")
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert read_json(tmp_path / "run" / "summary.json")["status"] == "completed"

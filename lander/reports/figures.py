@@ -162,6 +162,7 @@ def speed_figure(paths: RunPaths) -> go.Figure:
     """Steps per second, memory (RSS) and CPU use as training went (``metrics/resources.csv``)."""
     resources = read_metrics(paths.resources)
     wanted = ["steps_per_second", "rss_mb", "peak_rss_mb", "cpu_percent", "episodes_per_minute"]
+    wanted += ["gpu_memory_allocated_mb", "gpu_memory_reserved_mb", "gpu_utilization_percent"]  # on a GPU
     columns = [c for c in wanted if c in resources.columns and resources[c].notna().any()]
     return small_multiples(resources, "timesteps", columns if "timesteps" in resources else [], "Speed and memory")
 

@@ -34,6 +34,8 @@ RESULTS = {  # summary.json field: its name in the report
     "wall_seconds": "wall time (s)",
     "steps_per_second": "steps per second",
     "peak_rss_mb": "peak memory (MB)",
+    "gpu": "GPU",
+    "gpu_peak_memory_mb": "peak GPU memory allocated (MB)",
     "resumed_at": "resumed at",
 }
 

@@ -188,6 +188,8 @@ class RunSummary:
     first_timestep_reaching_threshold: int | None = None
     stopped_early: str | None = None  # why training stopped before the budget
     peak_rss_mb: float | None = None
+    gpu: str | None = None  # the CUDA device's name, where the model was on one
+    gpu_peak_memory_mb: float | None = None  # the most torch allocated on it at once
     video: dict[str, Any] | None = None  # seed, return and frames of video.mp4
 
     @classmethod

@@ -117,9 +117,6 @@ class EpisodeLogger(BaseCallback):
             self._csv.close()
 
 
-log = logging.getLogger(__name__)
-
-
 def run_rss_mb(process: psutil.Process | None = None) -> float:
     """Resident memory of the run's processes (this one and its children: subprocess envs, the video's encoder),
     in MB."""
@@ -131,13 +128,62 @@ def run_rss_mb(process: psutil.Process | None = None) -> float:
     return total / 2**20
 
 
+class GpuProbe:
+    """The CUDA device the model is on: its name, its memory as torch counts it, its utilisation where NVML (the
+    optional ``nvidia-ml-py``) answers.
+
+    :param device: a CUDA device
+    """
+
+    def __init__(self, device: Any) -> None:
+        import torch
+
+        self.index = device.index if device.index is not None else torch.cuda.current_device()
+        properties = torch.cuda.get_device_properties(self.index)
+        self.name = str(properties.name)
+        self.nvml = nvml_handle(properties)
+        self.columns: tuple[str, ...] = ("gpu_memory_allocated_mb", "gpu_memory_reserved_mb", "gpu_peak_memory_mb")
+        self.columns += ("gpu_utilization_percent",) if self.nvml is not None else ()
+
+    def sample(self) -> dict[str, float]:
+        """This sample's columns (:attr:`columns`)."""
+        import torch
+
+        row = {
+            "gpu_memory_allocated_mb": round(torch.cuda.memory_allocated(self.index) / 2**20, 1),
+            "gpu_memory_reserved_mb": round(torch.cuda.memory_reserved(self.index) / 2**20, 1),
+            "gpu_peak_memory_mb": round(torch.cuda.max_memory_allocated(self.index) / 2**20, 1),
+        }
+        if self.nvml is not None:
+            import pynvml
+
+            row["gpu_utilization_percent"] = float(pynvml.nvmlDeviceGetUtilizationRates(self.nvml).gpu)
+        return row
+
+
+def nvml_handle(properties: Any) -> Any:
+    """NVML's handle of the device torch describes (found by its PCI address, whatever ``CUDA_VISIBLE_DEVICES``
+    renumbered), or None without ``nvidia-ml-py`` or a driver that answers."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        address = f"{properties.pci_domain_id:08X}:{properties.pci_bus_id:02X}:{properties.pci_device_id:02X}.0"
+        return pynvml.nvmlDeviceGetHandleByPciBusId(address)
+    except Exception as exc:  # not installed, no driver, an older torch without the PCI address: no utilisation
+        log.info("GPU utilisation not monitored (NVML: %s)", exc)
+        return None
+
+
 class ResourceMonitor(BaseCallback):
     """Every ``freq`` env steps: steps/s, episodes/min, resident memory of the run's processes (this one and its
     children) and CPU use of this process; past ``memory_limit_mb``, the run stops as a Ctrl-C would stop it.
 
     Written to ``metrics/resources.csv`` and the sinks as ``time/steps_per_second``,
     ``time/episodes_per_minute``, ``system/rss_mb``, ``system/peak_rss_mb`` and ``system/cpu_percent``
-    (100 = one core busy).
+    (100 = one core busy). With the model on a CUDA device, also its memory as torch counts it (allocated,
+    reserved, peak allocated: ``system/gpu_*_mb``) and, where NVML answers (the optional ``nvidia-ml-py``), the
+    device's utilisation (``system/gpu_utilization_percent``); on the CPU these columns are absent.
 
     :param freq: env steps between samples
     :param path: the CSV file
@@ -161,12 +207,16 @@ class ResourceMonitor(BaseCallback):
         "rss_mb": "system/rss_mb",
         "peak_rss_mb": "system/peak_rss_mb",
         "cpu_percent": "system/cpu_percent",
+        "gpu_memory_allocated_mb": "system/gpu_memory_allocated_mb",
+        "gpu_memory_reserved_mb": "system/gpu_memory_reserved_mb",
+        "gpu_peak_memory_mb": "system/gpu_peak_memory_mb",
+        "gpu_utilization_percent": "system/gpu_utilization_percent",
     }
 
     @classmethod
     def tracked(cls, row: Mapping[str, Any]) -> dict[str, float]:
         """What the trackers get of a ``resources.csv`` row (as written, or read back as text)."""
-        return {key: float(row[column]) for column, key in cls.TRACKED.items() if row[column] not in (None, "")}
+        return {key: float(row[c]) for c, key in cls.TRACKED.items() if row.get(c) not in (None, "")}
 
     def __init__(
         self,
@@ -185,13 +235,15 @@ class ResourceMonitor(BaseCallback):
         self._last = (0.0, 0, 0, 0.0)  # wall time, timesteps, episodes, CPU seconds
         self._start = 0.0
         self.every = Every(freq)
+        self.gpu: GpuProbe | None = None
 
     def _cpu_seconds(self) -> float:
         times = self._process.cpu_times()
         return times.user + times.system
 
     def _on_training_start(self) -> None:
-        self._csv = CsvLog(self.path, self.COLUMNS)
+        self.gpu = GpuProbe(self.model.device) if self.model.device.type == "cuda" else None
+        self._csv = CsvLog(self.path, self.COLUMNS[:-1] + (self.gpu.columns if self.gpu else ()) + self.COLUMNS[-1:])
         self._start = training_clock()
         self._last = (self._start, self.model.num_timesteps, self.episodes(), self._cpu_seconds())
         self.every.start(self.model.num_timesteps)
@@ -218,6 +270,7 @@ class ResourceMonitor(BaseCallback):
             "rss_mb": round(rss_mb, 1),
             "peak_rss_mb": round(self.peak_rss_mb, 1),
             "cpu_percent": round(100 * (cpu - cpu_then) / elapsed, 1),
+            **(self.gpu.sample() if self.gpu else {}),
             "wall_time": round(now - self._start, 3),
         }
         self._last = (now, self.num_timesteps, episodes_now, cpu)
@@ -342,9 +395,6 @@ class SignalCheck(BaseCallback):
         hold_while_paused(self.on_pause)
         raise_pending()
         return True
-
-
-log = logging.getLogger(__name__)
 
 
 class PeriodicEval(BaseCallback):
@@ -530,9 +580,6 @@ class PeriodicEval(BaseCallback):
         for csv_log in (self._csv, self._episodes_csv):
             if csv_log:
                 csv_log.close()
-
-
-log = logging.getLogger(__name__)
 
 
 def save_checkpoint(

@@ -69,8 +69,9 @@ def record_results(
     out |= {
         "best_eval_mean": evaluator.best_mean if evaluator.best_mean > float("-inf") else None,
         "first_timestep_reaching_threshold": evaluator.first_solved,
-        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-    }  # Linux: KiB
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),  # Linux: KiB
+        **gpu_record(model),
+    }
     # matplotlib, pandas and imageio are imported only now, after training, so they do not weigh on it
 
     fault("finish:plot")
@@ -87,6 +88,19 @@ def record_results(
             time.perf_counter() - started,
         )
     return out
+
+
+def gpu_record(model: Any) -> dict[str, Any]:
+    """``summary.json``'s GPU fields: the CUDA device's name and the most torch allocated on it (none on the CPU)."""
+    if model.device.type != "cuda":
+        return {}
+    import torch
+
+    index = model.device.index if model.device.index is not None else torch.cuda.current_device()
+    return {
+        "gpu": torch.cuda.get_device_name(index),
+        "gpu_peak_memory_mb": round(torch.cuda.max_memory_allocated(index) / 2**20, 1),
+    }
 
 
 def record_stop(

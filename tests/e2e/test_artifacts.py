@@ -195,5 +195,6 @@ def test_throughput_memory_and_cpu_are_logged(algo_run):
     assert (resources["cpu_percent"] > 0).all() and (resources["episodes_per_minute"] >= 0).all()
     summary = read_json(run_dir / "summary.json")
     assert summary["peak_rss_mb"] >= resources["peak_rss_mb"].max() * 0.9
+    assert not [c for c in resources.columns if c.startswith("gpu")] and summary["gpu"] is None  # on the CPU
     history = read_run(run_dir)["history"]
     assert any("system/rss_mb" in row and "time/steps_per_second" in row for row in history)

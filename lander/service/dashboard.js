@@ -93,8 +93,89 @@ async function refresh() {
   } catch (error) { say("cannot reach the service: " + error.message, false); }
 }
 
-function overrides() { return document.getElementById("overrides").value.split(/\s+/).filter(Boolean); }
-document.getElementById("launch-run").onclick = () => action("POST", "/api/runs", {overrides: overrides()}, d => "started run " + d.path);
-document.getElementById("launch-sweep").onclick = () => action("POST", "/api/sweeps", {overrides: overrides()}, d => "started sweep " + d.path);
+// The launch form: choices from /api/algos, /api/envs, /api/presets and /api/config, checked here before a
+// request is sent (the service checks everything again: lander/service/overrides.py).
+const catalog = {algos: [], envs: [], presets: [], keys: []};
+function field(id) { return document.getElementById(id); }
+function option(value, text) { const o = el("option", text); o.value = value; return o; }
+
+function fillEnvs() {
+  const algo = catalog.algos.find(a => a.name === field("algo").value);
+  const before = field("env").value;
+  const envs = catalog.envs.filter(e => !algo || algo.envs.includes(e.name));
+  field("env").replaceChildren(...envs.map(e => option(e.name, `${e.name} (${e.id})`)));
+  field("env").value = envs.some(e => e.name === before) ? before : (envs.some(e => e.name === "lunar_lander") ? "lunar_lander" : (envs[0] || {}).name);
+}
+
+function fillPreset() {
+  const preset = catalog.presets.find(p => p.override === field("preset").value);
+  field("algo").disabled = field("env").disabled = Boolean(preset && (preset.algo || preset.env));
+  field("preset-info").textContent = preset ? preset.description + (Object.keys(preset.sweep).length ? "  Sweeps: " + Object.entries(preset.sweep).map(([k, v]) => `${k}=${v}`).join(" ") : "") : "";
+}
+
+async function loadCatalog() {
+  const [algos, envs, presets, keys] = await Promise.all(["/api/algos", "/api/envs", "/api/presets", "/api/config"].map(u => api("GET", u)));
+  Object.assign(catalog, {algos, envs, presets: presets.filter(p => !p.error), keys});
+  field("algo").replaceChildren(...algos.map(a => option(a.name, a.name)));
+  field("algo").value = "ppo";
+  field("preset").replaceChildren(option("", "none"), ...catalog.presets.map(p => option(p.override, p.override + (p.mine ? " (yours)" : ""))));
+  fillEnvs(); fillPreset();
+}
+
+function known(key) {  // a key of the run config, a group, or inside an open group (algo.model.*, logger.*, ...)
+  const bare = key.replace(/^[+~]+/, "");
+  return catalog.keys.some(k => k.key === bare) || /^(algo|env|logger|callbacks|eval|video|early_stop|hydra)\./.test(bare);
+}
+
+// The overrides the form says, or an error message: nothing is sent while there is one.
+function formOverrides(sweep) {
+  const more = field("overrides").value.split(/\s+/).filter(Boolean);
+  for (const item of more) {
+    const key = item.split("=", 1)[0];
+    if (!item.includes("=") || !key) return `"${item}" is not KEY=VALUE`;
+    if (!known(key)) return `unknown key ${key}: the keys are listed at /api/config`;
+    const group = catalog.keys.find(k => k.key === key && k.options);
+    const choices = group && (key === "experiment" ? catalog.presets.filter(p => p.group === key).map(p => p.name) : group.options);
+    const bad = choices ? item.slice(key.length + 1).split(",").filter(v => v && v !== "null" && !choices.includes(v)) : [];
+    if (bad.length) return `${key}=${bad.join(",")}: not one of ${choices.join(", ")}`;
+  }
+  const given = new Set(more.map(item => item.split("=", 1)[0].replace(/^[+~]+/, "")));  // these win over the form's
+  const out = [];
+  const preset = field("preset").value;
+  if (preset) out.push(preset);
+  const choosing = !field("algo").disabled;
+  if (choosing && !given.has("algo")) out.push("algo=" + field("algo").value);
+  if (choosing && !given.has("env")) out.push("env=" + field("env").value);
+  const seeds = field("seeds").value.trim();
+  if (!given.has("seed") && seeds) {
+    if (!/^\d+(,\d+)*$/.test(seeds) || seeds.split(",").some(s => Number(s) >= 2 ** 32)) return "seeds: integers in [0, 2**32), separated by commas";
+    if (seeds.includes(",") && !sweep) return "several seeds are a sweep: use Launch sweep";
+    out.push("seed=" + seeds);
+  }
+  const gamma = field("gamma").value.trim();
+  if (gamma && !given.has("gamma")) {
+    const g = Number(gamma);
+    if (!(g > 0 && g <= 1)) return "gamma: a number in (0, 1], or empty for the algorithm's tuned value";
+    out.push("gamma=" + gamma);
+  }
+  const budget = field("budget").value.trim();
+  if (budget && !given.has("total_timesteps")) {
+    if (!/^[1-9]\d*$/.test(budget)) return "total_timesteps: a positive integer, or empty for the algorithm's tuned budget";
+    out.push("total_timesteps=" + budget);
+  }
+  return out.concat(more);
+}
+
+function launch(sweep) {
+  const overrides = formOverrides(sweep);
+  if (typeof overrides === "string") { say(overrides, false); return; }
+  if (sweep) action("POST", "/api/sweeps", {overrides}, d => "started sweep " + d.path);
+  else action("POST", "/api/runs", {overrides}, d => "started run " + d.path);
+}
+field("algo").onchange = fillEnvs;
+field("preset").onchange = fillPreset;
+field("launch-run").onclick = () => launch(false);
+field("launch-sweep").onclick = () => launch(true);
+loadCatalog().catch(error => say("cannot read the choices: " + error.message, false));
 refresh();
 setInterval(refresh, 2000);

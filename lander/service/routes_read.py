@@ -1,4 +1,5 @@
-"""The service's read-only endpoints: runs, their metrics and files, sweeps.
+"""The service's read-only endpoints: runs, their metrics and files, sweeps; what lander offers (algorithms, envs,
+presets, config keys: :mod:`lander.config.catalog`).
 
 Every file is read through :mod:`lander.service.store` (real path under the root, regular file, bounded size),
 and the files of a run are served as untrusted: under ``Content-Security-Policy: sandbox`` (a report's scripts
@@ -16,6 +17,7 @@ import yaml
 from fastapi import APIRouter, Request
 from fastapi.responses import FileResponse
 
+from lander.config import catalog
 from lander.config.trust import resolve_trusted
 from lander.service import files, store
 from lander.storage.rundir import RunPaths, SweepPaths
@@ -39,6 +41,26 @@ MEDIA = {
 
 def root_of(request: Request) -> Path:
     return request.app.state.root
+
+
+@router.get("/api/algos", summary="The algorithms: model class, spaces, tuned budget, model keys, envs they act in")
+def algos() -> list[dict[str, Any]]:
+    return catalog.algos()
+
+
+@router.get("/api/envs", summary="The envs: Gymnasium id, spaces, reward threshold, algorithms that act in them")
+def envs() -> list[dict[str, Any]]:
+    return catalog.envs()
+
+
+@router.get("/api/presets", summary="Experiment presets and searches (lander's and the root's conf/experiment/)")
+def presets(request: Request) -> list[dict[str, Any]]:
+    return catalog.presets(root_of(request) / "conf")
+
+
+@router.get("/api/config", summary="Every run config key: type, default, meaning, allowed values")
+def config_keys() -> list[dict[str, Any]]:
+    return catalog.config_keys()
 
 
 @router.get("/api/runs", summary="Every run under the root, newest first")

@@ -12,6 +12,7 @@ import httpx
 import pandas as pd
 import pytest
 
+from helpers import REPO
 from helpers.browser import not_blank, open_page, wait_for_plots
 from helpers.service import LONG, TINY, Service, service
 
@@ -81,6 +82,33 @@ def test_a_run_is_stopped_as_interrupted_and_resumed_from_its_checkpoint(api):
     svc.post(f"/api/runs/{run_id}/stop", json={})
     svc.wait_for(f"/api/runs/{run_id}", lambda r: r["status"] == "interrupted" and not r["active"])
     assert "ERROR" not in (root / run["path"] / "run.log").read_text()  # no second writer's complaint
+
+
+def test_what_lander_offers_is_listed_for_clients_and_the_form(api):
+    """``/api/algos``, ``/api/envs``, ``/api/presets``, ``/api/config``: the options of lander/conf, which algorithm
+    acts in which env, the presets (the root's own among them, a broken one with why), every key with its type."""
+    svc, root = api
+    (root / "conf" / "experiment").mkdir(parents=True, exist_ok=True)
+    (root / "conf" / "experiment" / "mine.yaml").write_text(
+        "# @package _global_\n# my seeds\ndefaults:\n  - override /algo: a2c\n"
+        "hydra:\n  sweeper:\n    params:\n      seed: 0,1\n"
+    )
+    (root / "conf" / "experiment" / "broken.yaml").write_text("a: [1,\n")
+    algos = {a["name"]: a for a in svc.get("/api/algos").json()}
+    assert set(algos) == {p.stem for p in (REPO / "lander/conf/algo").glob("*.yaml")}
+    assert algos["ppo"]["target"] == "stable_baselines3.PPO" and algos["ppo"]["model"]["n_steps"] == 1024
+    assert "lunar_lander" in algos["ppo"]["envs"] and "lunar_lander" not in algos["sac"]["envs"]
+    envs = {e["name"]: e for e in svc.get("/api/envs").json()}
+    assert envs["lunar_lander"]["id"] == "LunarLander-v3" and "ppo" in envs["lunar_lander"]["algos"]
+    assert "sac" not in envs["lunar_lander"]["algos"] and "sac" in envs["lunar_lander_continuous"]["algos"]
+    presets = {p["name"]: p for p in svc.get("/api/presets").json()}
+    assert presets["gamma_sweep"]["algo"] == "ppo" and presets["gamma_sweep"]["sweep"]["gamma"] == "0.98,0.99,0.999"
+    assert presets["mine"] == presets["mine"] | {"mine": True, "algo": "a2c", "override": "experiment=mine"}
+    assert presets["broken"]["mine"] and presets["broken"]["error"]
+    keys = {k["key"]: k for k in svc.get("/api/config").json()}
+    assert keys["memory_limit_mb"]["type"] == "float | None" and keys["memory_limit_mb"]["default"] == "null"
+    assert keys["vec_env"]["options"] == ["dummy", "subproc"] and keys["seed"]["type"] == "int"
+    assert set(keys["algo"]["options"]) == set(algos) and "positive" in keys["eval.freq"]["allowed"]
 
 
 def test_bad_requests_get_clear_errors_and_change_nothing(api, tmp_path):
@@ -165,6 +193,19 @@ def test_the_dashboard_after_one_click_on_the_printed_url(tmp_path):
     comparison."""
     with service(tmp_path) as svc, open_page(svc.printed_url, offline=False) as (page, visit):
         assert page.url == f"{svc.url}/"  # the token became a cookie and left the address bar
+        page.wait_for_selector("#algo option[value=sac]", state="attached")  # the form's choices: /api/algos, envs
+        page.select_option("#algo", "sac")
+        sac_envs = page.eval_on_selector_all("#env option", "os => os.map(o => o.value)")
+        page.select_option("#algo", "ppo")
+        page.select_option("#env", "lunar_lander")
+        page.fill("#seeds", "0,x")
+        page.click("#launch-run")
+        page.wait_for_selector("#message.error")
+        bad_seeds = page.text_content("#message")
+        page.fill("#seeds", "0")
+        page.fill("#overrides", "algo.model.learning_rate=0.001 no_such_key=1")
+        page.click("#launch-run")
+        unknown = page.text_content("#message")
         page.fill("#overrides", " ".join(LONG))
         page.click("#launch-run")
         page.wait_for_selector("#message.ok", timeout=60000)
@@ -197,11 +238,15 @@ def test_the_dashboard_after_one_click_on_the_printed_url(tmp_path):
         error = page.text_content("#message")
         page.screenshot(path=tmp_path / "dashboard.png", full_page=True)
     assert not visit.errors and not visit.dialogs, visit.errors
+    assert "lunar_lander_continuous" in sac_envs and "lunar_lander" not in sac_envs
+    assert bad_seeds.startswith("seeds:") and unknown.startswith("unknown key no_such_key")
+    launched = (tmp_path / ".lander-service" / "launched.jsonl").read_text().splitlines()
+    assert len(launched) == 3  # the run, its resume, the sweep: nothing for the refused forms (and algo=pop)
     assert all(u.startswith(svc.url) for u in visit.requests), visit.requests  # nothing from elsewhere (no CDN)
     assert stopped == "interrupted"
     assert statuses.count("completed") == 2 and statuses.count("interrupted") == 1  # the sweep's jobs, the run
     assert {"report.html", "video.mp4"} <= set(links)
     assert comparison.endswith("/report")
     assert [row["seeds"] for row in sweep["comparison"]] == [2] and len(sweep["jobs"]) == 2
-    assert "algo/pop" in error
+    assert error.startswith("algo=pop: not one of a2c, dqn")  # said by the form, nothing sent
     assert not_blank(tmp_path / "dashboard.png") > 0.02

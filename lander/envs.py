@@ -18,7 +18,7 @@ import numpy as np
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 from stable_baselines3.common.env_util import make_vec_env
-from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv
+from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv, VecNormalize
 
 # Rendering with render_mode="rgb_array" needs no screen: pygame gets a dummy display, MuJoCo renders with EGL.
 os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
@@ -111,6 +111,26 @@ def make_train_env(env_cfg: DictConfig, n_envs: int, seed: int, vec_env: str = "
         vec_env_cls=cls,
         vec_env_kwargs=kwargs,
         wrapper_class=partial(apply_wrappers, wrappers=wrappers) if wrappers else None,
+    )
+
+
+def normalized(venv: VecEnv, normalize: DictConfig, gamma: float) -> VecEnv:
+    """``venv`` inside SB3's ``VecNormalize`` as ``env.normalize`` says (``enabled: false``: ``venv`` itself).
+
+    :param normalize: the ``env.normalize`` node
+    :param gamma: the run's discount, for the discounted return when ``normalize.gamma`` is null
+    """
+    if not normalize.enabled:
+        return venv
+    return VecNormalize(
+        venv,
+        training=True,
+        norm_obs=bool(normalize.norm_obs),
+        norm_reward=bool(normalize.norm_reward),
+        clip_obs=float(normalize.clip_obs),
+        clip_reward=float(normalize.clip_reward),
+        gamma=float(normalize.gamma if normalize.gamma is not None else gamma),
+        epsilon=float(normalize.epsilon),
     )
 
 

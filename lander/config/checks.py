@@ -143,6 +143,7 @@ def validate(cfg: DictConfig) -> None:
     check_env_id(cfg.env.id)
     check_device(device)
     check_compatible(cfg)
+    check_normalize(cfg)
     check_memory(cfg)
 
 
@@ -285,6 +286,26 @@ def check_compatible(cfg: DictConfig) -> None:
                 f"Envs it supports: {', '.join(fitting) or 'none configured'} "
                 f"(for example: python -m lander.run algo={cfg.algo.name} env={fitting[0] if fitting else '...'})"
             )
+
+
+def check_normalize(cfg: DictConfig) -> None:
+    """``env.normalize``: SB3's ``VecNormalize`` keeps running statistics of vector observations; its values in
+    their ranges."""
+    normalize = cfg.env.normalize
+    if not normalize.enabled:
+        return
+    if cfg.env.observation_space != "vector":
+        raise ConfigError(
+            f"env.normalize.enabled=true: {cfg.env.name} has {cfg.env.observation_space} observations; "
+            "env.normalize works with vector observations only (SB3's VecNormalize keeps their running statistics)"
+        )
+    for key, ok, allowed in (
+        ("clip_obs", math.isfinite(normalize.clip_obs) and normalize.clip_obs > 0, "a finite number > 0"),
+        ("clip_reward", math.isfinite(normalize.clip_reward) and normalize.clip_reward > 0, "a finite number > 0"),
+        ("epsilon", math.isfinite(normalize.epsilon) and normalize.epsilon > 0, "a finite number > 0"),
+        ("gamma", normalize.gamma is None or 0 < normalize.gamma <= 1, "null (the run's gamma) or in (0, 1]"),
+    ):
+        _check(ok, f"env.normalize.{key}", normalize[key], allowed)
 
 
 def has_api_key() -> bool:

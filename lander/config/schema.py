@@ -57,6 +57,19 @@ class AlgoConfig:
 
 
 @dataclass
+class NormalizeConfig:
+    """SB3's ``VecNormalize`` around the training envs, with rl-baselines3-zoo's keys (``env.normalize``)."""
+
+    enabled: bool = False
+    norm_obs: bool = True  # observations: running mean and variance, clipped to +-clip_obs
+    norm_reward: bool = True  # rewards: divided by the running std of the discounted return (training only)
+    clip_obs: float = 10.0
+    clip_reward: float = 10.0
+    gamma: float | None = None  # of the discounted return; null: the run's gamma
+    epsilon: float = 1e-8
+
+
+@dataclass
 class EnvConfig:
     name: str = "???"
     id: str = "???"
@@ -66,6 +79,7 @@ class EnvConfig:
     reward_threshold: float | None = None
     kwargs: dict[str, Any] = field(default_factory=dict)
     wrappers: list[Any] = field(default_factory=list)
+    normalize: NormalizeConfig = field(default_factory=NormalizeConfig)
 
 
 @dataclass

@@ -19,6 +19,7 @@ from lander.errors import ConfigError, RunFileError
 from lander.evaluation.loading import safe_load
 from lander.evaluation.policy import evaluate
 from lander.evaluation.video import write_video
+from lander.storage.normalization import read_stats, stats_path
 from lander.storage.rundir import RunPaths, find_checkpoints, find_run_dirs, write_json
 
 log = logging.getLogger(__name__)
@@ -59,8 +60,10 @@ def evaluate_run(run_dir: Path, args: DictConfig) -> Path:
     env = make_train_env(cfg.env, 1, seed)
     try:
         model = safe_load(cfg, source, env)  # type: ignore[arg-type]
+        shape = tuple(env.observation_space.shape or ())
     finally:
         env.close()
+    normalizer = read_stats(stats_path(source), shape).normalize_obs if cfg.env.normalize.enabled else None
     result = evaluate(
         model,
         partial(make_env, cfg.env),
@@ -69,6 +72,7 @@ def evaluate_run(run_dir: Path, args: DictConfig) -> Path:
         args.n_envs,
         args.deterministic,
         cfg.env.get("reward_threshold"),
+        obs_transform=normalizer,  # the training statistics, frozen; the rewards reported are the env's own
     )
     mode = "deterministic" if args.deterministic else "stochastic"
     name = args.name or f"{source.stem}_{args.n_episodes}ep_{mode}_seed-{seed}"
@@ -82,7 +86,7 @@ def evaluate_run(run_dir: Path, args: DictConfig) -> Path:
     }
     if args.video:
         video_cfg = OmegaConf.create({"seed": seed, "fps": cfg.video.fps, "max_steps": cfg.video.max_steps})
-        record["video"] = write_video(model, cfg.env, video_cfg, paths.evaluations / f"{name}.mp4")
+        record["video"] = write_video(model, cfg.env, video_cfg, paths.evaluations / f"{name}.mp4", False, normalizer)
     path = write_json(paths.evaluations / f"{name}.json", record)
     log.info(
         "%s: %s mean %.4g +- %.2g (sem) over %d episodes -> %s",

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import imageio.v2 as imageio
+import numpy as np
 from omegaconf import DictConfig
 from stable_baselines3.common.base_class import BaseAlgorithm
 
@@ -15,10 +17,16 @@ from lander.storage.rundir import atomic_write
 
 
 def write_video(
-    model: BaseAlgorithm, env_cfg: DictConfig, video_cfg: DictConfig, path: Path, progress: bool = False
+    model: BaseAlgorithm,
+    env_cfg: DictConfig,
+    video_cfg: DictConfig,
+    path: Path,
+    progress: bool = False,
+    obs_transform: Callable[[np.ndarray], np.ndarray] | None = None,
 ) -> dict:
     """Play one episode on ``video.seed`` and write it to ``path`` (mp4, H.264), atomically.
 
+    :param obs_transform: applied to observations before the policy sees them (frozen normalization)
     :param progress: show a progress bar of the frames (rendering MuJoCo takes about a minute)
     :return: the episode's return, length in frames and the seed
     """
@@ -38,7 +46,7 @@ def write_video(
 
         try:
             info["frames"], info["return"] = record_episode(
-                model, env, video_cfg.seed, append, max_steps=video_cfg.max_steps
+                model, env, video_cfg.seed, append, max_steps=video_cfg.max_steps, obs_transform=obs_transform
             )
         finally:
             writer.close()

@@ -29,6 +29,7 @@ from lander.errors import ConfigError
 from lander.evaluation.policy import EvalResult, evaluate
 from lander.process.signals import LimitReached, hold_while_paused, raise_pending, stop_at_next_step, training_clock
 from lander.storage.csvlog import CsvLog, csv_rows
+from lander.storage.normalization import save_stats, stats_path, transform
 from lander.storage.replay import save_buffer
 from lander.storage.rundir import RunPaths, atomic_write, find_checkpoints
 
@@ -537,6 +538,7 @@ class PeriodicEval(BaseCallback):
             self.n_envs,
             self.deterministic,
             self.threshold,
+            obs_transform=transform(self.model.get_vec_normalize_env()),
             envs=self._envs,
         )
         seconds = time.perf_counter() - t0
@@ -546,7 +548,7 @@ class PeriodicEval(BaseCallback):
         self.last, self.last_mean = (self.num_timesteps, result), float(stats["mean"])  # type: ignore[arg-type]
         if self.last_mean > self.best_mean:
             self.best_mean = self.last_mean
-            atomic_write(self.paths.best_model, self.model.save)
+            save_model(self.model, self.paths.best_model)
         if self.first_solved is None and self.threshold is not None and self.last_mean >= self.threshold:
             self.first_solved = self.num_timesteps
         log.info(
@@ -582,6 +584,15 @@ class PeriodicEval(BaseCallback):
                 csv_log.close()
 
 
+def save_model(model: BaseAlgorithm, path: Path) -> Path:
+    """``model`` to ``path`` (atomically) and, where its envs are normalized, their statistics beside it
+    (:func:`lander.storage.normalization.stats_path`, arrays, no pickle)."""
+    normalizer = model.get_vec_normalize_env()
+    if normalizer is not None:
+        atomic_write(stats_path(path), partial(save_stats, normalizer))
+    return atomic_write(path, model.save)
+
+
 def save_checkpoint(
     model: BaseAlgorithm, directory: Path, keep: int = 0, replay_buffer: bool = False, timesteps: int | None = None
 ) -> Path:
@@ -596,13 +607,14 @@ def save_checkpoint(
         atomic_write(replay_buffer_path(directory, steps), partial(save_buffer, model.replay_buffer))
     current, model.num_timesteps = model.num_timesteps, steps
     try:
-        path = atomic_write(directory / f"model_{steps}_steps.zip", model.save)
+        path = save_model(model, directory / f"model_{steps}_steps.zip")
     finally:
         model.num_timesteps = current
     if keep > 0:
         for old_steps, old in find_checkpoints(directory)[keep:]:
             old.unlink()
             replay_buffer_path(directory, old_steps).unlink(missing_ok=True)
+            stats_path(old).unlink(missing_ok=True)
     return path
 
 

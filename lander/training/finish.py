@@ -16,9 +16,10 @@ from lander.evaluation.video import write_video
 from lander.faults import fault
 from lander.reports.plots import plot_learning_curve
 from lander.reports.run_report import try_run_report
-from lander.storage.rundir import RunPaths, RunSummary, Status, atomic_write, write_json
+from lander.storage.normalization import transform
+from lander.storage.rundir import RunPaths, RunSummary, Status, write_json
 from lander.tracking.base import run_name
-from lander.training.callbacks import Checkpointer, PeriodicEval, check_finite, nonfinite_parameters
+from lander.training.callbacks import Checkpointer, PeriodicEval, check_finite, nonfinite_parameters, save_model
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +49,7 @@ def record_results(
     cfg: DictConfig, model: Any, evaluator: PeriodicEval, paths: RunPaths, train_seconds: float, first_step: int = 0
 ) -> dict[str, Any]:
     """Save the model, evaluate it, plot the learning curve, record the video; return summary fields."""
-    atomic_write(paths.model, model.save)
+    save_model(model, paths.model)
     steps = int(model.num_timesteps)
     out: dict[str, Any] = {
         "timesteps": steps,
@@ -80,7 +81,8 @@ def record_results(
         fault("finish:video")
         log.info("recording video.mp4: one episode on seed %d, up to %d steps ...", cfg.video.seed, cfg.video.max_steps)
         started = time.perf_counter()
-        out["video"] = write_video(model, cfg.env, cfg.video, paths.video, progress=cfg.progress_bar)
+        normalizer = transform(model.get_vec_normalize_env())
+        out["video"] = write_video(model, cfg.env, cfg.video, paths.video, cfg.progress_bar, normalizer)
         log.info(
             "video.mp4: %d frames, return %.4g, %.0f s",
             out["video"]["frames"],

@@ -17,12 +17,13 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 from stable_baselines3.common.base_class import BaseAlgorithm
-from stable_baselines3.common.vec_env import VecEnv
+from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
 from lander.config.schema import load_saved
 from lander.errors import ConfigError, RunFileError
 from lander.evaluation.loading import safe_load
 from lander.storage.csvlog import cut_csv, number, read_complete, write_csv
+from lander.storage.normalization import load_stats, stats_path
 from lander.storage.replay import load_buffer
 from lander.storage.rundir import RunPaths, RunSummary, Status, atomic_write, find_checkpoints
 from lander.tracking.base import Tracker
@@ -75,6 +76,8 @@ def load_newest_checkpoint(cfg: DictConfig, paths: RunPaths, env: VecEnv) -> Bas
     for steps, path in found:
         try:
             model = safe_load(cfg, path, env)
+            if isinstance(env, VecNormalize):  # its statistics, saved beside the checkpoint as arrays
+                load_stats(env, stats_path(path))
             replay = replay_buffer_path(paths.checkpoints, steps)
             if os.path.lexists(replay) and getattr(model, "replay_buffer", None) is not None:  # a FIFO is refused
                 load_buffer(model.replay_buffer, replay)  # type: ignore[attr-defined]

@@ -22,7 +22,7 @@ from stable_baselines3.common.utils import set_random_seed
 
 from lander.algorithms.build import build_model, effective_gamma
 from lander.config.checks import check_trackers, validate
-from lander.envs import action_space_kind, make_train_env, observation_space_kind
+from lander.envs import action_space_kind, make_train_env, normalized, observation_space_kind
 from lander.errors import ConfigError
 from lander.faults import fault
 from lander.process.signals import deferred, signals_blocked, stop_on_signals, training_clock
@@ -103,6 +103,7 @@ def _train(cfg: DictConfig, paths: RunPaths, group: str | None, overrides: list[
     env = make_train_env(cfg.env, n_envs, cfg.seed, cfg.vec_env)
     try:
         check_env_kinds(cfg, env)
+        env = normalized(env, cfg.env.normalize, effective_gamma(cfg))
         # a resumed run's checkpoint is loaded before anything is written: one that cannot be used changes nothing
         resumed = load_newest_checkpoint(cfg, paths, env) if cfg.get("resume") is not None else None
         check_footprint(cfg)

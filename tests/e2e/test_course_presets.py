@@ -81,6 +81,7 @@ def test_q_learning_alpha_preset_states_the_best_alpha_per_env(tmp_path):
     [
         ("reinforce_cartpole", "reinforce", "cartpole"),
         ("ppo_half_cheetah", "ppo", "half_cheetah"),
+        ("ppo_half_cheetah_normalized", "ppo", "half_cheetah"),
         ("qcritic_pong", "mac", "pong"),
         ("q_learning_alpha", "q_learning", None),
     ],
@@ -98,6 +99,7 @@ def test_every_preset_composes(preset, algo, env):
     validate(cfg)
     assert cfg.algo.name == algo and cfg.env.name == (env or "frozen_lake")
     assert cfg.run_name.endswith("_seed-0")
+    assert cfg.env.normalize.enabled == preset.endswith("_normalized")  # the course's trainer does not normalize
 
 
 def test_same_seed_same_record_other_seed_different(tmp_path):

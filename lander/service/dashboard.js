@@ -32,8 +32,13 @@ async function action(method, url, body, done) {
   catch (error) { say(error.message, false); }
 }
 
+const selected = new Set();  // runs picked for a comparison; kept across refreshes
+
 function runRow(run) {
   const row = el("tr"); row.dataset.id = run.id;
+  const pick = el("input"); pick.type = "checkbox"; pick.className = "pick"; pick.checked = selected.has(run.id);
+  pick.onchange = () => { if (pick.checked) selected.add(run.id); else selected.delete(run.id); showSelection(); };
+  const cell = el("td"); cell.append(pick); row.append(cell);
   row.append(el("td", run.path));
   const status = el("td"); status.append(el("span", run.status, "status " + run.status));
   if (run.status === "unreadable") status.append(el("div", run.error, "muted"));  // which file, and why
@@ -76,6 +81,20 @@ function runRow(run) {
   return row;
 }
 
+function showSelection() {
+  field("compare").disabled = selected.size < 2;
+  field("compare").textContent = `Compare selected (${selected.size})`;
+}
+
+function comparisonRow(comparison) {
+  const row = el("tr"); row.dataset.id = comparison.id;
+  row.append(el("td", comparison.path), el("td", comparison.runs.join(", ")));
+  const report = el("td");
+  if (comparison.compared) report.append(link(`/api/comparisons/${comparison.id}/report`, "report.html")); else report.append(el("span", "not yet", "muted"));
+  row.append(report);
+  return row;
+}
+
 function sweepRow(sweep) {
   const row = el("tr"); row.dataset.id = sweep.id;
   row.append(el("td", sweep.path), el("td", sweep.jobs));
@@ -87,9 +106,12 @@ function sweepRow(sweep) {
 
 async function refresh() {
   try {
-    const [runs, sweeps] = await Promise.all([api("GET", "/api/runs"), api("GET", "/api/sweeps")]);
+    const [runs, sweeps, comparisons] = await Promise.all(["/api/runs", "/api/sweeps", "/api/comparisons"].map(u => api("GET", u)));
+    for (const id of [...selected]) if (!runs.some(r => r.id === id)) selected.delete(id);  // gone from disk
     document.getElementById("runs").replaceChildren(...runs.map(runRow));
     document.getElementById("sweeps").replaceChildren(...sweeps.map(sweepRow));
+    document.getElementById("comparisons").replaceChildren(...comparisons.map(comparisonRow));
+    showSelection();
   } catch (error) { say("cannot reach the service: " + error.message, false); }
 }
 
@@ -176,6 +198,7 @@ field("algo").onchange = fillEnvs;
 field("preset").onchange = fillPreset;
 field("launch-run").onclick = () => launch(false);
 field("launch-sweep").onclick = () => launch(true);
+field("compare").onclick = () => action("POST", "/api/comparisons", {runs: [...selected]}, d => "comparing in " + d.path);
 loadCatalog().catch(error => say("cannot read the choices: " + error.message, false));
 refresh();
 setInterval(refresh, 2000);

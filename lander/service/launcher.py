@@ -32,6 +32,7 @@ from lander.service.overrides import Refused
 from lander.storage.lock import RunLock
 from lander.storage.rundir import RunPaths, Status
 
+MODULES = ("lander.run", "lander.compare")  # what the service starts
 SAFE_PATH = ["-P"] if sys.version_info >= (3, 11) else []  # no working directory on sys.path (3.11+; 3.10: the
 # empty working directory stands in for it)
 
@@ -69,10 +70,12 @@ class Launcher:
             n += 1
         return found
 
-    def start(self, args: list[str], directory: Path, kind: str) -> dict[str, Any]:
-        """``python -P -m lander.run <args>`` in its own session; its console to ``<directory>/service.log``."""
+    def start(self, args: list[str], directory: Path, kind: str, module: str = "lander.run") -> dict[str, Any]:
+        """``python -P -m <module> <args>`` (``lander.run``, or :data:`MODULES`' other) in its own session; its
+        console to ``<directory>/service.log``."""
+        assert module in MODULES
         self.writable()
-        command = [sys.executable, *SAFE_PATH, "-m", "lander.run", *args]  # a list: no shell reads the overrides
+        command = [sys.executable, *SAFE_PATH, "-m", module, *args]  # a list: no shell reads the overrides
         env = os.environ | {ALLOW_ENV: ",".join(self.allowed), "PYTHONSAFEPATH": "1"}
         with self._starting:
             if kind == "resume":
@@ -138,6 +141,17 @@ class Launcher:
     def launch_sweep(self, overrides: list[str]) -> dict[str, Any]:
         directory = self.new_dir("multirun")
         return self.start(["--multirun", *overrides, f"hydra.sweep.dir={directory}"], directory, "sweep")
+
+    def launch_comparison(self, runs: list[Path]) -> dict[str, Any]:
+        """``python -m lander.compare <run dirs> --out comparisons/<date>/<time>``: any runs, from any sweeps or
+        none, compared as a sweep's end compares its jobs; ``inputs.json`` there lists them."""
+        directory = self.new_dir("comparisons")
+        try:
+            directory.mkdir(parents=True)
+            (directory / "inputs.json").write_text(json.dumps([str(r.relative_to(self.root)) for r in runs]))
+        except OSError as exc:
+            raise Refused(f"cannot write {directory}: {exc.strerror or exc}; nothing was started", 409) from exc
+        return self.start([*map(str, runs), "--out", str(directory)], directory, "compare", "lander.compare")
 
     def launched(self) -> list[dict[str, Any]]:
         """Everything this root's services started, with ``alive`` (the process still runs lander)."""
@@ -215,11 +229,12 @@ def status(root: Path, run: Path) -> str:
 
 
 def alive(pid: int, started: float) -> bool:
-    """True if ``pid`` still runs ``lander.run`` and was not started before the record (a reused pid is not ours)."""
+    """True if ``pid`` still runs lander (:data:`MODULES`) and was not started before the record (a reused pid is
+    not ours)."""
     try:
         os.kill(pid, 0)
         command = Path(f"/proc/{pid}/cmdline").read_bytes()
         seen = Path(f"/proc/{pid}").stat().st_mtime  # when the kernel first showed the process: not before its start
     except OSError:
         return False
-    return b"lander.run" in command and seen >= started - 5
+    return any(module.encode() in command for module in MODULES) and seen >= started - 5

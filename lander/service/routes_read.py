@@ -133,6 +133,41 @@ def sweep_report(request: Request, sweep_id: str) -> FileResponse:
     return untrusted(report)
 
 
+@router.get("/api/comparisons", summary="Comparisons of chosen runs, newest first")
+def comparisons(request: Request) -> list[dict[str, Any]]:
+    return store.list_comparisons(root_of(request))
+
+
+@router.get("/api/comparisons/{comparison_id}", summary="One comparison: its runs and its table")
+def comparison(request: Request, comparison_id: str) -> dict[str, Any]:
+    root = root_of(request)
+    path = store.comparison_dir(root, comparison_id)
+    listed: dict[str, Any] = next((c for c in store.list_comparisons(root) if c["id"] == comparison_id), {"runs": []})
+    try:
+        table = files.read_text(root, path / "table.csv", store.MAX_CSV)
+        rows = pd.read_csv(io.StringIO(table)).astype(object).where(pd.notna, None).to_dict("records")
+    except (files.Unreadable, ValueError):
+        rows = []
+    report = files.servable(root, path / "report.html")
+    return {
+        "id": comparison_id,
+        "path": str(path.relative_to(root.resolve())),
+        "runs": listed["runs"],
+        "comparison": rows,
+        "report": f"/api/comparisons/{comparison_id}/report" if report else None,
+    }
+
+
+@router.get("/api/comparisons/{comparison_id}/report", summary="A comparison's report.html")
+def comparison_report(request: Request, comparison_id: str) -> FileResponse:
+    root = root_of(request)
+    try:
+        report = files.real_file(root, store.comparison_dir(root, comparison_id) / "report.html")
+    except files.Unreadable as exc:
+        raise store.NotFound(str(exc)) from exc
+    return untrusted(report)
+
+
 def untrusted(path: Path) -> FileResponse:
     """A file of a run or sweep, served so that it cannot act on the service (see :data:`UNTRUSTED`)."""
     media = MEDIA.get(path.suffix, "application/octet-stream")

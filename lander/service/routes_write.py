@@ -1,4 +1,5 @@
-"""The service's endpoints that start or stop processes: launch a run or a sweep, stop, pause, continue, resume.
+"""The service's endpoints that start or stop processes: launch a run, a sweep or a comparison of chosen runs; stop,
+pause, continue, resume.
 
 Each is a POST with a JSON body carrying the token (:mod:`lander.service.guard`); a launch's overrides are data
 checked by :func:`lander.service.overrides.check_overrides` before anything starts.
@@ -12,7 +13,7 @@ from fastapi import APIRouter, Body, Request
 
 from lander.service import store
 from lander.service.launcher import Launcher
-from lander.service.overrides import check_overrides, run_label
+from lander.service.overrides import Refused, check_overrides, run_label
 
 router = APIRouter()
 
@@ -36,6 +37,21 @@ def launch_sweep(request: Request, body: dict[str, Any] = Body(...)) -> dict[str
     launcher.room()
     overrides, _ = check_overrides(body.get("overrides", []), True, launcher.max_jobs, launcher.allowed)
     entry = launcher.launch_sweep(overrides)
+    return entry | {"id": entry["path"].replace("/", "~")}
+
+
+@router.post("/api/comparisons", status_code=201, summary='Compare any runs: {"runs": ["<run id>", ...]}')
+def compare_runs(request: Request, body: dict[str, Any] = Body(...)) -> dict[str, Any]:  # noqa: B008
+    """``python -m lander.compare`` over the chosen runs (from any sweeps, or none): each env's runs at their common
+    budget, grouped by configuration, the statistics of a sweep's end."""
+    launcher = launcher_of(request)
+    ids = body.get("runs")
+    if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids) or len(set(ids)) != len(ids):
+        raise Refused('"runs" must be a list of distinct run ids (GET /api/runs); nothing was started')
+    if not 2 <= len(ids) <= launcher.max_jobs:
+        raise Refused(f"compare 2 to {launcher.max_jobs} runs (--max-jobs), not {len(ids)}; nothing was started")
+    runs = [store.run_dir(launcher.root, run_id) for run_id in ids]
+    entry = launcher.launch_comparison(runs)
     return entry | {"id": entry["path"].replace("/", "~")}
 
 

@@ -223,6 +223,39 @@ def safe_run_info(root: Path, path: Path) -> dict[str, Any]:
         }
 
 
+def comparison_dir(root: Path, id_: str) -> Path:
+    """A comparison the service started (``comparisons/<date>/<time>``, with its ``inputs.json``), or
+    :class:`NotFound`."""
+    path = inside(root, id_)
+    if not path.is_relative_to((root / "comparisons").resolve()) or not (path / "inputs.json").is_file():
+        raise NotFound(id_)
+    return path
+
+
+def list_comparisons(root: Path) -> list[dict[str, Any]]:
+    """Every comparison of chosen runs under ``root/comparisons``, newest first: the runs it compares and whether
+    its report is written (``compared``)."""
+    found = sorted((root / "comparisons").glob("*/*/inputs.json")) if (root / "comparisons").is_dir() else []
+    listed = []
+    for inputs in found:
+        if not inputs.resolve().is_relative_to(root.resolve()):
+            continue
+        try:
+            runs = json.loads(read_text(root, inputs, MAX_RECORD))
+        except (Unreadable, ValueError):
+            runs = None
+        listed.append(
+            {
+                "id": to_id(root, inputs.parent),
+                "path": str(inputs.parent.relative_to(root)),
+                "started": inputs.lstat().st_mtime,
+                "runs": runs if isinstance(runs, list) and all(isinstance(r, str) for r in runs) else [],
+                "compared": servable(root, inputs.parent / "report.html"),
+            }
+        )
+    return sorted(listed, key=lambda c: c["started"], reverse=True)
+
+
 def list_sweeps(root: Path) -> list[dict[str, Any]]:
     """Every sweep directory (Hydra's ``multirun.yaml``) under ``root/multirun``, newest first."""
     found = sorted((root / "multirun").glob("**/multirun.yaml")) if (root / "multirun").is_dir() else []

@@ -111,6 +111,26 @@ def test_what_lander_offers_is_listed_for_clients_and_the_form(api):
     assert set(keys["algo"]["options"]) == set(algos) and "positive" in keys["eval.freq"]["allowed"]
 
 
+def test_chosen_runs_from_anywhere_are_compared_as_a_sweep_is(api):
+    """Two runs launched on their own (no sweep), compared through ``POST /api/comparisons``: the comparison's
+    table holds their configuration with both seeds, and its report is served sandboxed."""
+    svc, _root = api
+    ids = [
+        svc.post("/api/runs", json={"overrides": ["algo=ppo", f"seed={seed}", *TINY]}).json()["id"] for seed in (3, 4)
+    ]
+    for run_id in ids:
+        svc.wait_for(f"/api/runs/{run_id}", lambda r: r["status"] == "completed" and not r["active"])
+    started = svc.post("/api/comparisons", json={"runs": ids})
+    assert started.status_code == 201, started.text
+    comparison_id = started.json()["id"]
+    done = svc.wait_for(f"/api/comparisons/{comparison_id}", lambda c: c["report"] is not None)
+    assert done["runs"] == [svc.get(f"/api/runs/{i}").json()["path"] for i in ids]
+    assert [row["seeds"] for row in done["comparison"]] == [2]
+    report = svc.get(done["report"])
+    assert report.status_code == 200 and "sandbox" in report.headers["content-security-policy"]
+    assert any(c["id"] == comparison_id and c["compared"] for c in svc.get("/api/comparisons").json())
+
+
 def test_bad_requests_get_clear_errors_and_change_nothing(api, tmp_path):
     svc, root = api
     before = sorted(p.relative_to(root) for p in root.rglob("*"))
@@ -136,6 +156,14 @@ def test_bad_requests_get_clear_errors_and_change_nothing(api, tmp_path):
         response = svc.post("/api/runs", content=content, headers={"content-type": "application/json"})
         assert response.status_code == status, (body, response.text)
         assert words in response.json()["error"], (body, response.text)
+    for body, status, words in [
+        ({"runs": "outputs"}, 422, "list of distinct run ids"),
+        ({"runs": ["a", "a"]}, 422, "list of distinct run ids"),
+        ({"runs": ["a"]}, 422, "compare 2 to"),
+        ({"runs": ["nothing", "..~..~etc"]}, 404, "nothing"),
+    ]:
+        response = svc.post("/api/comparisons", json=body)
+        assert response.status_code == status and words in response.json()["error"], (body, response.text)
     outside = tmp_path / "outside"
     (outside / ".hydra").mkdir(parents=True)
     (outside / ".hydra/config.yaml").write_text("seed: 0\n")
@@ -149,6 +177,8 @@ def test_bad_requests_get_clear_errors_and_change_nothing(api, tmp_path):
         "/api/runs/outputs~link/metrics/eval",
         "/api/runs/nothing/metrics/eval",
         "/api/sweeps/nothing",
+        "/api/comparisons/outputs",
+        "/api/comparisons/nothing/report",
         "/api/runs/outputs~link/files/.hydra/config.yaml",
     ]:
         assert svc.get(path).status_code == 404, path
@@ -223,6 +253,11 @@ def test_the_dashboard_after_one_click_on_the_printed_url(tmp_path):
         page.click("#launch-sweep")
         page.wait_for_selector("#message.ok", timeout=60000)
         page.wait_for_selector("#sweeps a:text('report.html')", timeout=240000)  # updated in place, no reload
+        page.wait_for_function("document.querySelectorAll('#runs input.pick').length == 3")
+        for pick in page.query_selector_all("#runs input.pick")[:2]:  # the sweep's two jobs, newest first
+            pick.check()
+        page.click("#compare")
+        page.wait_for_selector("#comparisons a:text('report.html')", timeout=120000)
         statuses = page.eval_on_selector_all("#runs .status", "s => s.map(e => e.textContent)")
         links = page.eval_on_selector_all("#runs a", "as => as.map(a => a.textContent)")
         comparison = page.get_attribute("#sweeps a:text('report.html')", "href")
@@ -241,7 +276,7 @@ def test_the_dashboard_after_one_click_on_the_printed_url(tmp_path):
     assert "lunar_lander_continuous" in sac_envs and "lunar_lander" not in sac_envs
     assert bad_seeds.startswith("seeds:") and unknown.startswith("unknown key no_such_key")
     launched = (tmp_path / ".lander-service" / "launched.jsonl").read_text().splitlines()
-    assert len(launched) == 3  # the run, its resume, the sweep: nothing for the refused forms (and algo=pop)
+    assert len(launched) == 4  # the run, its resume, the sweep, the comparison: nothing for the refused forms
     assert all(u.startswith(svc.url) for u in visit.requests), visit.requests  # nothing from elsewhere (no CDN)
     assert stopped == "interrupted"
     assert statuses.count("completed") == 2 and statuses.count("interrupted") == 1  # the sweep's jobs, the run

@@ -48,8 +48,8 @@ def main(cfg: DictConfig) -> float | None:
     if hydra_cfg.launcher.get("n_jobs", 1) != 1:
         cfg.progress_bar = False  # parallel jobs' progress bars would overwrite each other on one console
     job = partial(run_job, cfg, run_dir, list(hydra_cfg.overrides.task), sweep_group(hydra_cfg.sweep.dir))
-    if str(hydra_cfg.launcher.get("_target_", "")).endswith(".ParallelLauncher"):
-        return job()  # lander's launcher forked this job's process already (lander.sweeps.launcher)
+    if str(hydra_cfg.launcher.get("_target_", "")).endswith((".ParallelLauncher", ".RayLauncher")):
+        return job()  # lander's launcher forked this job's process already, or it is a Ray worker's own task
     if worker_stopped():  # a joblib worker (lander.sweeps.launcher.JoblibLauncher) of a stopped sweep
         log.warning("job not started: the sweep was stopped")
         return None

@@ -2,10 +2,12 @@
 (``lander/conf/hydra/launcher/parallel.yaml``) chooses :class:`lander.sweeps.launcher.ParallelLauncher`, and
 ``hydra/launcher=joblib`` (``lander/conf/hydra/launcher/joblib.yaml``) Hydra's joblib launcher with lander's signal
 handling, :class:`lander.sweeps.launcher.JoblibLauncher`; ``hydra/launcher=submitit_local`` likewise
-:class:`lander.sweeps.launcher.SubmititLocalLauncher`."""
+:class:`lander.sweeps.launcher.SubmititLocalLauncher`; ``hydra/launcher=ray`` each job a Ray task,
+:class:`lander.sweeps.launcher.RayLauncher`."""
 
 from lander.sweeps.launcher import JoblibLauncher as _JoblibLauncher
 from lander.sweeps.launcher import ParallelLauncher as _ParallelLauncher
+from lander.sweeps.launcher import RayLauncher as _RayLauncher
 from lander.sweeps.launcher import SubmititLocalLauncher as _SubmititLocalLauncher
 
 
@@ -20,3 +22,7 @@ class JoblibLauncher(_JoblibLauncher):
 class SubmititLocalLauncher(_SubmititLocalLauncher):
     """Hydra's submitit launcher on this machine, quiet under Ctrl-C
     (:class:`lander.sweeps.launcher.SubmititLocalLauncher`)."""
+
+
+class RayLauncher(_RayLauncher):
+    """A sweep's jobs as Ray tasks, locally or on a cluster (:class:`lander.sweeps.launcher.RayLauncher`)."""

@@ -277,7 +277,10 @@ def single_values(overrides: list[str]) -> list[str]:
 
 
 def check_launcher(argv: list[str]) -> None:
-    """``hydra.launcher.n_jobs`` must be a non-zero integer (-1 = one job per core)."""
+    """``hydra.launcher.n_jobs`` must be a non-zero integer (-1 = one job per core); ``hydra/launcher=ray`` needs
+    Ray installed and, with ``hydra.launcher.ray.init.address``, a cluster that answers there."""
+    if "hydra/launcher=ray" in argv:
+        check_ray([a.split("=", 1)[1] for a in argv if a.startswith("hydra.launcher.ray.init.address=")][-1:])
     for arg in argv:
         if arg.startswith("hydra.launcher.n_jobs="):
             value = arg.split("=", 1)[1]
@@ -286,6 +289,36 @@ def check_launcher(argv: list[str]) -> None:
                     f"hydra.launcher.n_jobs={value!r} is not allowed: it must be a positive number of parallel "
                     "jobs, or -1 for one per CPU core"
                 )
+
+
+RAY_PORTS = {"ray": 10001}  # Ray Client's port; a plain HOST:PORT is the cluster's GCS (6379)
+
+
+def check_ray(addresses: list[str]) -> None:
+    """Ray importable, and the cluster at ``addresses[0]`` (if given) reachable: a TCP connection within 5 s to
+    ``ray://HOST[:PORT]`` or ``HOST:PORT``; ``auto``: a cluster started on this machine (``ray start --head``)."""
+    import importlib.util
+    import socket
+
+    address = addresses[0] if addresses and addresses[0] not in ("null", "") else None
+    if address == "auto":
+        if not Path("/tmp/ray/ray_current_cluster").is_file():
+            raise ConfigError(
+                "hydra.launcher.ray.init.address=auto: no Ray cluster was started on this machine (ray start --head), "
+                "nothing was started"
+            )
+    elif address is not None:
+        scheme, _, rest = address.rpartition("://")
+        host, _, port = rest.partition(":")
+        try:
+            with socket.create_connection((host, int(port or RAY_PORTS.get(scheme, 6379))), timeout=5):
+                pass
+        except (OSError, ValueError) as exc:
+            raise ConfigError(
+                f"hydra.launcher.ray.init.address={address}: no Ray cluster answers there ({exc}); nothing was started"
+            ) from None
+    if importlib.util.find_spec("ray") is None:
+        raise ConfigError('hydra/launcher=ray needs Ray: pip install -c constraints.txt -e ".[ray]"')
 
 
 def check_command(argv: list[str], lock: AbstractContextManager[Any] = NO_LOCK) -> list[str]:

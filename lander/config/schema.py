@@ -157,7 +157,7 @@ def quiet_hydra_warnings() -> None:
     ``hydra/launcher/joblib.yaml`` and ``submitit_local.yaml``, lander's (Hydra's keys, checked against Hydra's
     schema of that name, lander's launcher class)."""
     warnings.filterwarnings("ignore", message=r"provider=hydra\.searchpath in main, path=conf is not available")
-    warnings.filterwarnings("ignore", message=r"\s*'hydra/launcher/(joblib|submitit_local)' is validated against Conf")
+    warnings.filterwarnings("ignore", message=r"\s*'hydra/launcher/(joblib|submitit_local|ray)' is validated against")
 
 
 def register_configs() -> None:

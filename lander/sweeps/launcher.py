@@ -285,25 +285,116 @@ def stopped(signum: int, sweep_dir: Path, ran: int | None = None, pending: int |
 
 
 def finished(job: Job, status: int) -> JobReturn:
-    """Hydra's record of an ended job: its return value (the final evaluation's mean, as ``lander.run`` returns
-    it) read from its ``summary.json``; a job killed by a signal is recorded failed there first."""
-    paths = RunPaths(job.directory)
+    """Hydra's record of an ended job (:func:`job_return`); a job killed by a signal is recorded failed in its
+    ``summary.json`` first."""
     if os.WIFSIGNALED(status):
-        record_killed(paths, job.pid, os.WTERMSIG(status))
+        record_killed(RunPaths(job.directory), job.pid, os.WTERMSIG(status))
+    return job_return(job.overrides, job.config, job.directory)
+
+
+def job_return(overrides: list[str], config: DictConfig, directory: Path) -> JobReturn:
+    """Hydra's record of an ended job: its return value (the final evaluation's mean, as ``lander.run`` returns
+    it) read from its ``summary.json``."""
     try:
-        summary = RunSummary.load(paths)
+        summary = RunSummary.load(RunPaths(directory))
     except RunFileError:
         summary = None
-    task = copy.deepcopy(job.config)
+    task = copy.deepcopy(config)
     with read_write(task), open_dict(task):
         del task["hydra"]
     done = JobReturn(
-        overrides=job.overrides,
+        overrides=overrides,
         cfg=task,
-        hydra_cfg=job.config,
-        working_dir=str(job.directory),
-        task_name=str(job.config.hydra.job.name),
+        hydra_cfg=config,
+        working_dir=str(directory),
+        task_name=str(config.hydra.job.name),
         status=JobStatus.COMPLETED,
     )
     done.return_value = summary.final_eval_mean if summary and summary.status == Status.COMPLETED else None
     return done
+
+
+class RayLauncher(Launcher):
+    """``hydra/launcher=ray`` (``lander/conf/hydra/launcher/ray.yaml``): each job a Ray task, on this machine (Ray
+    started for the sweep) or on an existing Ray cluster (``hydra.launcher.ray.init.address``), with the keys of
+    Hydra's Ray launcher (``ray.init``: ``ray.init``'s arguments; ``ray.remote``: each task's options).
+
+    Hydra's own plugin (``hydra-ray-launcher``) requires ``cloudpickle<3`` while joblib, which the default install
+    has, requires ``>=3``: the two cannot be installed together, so lander drives Ray's API itself (as that plugin's
+    local mode does). A job whose Ray worker dies is recorded ``failed`` and the others go on; a re-run of the
+    sweep resumes its jobs as under any launcher. On a cluster, ``hydra.sweep.dir`` must be on a filesystem every
+    node shares: each job writes its run directory where it runs, and the comparison reads them all.
+
+    :param ray: ``{"init": {...}, "remote": {...}}``
+    """
+
+    def __init__(self, ray: dict[str, Any] | None = None) -> None:
+        self.ray = ray or {}
+        self.config: DictConfig | None = None
+        self.task_function: TaskFunction | None = None
+        self.hydra_context: HydraContext | None = None
+
+    def setup(self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig) -> None:
+        self.config, self.hydra_context, self.task_function = config, hydra_context, task_function
+
+    def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
+        import ray
+        from hydra.core.singleton import Singleton
+
+        assert self.config is not None and self.hydra_context is not None and self.task_function is not None
+        setup_globals()
+        configure_log(self.config.hydra.hydra_logging, self.config.hydra.verbose)
+        Path(str(self.config.hydra.sweep.dir)).mkdir(parents=True, exist_ok=True)
+        init, remote = dict(self.ray.get("init") or {}), dict(self.ray.get("remote") or {})
+        if not ray.is_initialized():
+            ray.init(**{key: value for key, value in init.items() if value is not None})
+        log.info("launching %d job(s) on Ray (%s)", len(job_overrides), init.get("address") or "this machine")
+        task = ray.remote(**remote)(run_ray_job) if remote else ray.remote(run_ray_job)
+        state = Singleton.get_state()
+        started = []
+        for num, overrides in enumerate(job_overrides, initial_job_idx):
+            config = self.hydra_context.config_loader.load_sweep_config(self.config, list(overrides))
+            with open_dict(config):
+                config.hydra.job.id = f"{config.hydra.job.name}_{num}"
+                config.hydra.job.num = num
+            directory = Path(str(config.hydra.sweep.dir)) / str(config.hydra.sweep.subdir)
+            future = task.remote(self.hydra_context, config, self.task_function, state)
+            started.append((list(overrides), config, directory, future))
+        returns = []
+        for overrides, config, directory, future in started:
+            try:
+                returns.append(ray.get(future))
+            except ray.exceptions.RayError as exc:  # its worker died, or the task could not run
+                record_lost(RunPaths(directory), f"its Ray task did not end: {str(exc).splitlines()[0]}")
+                returns.append(job_return(overrides, config, directory))
+        return returns
+
+
+def run_ray_job(hydra_context: HydraContext, config: DictConfig, task: TaskFunction, state: Any) -> JobReturn:
+    """One job in a Ray worker: Hydra's globals as the sweep's process had them, then the job as Hydra's basic
+    launcher runs it."""
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.core.singleton import Singleton
+
+    setup_globals()
+    Singleton.set_state(state)
+    HydraConfig.instance().set_config(config)
+    return run_job(
+        hydra_context=hydra_context,
+        task_function=task,
+        config=config,
+        job_dir_key="hydra.sweep.dir",
+        job_subdir_key="hydra.sweep.subdir",
+    )
+
+
+def record_lost(paths: RunPaths, why: str) -> None:
+    """A job whose process ended without a word: its ``summary.json`` says failed, and why."""
+    try:
+        summary = RunSummary.load(paths)
+    except RunFileError:
+        summary = None
+    if summary is not None and summary.status.alive:
+        summary.update(status=Status.FAILED, error=f"killed: {why}")
+        summary.save(paths)
+    log.error("job %s: %s; the other jobs go on", paths.root, why)

@@ -155,6 +155,26 @@ def test_submitit_local_sweep_matches_the_serial_one(serial_sweep, tmp_path):
         )
 
 
+@pytest.mark.slow  # Ray starts a local cluster (~8 s); the [ray] extra: pip install -c constraints.txt -e ".[ray]"
+def test_ray_sweep_matches_the_serial_one_and_is_resumed(serial_sweep, tmp_path):
+    """``hydra/launcher=ray`` on Ray started on this machine: the jobs' evaluations are the serial sweep's, the
+    comparison is written, and the same command again finds every job completed (nothing trained twice)."""
+    pytest.importorskip("ray")
+    args = [tmp_path / "ray", "hydra/launcher=ray", "hydra.launcher.ray.init.num_cpus=2", "algo=ppo", "seed=0,1"]
+    proc = sweep(*args)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    for i in range(2):
+        serial = pd.read_csv(serial_sweep / str(i) / "metrics/eval.csv")[NOT_WALL_CLOCK]
+        pd.testing.assert_frame_equal(
+            serial, pd.read_csv(tmp_path / "ray" / str(i) / "metrics/eval.csv")[NOT_WALL_CLOCK]
+        )
+    assert (tmp_path / "ray" / "comparison" / "table.csv").is_file()
+    models = {i: (tmp_path / "ray" / str(i) / "model.zip").stat().st_mtime_ns for i in range(2)}
+    again = sweep(*args)
+    assert again.returncode == 0, again.stderr[-4000:]
+    assert models == {i: (tmp_path / "ray" / str(i) / "model.zip").stat().st_mtime_ns for i in range(2)}
+
+
 def test_optuna_search_stores_a_resumable_study(tmp_path):
     import optuna
 

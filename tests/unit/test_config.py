@@ -178,6 +178,10 @@ BAD_INPUT = [
     (["env.normalize.enabled=true", "env.normalize.clip_obs=-1"], "env.normalize.clip_obs=-1.0 is not allowed"),
     (["memory_limit_mb=0"], "memory_limit_mb=0.0 is not allowed: memory_limit_mb must be null or a number of MB > 0"),
     (["memory_limit_mb=500", "monitor_freq=0"], "memory_limit_mb is checked every monitor_freq steps: it needs"),
+    (
+        ["--multirun", "seed=0,1", "hydra/launcher=ray", "hydra.launcher.ray.init.address=ray://127.0.0.1:1"],
+        "hydra.launcher.ray.init.address=ray://127.0.0.1:1: no Ray cluster answers there",
+    ),
 ]
 
 

@@ -107,20 +107,24 @@ def sweeps(request: Request) -> list[dict[str, Any]]:
 def sweep(request: Request, sweep_id: str) -> dict[str, Any]:
     root = root_of(request)
     path = store.sweep_dir(root, sweep_id)
-    try:
-        table = files.read_text(root, SweepPaths(path).table, store.MAX_CSV)
-        rows = pd.read_csv(io.StringIO(table)).astype(object).where(pd.notna, None).to_dict("records")
-    except (files.Unreadable, ValueError):
-        rows = []
     jobs = [store.safe_run_info(root, job) for job in store.find_run_dirs([path])]
     report = files.servable(root, SweepPaths(path).report)
     return {
         "id": sweep_id,
         "path": str(path.relative_to(root)),
         "jobs": jobs,
-        "comparison": rows,
+        "comparison": table_rows(root, SweepPaths(path).table),
         "report": f"/api/sweeps/{sweep_id}/report" if report else None,
     }
+
+
+def table_rows(root: Path, table: Path) -> list[dict[str, Any]]:
+    """A comparison's ``table.csv`` as JSON rows (none where it is not written yet, or unreadable)."""
+    try:
+        text = files.read_text(root, table, store.MAX_CSV)
+        return pd.read_csv(io.StringIO(text)).astype(object).where(pd.notna, None).to_dict("records")
+    except (files.Unreadable, ValueError):
+        return []
 
 
 @router.get("/api/sweeps/{sweep_id}/report", summary="The sweep's comparison/report.html")
@@ -143,17 +147,12 @@ def comparison(request: Request, comparison_id: str) -> dict[str, Any]:
     root = root_of(request)
     path = store.comparison_dir(root, comparison_id)
     listed: dict[str, Any] = next((c for c in store.list_comparisons(root) if c["id"] == comparison_id), {"runs": []})
-    try:
-        table = files.read_text(root, path / "table.csv", store.MAX_CSV)
-        rows = pd.read_csv(io.StringIO(table)).astype(object).where(pd.notna, None).to_dict("records")
-    except (files.Unreadable, ValueError):
-        rows = []
     report = files.servable(root, path / "report.html")
     return {
         "id": comparison_id,
         "path": str(path.relative_to(root.resolve())),
         "runs": listed["runs"],
-        "comparison": rows,
+        "comparison": table_rows(root, path / "table.csv"),
         "report": f"/api/comparisons/{comparison_id}/report" if report else None,
     }
 

@@ -100,20 +100,27 @@ class Stop:
             self.forwarded.add(pid)
 
 
-class ParallelLauncher(Launcher):
-    """Hydra's launcher interface: ``setup`` once, then ``launch`` each batch of jobs the sweeper makes.
+class HydraSetup(Launcher):
+    """What Hydra gives a launcher once (``setup``), kept for ``launch``: lander's own launchers share it."""
 
-    :param n_jobs: jobs at once; -1 = one per CPU core
-    """
-
-    def __init__(self, n_jobs: int = -1) -> None:
-        self.n_jobs = n_jobs
+    def __init__(self) -> None:
         self.config: DictConfig | None = None
         self.task_function: TaskFunction | None = None
         self.hydra_context: HydraContext | None = None
 
     def setup(self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig) -> None:
         self.config, self.hydra_context, self.task_function = config, hydra_context, task_function
+
+
+class ParallelLauncher(HydraSetup):
+    """Hydra's launcher interface: ``setup`` once, then ``launch`` each batch of jobs the sweeper makes.
+
+    :param n_jobs: jobs at once; -1 = one per CPU core
+    """
+
+    def __init__(self, n_jobs: int = -1) -> None:
+        super().__init__()
+        self.n_jobs = n_jobs
 
     def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
         assert self.config is not None
@@ -314,7 +321,7 @@ def job_return(overrides: list[str], config: DictConfig, directory: Path) -> Job
     return done
 
 
-class RayLauncher(Launcher):
+class RayLauncher(HydraSetup):
     """``hydra/launcher=ray`` (``lander/conf/hydra/launcher/ray.yaml``): each job a Ray task, on this machine (Ray
     started for the sweep) or on an existing Ray cluster (``hydra.launcher.ray.init.address``), with the keys of
     Hydra's Ray launcher (``ray.init``: ``ray.init``'s arguments; ``ray.remote``: each task's options).
@@ -329,13 +336,8 @@ class RayLauncher(Launcher):
     """
 
     def __init__(self, ray: dict[str, Any] | None = None) -> None:
+        super().__init__()
         self.ray = ray or {}
-        self.config: DictConfig | None = None
-        self.task_function: TaskFunction | None = None
-        self.hydra_context: HydraContext | None = None
-
-    def setup(self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig) -> None:
-        self.config, self.hydra_context, self.task_function = config, hydra_context, task_function
 
     def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
         import ray

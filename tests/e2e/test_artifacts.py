@@ -198,3 +198,25 @@ def test_throughput_memory_and_cpu_are_logged(algo_run):
     assert not [c for c in resources.columns if c.startswith("gpu")] and summary["gpu"] is None  # on the CPU
     history = read_run(run_dir)["history"]
     assert any("system/rss_mb" in row and "time/steps_per_second" in row for row in history)
+
+
+def test_a_run_on_a_gpu_logs_its_memory(tmp_path):
+    """``device=cuda``: ``resources.csv`` gets torch's allocated, reserved and peak memory of the device (and NVML's
+    utilisation where it answers), W&B the same keys, ``summary.json`` the device's name and peak. Runs where CUDA
+    is (the device tool's GPU machine); skipped elsewhere, where the CPU test above checks the columns are absent."""
+    import torch
+
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device on this machine")
+    from helpers import run_lander, tiny
+
+    run_dir = tmp_path / "gpu"
+    proc = run_lander(run_dir, *tiny("ppo", 2048, monitor=512, logger="wandb"), "device=cuda")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    resources = pd.read_csv(run_dir / "metrics/resources.csv")
+    assert (resources["gpu_memory_allocated_mb"] > 0).all() and (resources["gpu_peak_memory_mb"] > 0).all()
+    assert (resources["gpu_memory_reserved_mb"] >= resources["gpu_memory_allocated_mb"]).all()
+    summary = read_json(run_dir / "summary.json")
+    assert summary["gpu"] == torch.cuda.get_device_name(0) and summary["gpu_peak_memory_mb"] > 0
+    history = read_run(run_dir)["history"]
+    assert any("system/gpu_memory_allocated_mb" in row for row in history)

@@ -111,26 +111,6 @@ def test_what_lander_offers_is_listed_for_clients_and_the_form(api):
     assert set(keys["algo"]["options"]) == set(algos) and "positive" in keys["eval.freq"]["allowed"]
 
 
-def test_chosen_runs_from_anywhere_are_compared_as_a_sweep_is(api):
-    """Two runs launched on their own (no sweep), compared through ``POST /api/comparisons``: the comparison's
-    table holds their configuration with both seeds, and its report is served sandboxed."""
-    svc, _root = api
-    ids = [
-        svc.post("/api/runs", json={"overrides": ["algo=ppo", f"seed={seed}", *TINY]}).json()["id"] for seed in (3, 4)
-    ]
-    for run_id in ids:
-        svc.wait_for(f"/api/runs/{run_id}", lambda r: r["status"] == "completed" and not r["active"])
-    started = svc.post("/api/comparisons", json={"runs": ids})
-    assert started.status_code == 201, started.text
-    comparison_id = started.json()["id"]
-    done = svc.wait_for(f"/api/comparisons/{comparison_id}", lambda c: c["report"] is not None)
-    assert done["runs"] == [svc.get(f"/api/runs/{i}").json()["path"] for i in ids]
-    assert [row["seeds"] for row in done["comparison"]] == [2]
-    report = svc.get(done["report"])
-    assert report.status_code == 200 and "sandbox" in report.headers["content-security-policy"]
-    assert any(c["id"] == comparison_id and c["compared"] for c in svc.get("/api/comparisons").json())
-
-
 def test_bad_requests_get_clear_errors_and_change_nothing(api, tmp_path):
     svc, root = api
     before = sorted(p.relative_to(root) for p in root.rglob("*"))
@@ -220,7 +200,7 @@ def test_a_restarted_service_still_knows_what_it_launched(tmp_path):
 def test_the_dashboard_after_one_click_on_the_printed_url(tmp_path):
     """The default service (a token) in Chromium: the printed URL opens the dashboard, which launches, stops,
     resumes, pauses and continues a run, launches a sweep and shows its runs, reports (drawn, sandboxed) and
-    comparison."""
+    comparison, and compares ticked runs."""
     with service(tmp_path) as svc, open_page(svc.printed_url, offline=False) as (page, visit):
         assert page.url == f"{svc.url}/"  # the token became a cookie and left the address bar
         page.wait_for_selector("#algo option[value=sac]", state="attached")  # the form's choices: /api/algos, envs
@@ -258,6 +238,9 @@ def test_the_dashboard_after_one_click_on_the_printed_url(tmp_path):
             pick.check()
         page.click("#compare")
         page.wait_for_selector("#comparisons a:text('report.html')", timeout=120000)
+        (compared,) = svc.get("/api/comparisons").json()
+        chosen = svc.get(f"/api/comparisons/{compared['id']}").json()
+        chosen_report = svc.get(chosen["report"])
         statuses = page.eval_on_selector_all("#runs .status", "s => s.map(e => e.textContent)")
         links = page.eval_on_selector_all("#runs a", "as => as.map(a => a.textContent)")
         comparison = page.get_attribute("#sweeps a:text('report.html')", "href")
@@ -283,5 +266,9 @@ def test_the_dashboard_after_one_click_on_the_printed_url(tmp_path):
     assert {"report.html", "video.mp4"} <= set(links)
     assert comparison.endswith("/report")
     assert [row["seeds"] for row in sweep["comparison"]] == [2] and len(sweep["jobs"]) == 2
+    # the two ticked runs (the sweep's jobs, though any runs would do), compared through POST /api/comparisons
+    assert sorted(chosen["runs"]) == sorted(job["path"] for job in sweep["jobs"])
+    assert [row["seeds"] for row in chosen["comparison"]] == [2]
+    assert chosen_report.status_code == 200 and "sandbox" in chosen_report.headers["content-security-policy"]
     assert error.startswith("algo=pop: not one of a2c, dqn")  # said by the form, nothing sent
     assert not_blank(tmp_path / "dashboard.png") > 0.02

@@ -24,16 +24,20 @@ def algo_run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
 LONGEST_FIRST = [
     "test_service.py",
     "test_sweep.py",
-    "test_course_runs.py",
-    "test_doc_commands.py",
     "test_faults.py",
+    "test_course_runs.py",
     "test_service_security.py",
     "test_artifacts.py",
     "test_course_presets.py",
-    "test_resume.py",
-    "test_sweep_rerun.py",
-    "test_config.py",
+    "test_doc_commands.py",
+    "test_training_loop.py",
     "test_hostile_input.py",
+    "test_sweep_faults.py",
+    "test_resume.py",
+    "test_config.py",
+    "test_first_hour.py",
+    "test_speed_paths.py",
+    "test_sweep_rerun.py",
 ]
 
 

@@ -59,23 +59,35 @@ def versions() -> dict[str, str | None]:
 NOT_FROZEN = {"pip", "setuptools", "wheel", "distribute"}  # what `pip freeze` leaves out by default
 
 
+def name_and_version(dist: metadata.Distribution) -> tuple[str | None, str | None]:
+    """A distribution's ``Name`` and ``Version`` from the header of its ``METADATA`` (``PKG-INFO``): what
+    ``dist.metadata`` gives, without parsing the whole file as an e-mail twice (a third of a run's snapshot time)."""
+    text = dist.read_text("METADATA") or dist.read_text("PKG-INFO") or ""
+    found: dict[str, str] = {}
+    for line in text.split("\n\n", 1)[0].splitlines():
+        key, colon, value = line.partition(":")
+        if colon and key in ("Name", "Version") and key not in found:
+            found[key] = value.strip()
+    return found.get("Name"), found.get("Version")
+
+
 def freeze() -> str:
     """The installed distributions as ``pip freeze`` lists them (``name==version``, ``-e <dir>`` for an editable
     install, ``name @ <url>`` for one installed from a URL), read from their metadata in this process: the same
     lines as ``python -m pip freeze`` without the ~0.9 s its own start-up costs every run."""
     lines: dict[str, str] = {}
     for dist in metadata.distributions():
-        name = dist.metadata["Name"]
+        name, version = name_and_version(dist)
         if not name or name.lower() in lines or name.lower() in NOT_FROZEN:
             continue  # the first of a name on sys.path is the one imported, as pip says
-        lines[name.lower()] = f"{name}=={dist.version}"
+        lines[name.lower()] = f"{name}=={version}"
         try:
             direct = json.loads(dist.read_text("direct_url.json") or "{}")
         except ValueError:
             continue
         url = str(direct.get("url", ""))
         if direct.get("dir_info", {}).get("editable"):
-            lines[name.lower()] = f"# Editable install ({name}=={dist.version})\n-e {url.removeprefix('file://')}"
+            lines[name.lower()] = f"# Editable install ({name}=={version})\n-e {url.removeprefix('file://')}"
         elif "vcs_info" in direct:
             vcs = direct["vcs_info"]
             lines[name.lower()] = f"{name} @ {vcs.get('vcs', 'git')}+{url}@{vcs.get('commit_id', '')}"

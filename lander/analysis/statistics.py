@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
-from scipy import optimize, stats
 
 REPS = 50_000  # bootstrap resamples of an interval (rliable's default)
 CURVE_REPS = 2_000  # of each point of a curve or a performance profile (rliable's profile default)
@@ -31,6 +30,8 @@ def aggregate_mean(scores: np.ndarray) -> np.ndarray:
 
 def aggregate_iqm(scores: np.ndarray) -> np.ndarray:
     """Interquartile mean of all runs of all envs: the mean of the middle 50% (rliable's ``aggregate_iqm``)."""
+    from scipy import stats  # on use: SciPy takes 0.5 s to import, a run's plot none of it
+
     return stats.trim_mean(scores.reshape(*scores.shape[:-2], -1), 0.25, axis=-1)
 
 
@@ -107,6 +108,8 @@ def cohens_d(x: np.ndarray, y: np.ndarray) -> float:
 
 def power(effect: float, n: float, paired: bool, alpha: float = ALPHA) -> float:
     """Power of a two-sided t test at ``alpha``: paired on ``n`` pairs, or two samples of ``n`` runs each."""
+    from scipy import stats  # on use: SciPy takes 0.5 s to import, a run's plot none of it
+
     df, nc = (n - 1, effect * np.sqrt(n)) if paired else (2 * n - 2, effect * np.sqrt(n / 2))
     crit = stats.t.isf(alpha / 2, df)
     value = stats.nct.sf(crit, df, nc) + stats.nct.cdf(-crit, df, nc)
@@ -116,6 +119,8 @@ def power(effect: float, n: float, paired: bool, alpha: float = ALPHA) -> float:
 def required_n(effect: float, paired: bool, alpha: float = ALPHA, target: float = POWER) -> float:
     """Runs per configuration (pairs, if ``paired``) for ``target`` power at the given standardised effect;
     inf when more than :data:`MAX_SEEDS` would be needed (as statsmodels' ``solve_power``, not rounded up)."""
+    from scipy import optimize  # on use: SciPy takes 0.5 s to import, a run's plot none of it
+
     effect = abs(effect)
     if not np.isfinite(effect) or effect == 0:
         return float("inf")
@@ -153,6 +158,8 @@ def versus_baseline(scores: dict[int, float], baseline: dict[int, float]) -> dic
     :return: ``test``, ``p_value``, ``diff`` (mean difference), ``cohens_d`` and ``seeds_needed`` (runs per
         configuration for 80% power at the observed effect; inf when it would take more than 1000)
     """
+    from scipy import stats  # on use: SciPy takes 0.5 s to import, a run's plot none of it
+
     x, y = np.array(list(scores.values())), np.array(list(baseline.values()))
     out: dict[str, float | str] = {"test": "", "p_value": float("nan"), "diff": float(x.mean() - y.mean())}
     out["cohens_d"] = cohens_d(x, y)

@@ -224,10 +224,9 @@ def test_the_dashboard_after_one_click_on_the_printed_url(tmp_path):
         stopped = page.text_content("#runs .status")
         page.click("#runs button.resume")
         page.click("#runs button.pause", timeout=120000)  # shown once the resumed run trains
-        page.wait_for_selector("#runs .status.paused", timeout=60000)
-        page.click("#runs button.continue")
-        page.wait_for_selector("#runs button.pause", timeout=60000)
-        page.click("#runs button.stop")
+        page.wait_for_selector("#runs button.continue", timeout=60000)  # paused: Continue and Stop
+        paused = page.text_content("#runs .status")
+        page.click("#runs button.stop")  # a paused run stops as a running one does
         page.wait_for_selector("#runs button.resume", timeout=120000)
         page.fill("#overrides", " ".join(["seed=0,1", *TINY, "logger=none"]))
         page.click("#launch-sweep")
@@ -261,7 +260,7 @@ def test_the_dashboard_after_one_click_on_the_printed_url(tmp_path):
     launched = (tmp_path / ".lander-service" / "launched.jsonl").read_text().splitlines()
     assert len(launched) == 4  # the run, its resume, the sweep, the comparison: nothing for the refused forms
     assert all(u.startswith(svc.url) for u in visit.requests), visit.requests  # nothing from elsewhere (no CDN)
-    assert stopped == "interrupted"
+    assert stopped == "interrupted" and paused == "paused"
     assert statuses.count("completed") == 2 and statuses.count("interrupted") == 1  # the sweep's jobs, the run
     assert {"report.html", "video.mp4"} <= set(links)
     assert comparison.endswith("/report")

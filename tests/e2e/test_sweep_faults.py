@@ -70,7 +70,7 @@ def test_a_killed_job_leaves_the_other_jobs_and_the_comparison(tmp_path, launche
 )
 def test_a_stopped_sweep_stops_its_running_jobs_with_a_checkpoint_and_is_continued(tmp_path, sig, to, launcher):
     sweep = tmp_path / "sweep"
-    budget = 8192 if to == "group" else 32768  # a signal to the sweep alone reaches its jobs 3 s later
+    budget = 4096 if to == "group" else 32768  # a signal to the sweep alone reaches its jobs 3 s later
     cmd = ["--multirun", "seed=0,1,2", *tiny("ppo", budget, n_steps=128, eval_every=1024, episodes=2, checkpoints=1024)]
     cmd += ["video.enabled=false", "report=false", f"hydra/launcher={launcher}", f"hydra.sweep.dir={sweep}"]
     cmd += [] if launcher == "submitit_local" else ["hydra.launcher.n_jobs=2"]  # submitit: every job at once

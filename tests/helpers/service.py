@@ -72,7 +72,7 @@ class Service:
             response = self.get(path, timeout=10)
             if response.status_code == 200 and predicate(response.json()):
                 return response.json()
-            time.sleep(0.5)
+            time.sleep(0.2)
         raise AssertionError(f"{path}: not reached in {timeout} s; last: {response.text[:2000] if response else ''}")
 
 

@@ -17,6 +17,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from lander.errors import RunFileError
+from lander.process.signals import handling
 from lander.storage.rundir import RunPaths, RunSummary, Status
 
 log = logging.getLogger("lander")
@@ -65,8 +67,7 @@ def wait_forwarding_signals(pid: int) -> int:
     def handle(signum: int, frame: Any) -> None:
         received.append((signum, time.monotonic()))
 
-    previous = {sig: signal.signal(sig, handle) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
+    with handling(handle):
         forwarded = False
         while True:
             done, status = os.waitpid(pid, os.WNOHANG)
@@ -76,19 +77,27 @@ def wait_forwarding_signals(pid: int) -> int:
                 os.kill(pid, received[0][0])
                 forwarded = True
             time.sleep(0.05)
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
     if received:
         raise SystemExit(128 + received[0][0])
     return status
 
 
 def record_killed(paths: RunPaths, pid: int, signum: int) -> None:
-    """The job's process died by ``signum`` (it could not say so): its summary says failed, and why."""
-    summary = RunSummary.load(paths)
+    """The job's process died by ``signum`` (it could not say so): :func:`record_lost`."""
     name = signal.Signals(signum).name
+    error = f"killed by {name}: process {pid} died without recording its state"
+    record_lost(paths, error, f"its process {pid} was killed by {name}")
+
+
+def record_lost(paths: RunPaths, error: str, what: str) -> None:
+    """A job whose process ended without recording how: its summary, where it still says running or paused,
+    says failed with ``error`` (``killed by ...``: a re-run resumes it from its checkpoint,
+    :func:`lander.sweeps.rerun.plan_job`); ``what`` happened is logged."""
+    try:
+        summary = RunSummary.load(paths)
+    except RunFileError:
+        summary = None
     if summary is not None and summary.status.alive:
-        summary.update(status=Status.FAILED, error=f"killed by {name}: process {pid} died without recording its state")
+        summary.update(status=Status.FAILED, error=error)
         summary.save(paths)
-    log.error("job %s: its process %d was killed by %s; the other jobs go on", paths.root, pid, name)
+    log.error("job %s: %s; the other jobs go on", paths.root, what)

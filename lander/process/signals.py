@@ -115,6 +115,18 @@ def stop_on_signals() -> Iterator[None]:
             signal.signal(sig, handler)
 
 
+@contextmanager
+def handling(handler: Any, signals: tuple[int, ...] = (signal.SIGINT, signal.SIGTERM)) -> Iterator[None]:
+    """``handler`` (a function, or ``signal.SIG_IGN``) for ``signals`` while the block runs, the previous ones
+    after it."""
+    previous = {sig: signal.signal(sig, handler) for sig in signals}
+    try:
+        yield
+    finally:
+        for sig, before in previous.items():
+            signal.signal(sig, before)
+
+
 def exit_on_signals() -> None:
     """Until :func:`stop_on_signals` takes over: SIGINT/SIGTERM end the process at once with 128 + signal.
 

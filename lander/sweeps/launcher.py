@@ -40,8 +40,8 @@ from omegaconf import DictConfig, open_dict, read_write
 
 from lander.config.schema import quiet_hydra_warnings
 from lander.errors import RunFileError
-from lander.process.isolate import GRACE_SECONDS, fork, record_killed
-from lander.process.signals import exit_on_signals
+from lander.process.isolate import GRACE_SECONDS, fork, record_killed, record_lost
+from lander.process.signals import exit_on_signals, handling
 from lander.storage.rundir import RunPaths, RunSummary, Status
 from lander.sweeps.rerun import rerun_command
 
@@ -135,8 +135,7 @@ class ParallelLauncher(HydraSetup):
         running: dict[int, Job] = {}
         returns: dict[int, JobReturn] = {}
         stop = Stop()
-        previous = {sig: signal.signal(sig, stop.handle) for sig in (signal.SIGINT, signal.SIGTERM)}
-        try:
+        with handling(stop.handle):
             while running or (pending and stop.signum is None):
                 while pending and len(running) < workers and stop.signum is None:
                     num, overrides = pending.popleft()
@@ -152,9 +151,6 @@ class ParallelLauncher(HydraSetup):
                         ended += 1
                 if not ended:
                     time.sleep(0.05)
-        finally:
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
         if stop.signum is not None:
             stopped(stop.signum, sweep_dir, len(returns), len(pending))
         return [returns[num] for num in sorted(returns)]
@@ -191,12 +187,8 @@ class JoblibLauncher(HydraJoblibLauncher):
         assert self.config is not None
         self.joblib["initializer"] = start_worker  # run by loky in each worker it starts
         stop = Stop()
-        previous = {sig: signal.signal(sig, stop.handle) for sig in (signal.SIGINT, signal.SIGTERM)}
-        try:
+        with handling(stop.handle):
             returns = super().launch(job_overrides, initial_job_idx)
-        finally:
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
         if stop.signum is not None:
             stopped(stop.signum, Path(str(self.config.hydra.sweep.dir)))
         return returns
@@ -212,16 +204,13 @@ class SubmititLocalLauncher(HydraSubmititLocalLauncher):
         assert self.config is not None
         sweep_dir, started = Path(str(self.config.hydra.sweep.dir)), time.time()
         # inherited by submitit's controllers and their tasks; the tasks handle signals themselves (run.py)
-        previous = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, signal.SIGTERM)}
-        try:
-            returns = super().launch(job_overrides, initial_job_idx)
-        except Exception:  # submitit: a job without a result (stopped, or killed)
-            if (signum := interrupted_since(sweep_dir, started)) is None:
-                raise
-            stopped(signum, sweep_dir)
-        finally:
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
+        with handling(signal.SIG_IGN):
+            try:
+                returns = super().launch(job_overrides, initial_job_idx)
+            except Exception:  # submitit: a job without a result (stopped, or killed)
+                if (signum := interrupted_since(sweep_dir, started)) is None:
+                    raise
+                stopped(signum, sweep_dir)
         if (signum := interrupted_since(sweep_dir, started)) is not None:
             stopped(signum, sweep_dir)
         return returns
@@ -367,7 +356,8 @@ class RayLauncher(HydraSetup):
             try:
                 returns.append(ray.get(future))
             except ray.exceptions.RayError as exc:  # its worker died, or the task could not run
-                record_lost(RunPaths(directory), f"its Ray task did not end: {str(exc).splitlines()[0]}")
+                why = str(exc).splitlines()[0]
+                record_lost(RunPaths(directory), f"killed by Ray: its task did not end ({why})", f"its Ray task: {why}")
                 returns.append(job_return(overrides, config, directory))
         return returns
 
@@ -388,15 +378,3 @@ def run_ray_job(hydra_context: HydraContext, config: DictConfig, task: TaskFunct
         job_dir_key="hydra.sweep.dir",
         job_subdir_key="hydra.sweep.subdir",
     )
-
-
-def record_lost(paths: RunPaths, why: str) -> None:
-    """A job whose process ended without a word: its ``summary.json`` says failed, and why."""
-    try:
-        summary = RunSummary.load(paths)
-    except RunFileError:
-        summary = None
-    if summary is not None and summary.status.alive:
-        summary.update(status=Status.FAILED, error=f"killed: {why}")
-        summary.save(paths)
-    log.error("job %s: %s; the other jobs go on", paths.root, why)

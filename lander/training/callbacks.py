@@ -134,15 +134,16 @@ class GpuProbe:
     optional ``nvidia-ml-py``) answers.
 
     :param device: a CUDA device
+    :param utilisation: ask NVML for the device's utilisation too
     """
 
-    def __init__(self, device: Any) -> None:
+    def __init__(self, device: Any, utilisation: bool = True) -> None:
         import torch
 
         self.index = device.index if device.index is not None else torch.cuda.current_device()
         properties = torch.cuda.get_device_properties(self.index)
         self.name = str(properties.name)
-        self.nvml = nvml_handle(properties)
+        self.nvml = nvml_handle(properties) if utilisation else None
         self.columns: tuple[str, ...] = ("gpu_memory_allocated_mb", "gpu_memory_reserved_mb", "gpu_peak_memory_mb")
         self.columns += ("gpu_utilization_percent",) if self.nvml is not None else ()
 

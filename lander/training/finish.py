@@ -19,7 +19,14 @@ from lander.reports.run_report import try_run_report
 from lander.storage.normalization import transform
 from lander.storage.rundir import RunPaths, RunSummary, Status, write_json
 from lander.tracking.base import run_name
-from lander.training.callbacks import Checkpointer, PeriodicEval, check_finite, nonfinite_parameters, save_model
+from lander.training.callbacks import (
+    Checkpointer,
+    GpuProbe,
+    PeriodicEval,
+    check_finite,
+    nonfinite_parameters,
+    save_model,
+)
 
 log = logging.getLogger(__name__)
 
@@ -96,13 +103,8 @@ def gpu_record(model: Any) -> dict[str, Any]:
     """``summary.json``'s GPU fields: the CUDA device's name and the most torch allocated on it (none on the CPU)."""
     if model.device.type != "cuda":
         return {}
-    import torch
-
-    index = model.device.index if model.device.index is not None else torch.cuda.current_device()
-    return {
-        "gpu": torch.cuda.get_device_name(index),
-        "gpu_peak_memory_mb": round(torch.cuda.max_memory_allocated(index) / 2**20, 1),
-    }
+    probe = GpuProbe(model.device, utilisation=False)
+    return {"gpu": probe.name, "gpu_peak_memory_mb": probe.sample()["gpu_peak_memory_mb"]}
 
 
 def record_stop(

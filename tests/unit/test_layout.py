@@ -21,7 +21,7 @@ LAYERS: dict[str, set[str]] = {
     "envs": set(),
     "algorithms": set(),
     "config": {"errors", "storage"},
-    "process": {"storage"},
+    "process": {"errors", "storage"},
     "evaluation": {"errors", "storage", "config", "envs", "algorithms"},
     "tracking": {"errors", "storage", "config"},
     "analysis": {"errors", "storage", "config"},

@@ -55,7 +55,9 @@ def envs() -> list[dict[str, Any]]:
 
 @router.get("/api/presets", summary="Experiment presets and searches (lander's and the root's conf/experiment/)")
 def presets(request: Request) -> list[dict[str, Any]]:
-    return catalog.presets(root_of(request) / "conf")
+    root = root_of(request)
+    mine = root / "conf"  # read only where it really is under the root (a copied conf/ may be a symlink elsewhere)
+    return catalog.presets(mine if (mine / "experiment").resolve().is_relative_to(root.resolve()) else None)
 
 
 @router.get("/api/config", summary="Every run config key: type, default, meaning, allowed values")

@@ -84,7 +84,7 @@ def test_a_run_is_stopped_as_interrupted_and_resumed_from_its_checkpoint(api):
     assert "ERROR" not in (root / run["path"] / "run.log").read_text()  # no second writer's complaint
 
 
-def test_what_lander_offers_is_listed_for_clients_and_the_form(api):
+def test_what_lander_offers_is_listed_for_clients_and_the_form(api, tmp_path):
     """``/api/algos``, ``/api/envs``, ``/api/presets``, ``/api/config``: the options of lander/conf, which algorithm
     acts in which env, the presets (the root's own among them, a broken one with why), every key with its type."""
     svc, root = api
@@ -105,6 +105,16 @@ def test_what_lander_offers_is_listed_for_clients_and_the_form(api):
     assert presets["gamma_sweep"]["algo"] == "ppo" and presets["gamma_sweep"]["sweep"]["gamma"] == "0.98,0.99,0.999"
     assert presets["mine"] == presets["mine"] | {"mine": True, "algo": "a2c", "override": "experiment=mine"}
     assert presets["broken"]["mine"] and presets["broken"]["error"]
+    (tmp_path / "elsewhere" / "experiment").mkdir(parents=True)  # a copied root whose conf/ leads out of it
+    (tmp_path / "elsewhere" / "experiment" / "secret.yaml").write_text("# a comment from outside the root\na: 1\n")
+    (root / "conf").rename(root / "conf_real")
+    (root / "conf").symlink_to(tmp_path / "elsewhere")
+    try:
+        outside = {p["name"] for p in svc.get("/api/presets").json()}
+    finally:
+        (root / "conf").unlink()
+        (root / "conf_real").rename(root / "conf")
+    assert "secret" not in outside and "gamma_sweep" in outside
     keys = {k["key"]: k for k in svc.get("/api/config").json()}
     assert keys["memory_limit_mb"]["type"] == "float | None" and keys["memory_limit_mb"]["default"] == "null"
     assert keys["vec_env"]["options"] == ["dummy", "subproc"] and keys["seed"]["type"] == "int"

@@ -45,7 +45,7 @@ def main(cfg: DictConfig) -> float | None:
         return run_job(cfg, run_dir, list(hydra_cfg.overrides.task), None)
     from lander.sweeps.callback import sweep_group  # pandas, matplotlib, plotly: only a sweep needs them (~1 s)
 
-    if hydra_cfg.launcher.get("n_jobs", 1) != 1:
+    if hydra_cfg.launcher.get("n_jobs", 1) != 1 or cfg.get("seeds_per_process", 1) > 1:
         cfg.progress_bar = False  # parallel jobs' progress bars would overwrite each other on one console
     job = partial(run_job, cfg, run_dir, list(hydra_cfg.overrides.task), sweep_group(hydra_cfg.sweep.dir))
     if str(hydra_cfg.launcher.get("_target_", "")).endswith((".ParallelLauncher", ".RayLauncher")):

@@ -22,9 +22,24 @@ def effective_gamma(cfg: DictConfig) -> float:
     return float(cfg.algo.model.get("gamma", 0.99))
 
 
+PPO_TARGET = "stable_baselines3.PPO"
+SIDE_BY_SIDE_TARGET = "lander.algorithms.side_by_side.SideBySidePPO"
+
+
+def side_by_side(cfg: DictConfig) -> bool:
+    """Whether the run trains side by side with other seeds in its process (``seeds_per_process`` > 1, PPO)."""
+    return int(cfg.get("seeds_per_process") or 1) > 1 and cfg.algo.model._target_ == PPO_TARGET
+
+
+def model_target(cfg: DictConfig) -> str:
+    """The model class's import path: ``algo.model._target_``, or for ``seeds_per_process`` > 1
+    :class:`lander.algorithms.side_by_side.SideBySidePPO` (SB3's PPO whose networks are batched across seeds)."""
+    return SIDE_BY_SIDE_TARGET if side_by_side(cfg) else str(cfg.algo.model._target_)
+
+
 def model_class(cfg: DictConfig) -> type[BaseAlgorithm]:
-    """The model class named by ``algo.model._target_`` (used to load saved models)."""
-    return get_class(cfg.algo.model._target_)
+    """The model class that trains this run (:func:`model_target`; used to load saved models)."""
+    return get_class(model_target(cfg))
 
 
 def build_model(cfg: DictConfig, env: VecEnv, seed: int) -> BaseAlgorithm:
@@ -41,6 +56,7 @@ def build_model(cfg: DictConfig, env: VecEnv, seed: int) -> BaseAlgorithm:
         )
     return instantiate(
         cfg.algo.model,
+        _target_=model_target(cfg),
         env=env,
         seed=seed,
         device=cfg.device,

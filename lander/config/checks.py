@@ -144,6 +144,7 @@ def validate(cfg: DictConfig) -> None:
     check_device(device)
     check_compatible(cfg)
     check_normalize(cfg)
+    check_side_by_side(cfg)
     check_memory(cfg)
 
 
@@ -286,6 +287,47 @@ def check_compatible(cfg: DictConfig) -> None:
                 f"Envs it supports: {', '.join(fitting) or 'none configured'} "
                 f"(for example: python -m lander.run algo={cfg.algo.name} env={fitting[0] if fitting else '...'})"
             )
+
+
+# the PPO keys (algo.model) lander.algorithms.side_by_side implements, and of policy_kwargs
+SIDE_BY_SIDE_KEYS = {
+    "_target_", "policy", "learning_rate", "n_steps", "batch_size", "n_epochs", "gamma", "gae_lambda",
+    "clip_range", "clip_range_vf", "normalize_advantage", "ent_coef", "vf_coef", "max_grad_norm", "target_kl",
+    "stats_window_size", "policy_kwargs", "use_sde", "sde_sample_freq",
+}  # fmt: skip
+SIDE_BY_SIDE_POLICY_KWARGS = {"net_arch", "activation_fn", "ortho_init", "log_std_init"}
+
+
+def check_side_by_side(cfg: DictConfig) -> None:
+    """``seeds_per_process`` > 1 trains seeds side by side with batched networks: PPO's MLP policy on vector
+    observations, with the keys :mod:`lander.algorithms.side_by_side` implements; anything else named."""
+    value = cfg.get("seeds_per_process", 1)
+    _check(isinstance(value, int) and value >= 1, "seeds_per_process", value, "an integer >= 1 (1: one seed, SB3)")
+    if value == 1:
+        return
+    model = cfg.algo.model
+    why = None
+    if model._target_ != "stable_baselines3.PPO":
+        why = f"algo={cfg.algo.name} (algo.model._target_={model._target_}); only PPO (stable_baselines3.PPO) is"
+    elif cfg.env.observation_space != "vector":
+        why = f"env={cfg.env.name} has {cfg.env.observation_space} observations; only vector ones (MlpPolicy) are"
+    elif unknown := sorted(set(model) - SIDE_BY_SIDE_KEYS):
+        why = (
+            f"algo.model.{unknown[0]} is not implemented by it; these keys are: {', '.join(sorted(SIDE_BY_SIDE_KEYS))}"
+        )
+    elif model.get("use_sde"):
+        why = "algo.model.use_sde=true (gSDE) is not implemented by it"
+    elif model.get("policy") != "MlpPolicy":
+        why = f"algo.model.policy={model.get('policy')} is not; only MlpPolicy is"
+    elif unknown := sorted(set(model.get("policy_kwargs") or {}) - SIDE_BY_SIDE_POLICY_KWARGS):
+        why = (
+            f"algo.model.policy_kwargs.{unknown[0]} is not implemented by it; these are: "
+            f"{', '.join(sorted(SIDE_BY_SIDE_POLICY_KWARGS))}"
+        )
+    if why:
+        raise ConfigError(
+            f"seeds_per_process={value} trains PPO seeds side by side, and {why} (or seeds_per_process=1)"
+        )
 
 
 def check_normalize(cfg: DictConfig) -> None:

@@ -149,6 +149,7 @@ def check_jobs(argv: list[str], lock: AbstractContextManager[Any] = NO_LOCK) -> 
                 check_model_keys(cfg)  # against the class (imports torch: not done for other commands)
             if i == 0:
                 check_trackers(cfg)  # online W&B that cannot be reached fails now, not after a minute
+                check_grouping(argv, cfg, multirun)
     except (HydraException, OmegaConfBaseException, ValueError) as exc:
         if isinstance(exc, ConfigError):
             raise
@@ -289,6 +290,16 @@ def check_launcher(argv: list[str]) -> None:
                     f"hydra.launcher.n_jobs={value!r} is not allowed: it must be a positive number of parallel "
                     "jobs, or -1 for one per CPU core"
                 )
+
+
+def check_grouping(argv: list[str], cfg: DictConfig, multirun: bool) -> None:
+    """``seeds_per_process`` > 1 groups a sweep's seeds into processes: lander's launcher does that, no other."""
+    launcher = ([a.split("=", 1)[1] for a in argv if a.startswith("hydra/launcher=")] or ["parallel"])[-1]
+    if multirun and cfg.get("seeds_per_process", 1) > 1 and launcher != "parallel":
+        raise ConfigError(
+            f"seeds_per_process={cfg.seeds_per_process} groups the seeds of a sweep into processes, which lander's "
+            f"launcher does (hydra/launcher=parallel, the default), not hydra/launcher={launcher}"
+        )
 
 
 RAY_PORTS = {"ray": 10001}  # Ray Client's port; a plain HOST:PORT is the cluster's GCS (6379)

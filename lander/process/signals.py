@@ -38,8 +38,8 @@ class LimitReached(Interrupted):
         self.exit_code = 1
 
 
-_state: dict[str, Any] = {"deferring": False, "pending": None}
-_pause: dict[str, Any] = {"requested": False, "total": 0.0}
+_state: dict[str, Any] = {"deferring": 0, "pending": None, "installed": 0}
+_pause: dict[str, Any] = {"requested": False, "total": 0.0, "listeners": []}
 
 
 def _handle_pause(signum: int, frame: Any) -> None:
@@ -63,18 +63,32 @@ def hold_while_paused(on_pause: Callable[[bool], None]) -> None:
     if not _pause["requested"]:
         return
     start = time.perf_counter()
-    on_pause(True)
+    told = [*_pause["listeners"]] or [on_pause]  # the seeds of a process trained side by side: each says so
+    for listener in told:
+        listener(True)
     try:
         while _pause["requested"] and _state["pending"] is None:
             time.sleep(0.05)
     finally:
         _pause["requested"] = False
         _pause["total"] += time.perf_counter() - start
-        on_pause(False)
+        for listener in told:
+            listener(False)
+
+
+@contextmanager
+def pausing(on_pause: Callable[[bool], None]) -> Iterator[None]:
+    """While the block runs, a pause (:func:`hold_while_paused`, wherever it waits) calls ``on_pause`` too: one
+    process training several seeds side by side pauses all of them, and each run says so."""
+    _pause["listeners"].append(on_pause)
+    try:
+        yield
+    finally:
+        _pause["listeners"].remove(on_pause)
 
 
 def _handle(signum: int, frame: Any) -> None:
-    if _state["deferring"] and _state["pending"] is None:
+    if _state["deferring"] > 0 and _state["pending"] is None:
         _state["pending"] = Interrupted(signum)  # raised by raise_pending() at the next env step
         return
     raise Interrupted(signum)
@@ -84,35 +98,45 @@ def raise_pending() -> None:
     """Raise the :class:`Interrupted` of a signal received while deferring, if any."""
     pending, _state["pending"] = _state["pending"], None
     if pending is not None:
-        _state["deferring"] = False
+        _state["deferring"] = 0  # a second signal now stops at once (the seeds side by side stop together)
         raise pending
 
 
 @contextmanager
 def deferred() -> Iterator[None]:
-    """Hold signals back to the next :func:`raise_pending` (SB3's ``learn``)."""
-    _state["deferring"], _state["pending"] = True, None
+    """Hold signals back to the next :func:`raise_pending` (SB3's ``learn``). Nested (seeds trained side by side
+    in one process, each in its ``learn``), signals are held until the last block ends."""
+    if not _state["deferring"]:
+        _state["pending"] = None
+    _state["deferring"] += 1
     try:
         yield
         raise_pending()
     finally:
-        _state["deferring"] = False
+        _state["deferring"] = max(0, _state["deferring"] - 1)
 
 
 @contextmanager
 def stop_on_signals() -> Iterator[None]:
     """Turn SIGINT/SIGTERM into :class:`Interrupted` so the run records its state and finishes W&B.
 
-    Installed explicitly because a process started in the background by a shell ignores SIGINT.
+    Installed explicitly because a process started in the background by a shell ignores SIGINT. Nested (seeds
+    trained side by side, each in its ``train``), the outermost block installs and restores.
     """
-    previous = {sig: signal.signal(sig, _handle) for sig in (signal.SIGINT, signal.SIGTERM)}
-    previous.update({sig: signal.signal(sig, _handle_pause) for sig in (PAUSE, *CONTINUE)})
+    outermost = _state["installed"] == 0
+    previous: dict[int, Any] = {}
+    if outermost:
+        previous = {sig: signal.signal(sig, _handle) for sig in (signal.SIGINT, signal.SIGTERM)}
+        previous.update({sig: signal.signal(sig, _handle_pause) for sig in (PAUSE, *CONTINUE)})
+    _state["installed"] += 1
     try:
         yield
     finally:
-        _state["deferring"], _state["pending"] = False, None
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+        _state["installed"] -= 1
+        if outermost:
+            _state["deferring"], _state["pending"] = 0, None
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
 
 
 @contextmanager

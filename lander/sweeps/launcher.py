@@ -28,6 +28,7 @@ import time
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +42,7 @@ from omegaconf import DictConfig, open_dict, read_write
 from lander.config.schema import quiet_hydra_warnings
 from lander.errors import RunFileError
 from lander.process.isolate import GRACE_SECONDS, fork, record_killed, record_lost
-from lander.process.signals import exit_on_signals, handling
+from lander.process.signals import Interrupted, LimitReached, exit_on_signals, handling, stop_on_signals
 from lander.storage.rundir import RunPaths, RunSummary, Status
 from lander.sweeps.rerun import rerun_command
 
@@ -64,7 +65,8 @@ def parallel_jobs(n_jobs: int) -> int:
 
 @dataclass
 class Job:
-    """A started job: its process, number, overrides, config (with ``hydra``) and directory."""
+    """A job: its process (0 until started; seeds side by side share one), number, overrides, config (with
+    ``hydra``) and directory."""
 
     pid: int
     num: int
@@ -91,7 +93,7 @@ class Stop:
             self.urgent = True
             self.forwarded.clear()  # each running job gets the second signal too
 
-    def forward(self, running: dict[int, Job]) -> None:
+    def forward(self, running: dict[int, list[Job]]) -> None:
         if self.signum is None or not (self.urgent or time.monotonic() - self.at > GRACE_SECONDS):
             return
         for pid in set(running) - self.forwarded:
@@ -131,41 +133,96 @@ class ParallelLauncher(HydraSetup):
         workers = parallel_jobs(int(self.n_jobs))
         log.info("launching %d job(s), %d at a time, in %s", len(job_overrides), workers, sweep_dir)
         import_for_jobs()
-        pending = deque(enumerate(job_overrides, initial_job_idx))
-        running: dict[int, Job] = {}
+        pending = deque(self.groups(job_overrides, initial_job_idx))
+        running: dict[int, list[Job]] = {}
         returns: dict[int, JobReturn] = {}
         stop = Stop()
         with handling(stop.handle):
             while running or (pending and stop.signum is None):
                 while pending and len(running) < workers and stop.signum is None:
-                    num, overrides = pending.popleft()
-                    job = self.start(num, list(overrides))
-                    running[job.pid] = job
+                    jobs = self.start(pending.popleft())
+                    running[jobs[0].pid] = jobs
                 stop.forward(running)
                 ended = 0
                 for pid in list(running):  # its own jobs only: another child of this process is not waited for
                     done, status = os.waitpid(pid, os.WNOHANG)
                     if done:
-                        job = running.pop(pid)
-                        returns[job.num] = finished(job, status)
+                        for job in running.pop(pid):
+                            returns[job.num] = finished(job, status)
                         ended += 1
                 if not ended:
                     time.sleep(0.05)
         if stop.signum is not None:
-            stopped(stop.signum, sweep_dir, len(returns), len(pending))
+            stopped(stop.signum, sweep_dir, len(returns), sum(len(group) for group in pending))
         return [returns[num] for num in sorted(returns)]
 
-    def start(self, num: int, overrides: list[str]) -> Job:
-        """Compose job ``num``'s config and fork its process, which runs it as Hydra's basic launcher would."""
-        assert self.config is not None and self.hydra_context is not None and self.task_function is not None
-        context, task = self.hydra_context, self.task_function
-        config = context.config_loader.load_sweep_config(self.config, overrides)
-        with open_dict(config):
-            config.hydra.job.id = config.hydra.job.num = num
-        directory = Path(str(config.hydra.sweep.dir)) / str(config.hydra.sweep.subdir)
+    def groups(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> list[list[Job]]:
+        """The jobs, composed (not started), in groups that each run in one process: one job each, or for
+        ``seeds_per_process: K`` > 1, up to K jobs whose overrides differ only in ``seed`` (in job order)."""
+        assert self.config is not None and self.hydra_context is not None
+        groups: list[list[Job]] = []
+        open_groups: dict[tuple[str, ...], list[Job]] = {}
+        for num, overrides in enumerate(job_overrides, initial_job_idx):
+            config = self.hydra_context.config_loader.load_sweep_config(self.config, list(overrides))
+            with open_dict(config):
+                config.hydra.job.id = config.hydra.job.num = num
+            directory = Path(str(config.hydra.sweep.dir)) / str(config.hydra.sweep.subdir)
+            job = Job(0, num, list(overrides), config, directory)
+            per_process = int(config.get("seeds_per_process") or 1)
+            if per_process == 1:
+                groups.append([job])
+                continue
+            key = tuple(o for o in overrides if o.split("=", 1)[0].lstrip("+~") != "seed")
+            group = open_groups.get(key)
+            if group is None or len(group) >= per_process:
+                group = open_groups[key] = []
+                groups.append(group)
+            group.append(job)
+        return groups
 
-        def job() -> None:  # in the job's own process
+    def start(self, jobs: list[Job]) -> list[Job]:
+        """Fork the process of ``jobs`` (composed by :meth:`groups`), which runs each as Hydra's basic launcher
+        would: one job, or several seeds side by side (:func:`run_side_by_side`)."""
+        assert self.hydra_context is not None and self.task_function is not None
+        context, task = self.hydra_context, self.task_function
+
+        def process() -> None:  # in the jobs' own process
             exit_on_signals()  # its own, not the sweep's handler: until training takes over, a signal ends it
+            if len(jobs) > 1:
+                run_side_by_side(context, task, jobs)
+                return
+            run_job(
+                hydra_context=context,
+                task_function=task,
+                config=jobs[0].config,
+                job_dir_key="hydra.sweep.dir",
+                job_subdir_key="hydra.sweep.subdir",
+            )
+
+        pid = fork(process)
+        if len(jobs) > 1:
+            log.info("jobs %s: seeds side by side in process %d", ", ".join(str(job.num) for job in jobs), pid)
+        return [Job(pid, job.num, job.overrides, job.config, job.directory) for job in jobs]
+
+
+def run_side_by_side(context: HydraContext, task: TaskFunction, jobs: list[Job]) -> None:
+    """Several seeds' jobs in this process, side by side (:class:`lander.algorithms.side_by_side.Lockstep`):
+    each job is Hydra's, as the basic launcher runs it, with its own ``run.log`` and Hydra config; a signal
+    stops every job with a checkpoint; exits with 128 + the signal then, else 0."""
+    from hydra.core.hydra_config import HydraConfig
+
+    from lander.algorithms.side_by_side import Lockstep
+
+    handlers: dict[Any, list[logging.Handler]] = {}
+    hydra_configs: dict[Any, Any] = {}
+
+    def switched(origin: Any, target: Any) -> None:  # logging and Hydra's config are each job's own
+        handlers[origin], hydra_configs[origin] = logging.root.handlers[:], HydraConfig.instance().cfg
+        if target in handlers:
+            logging.root.handlers, HydraConfig.instance().cfg = handlers[target], hydra_configs[target]
+
+    def job(config: DictConfig) -> int:
+        try:
             run_job(
                 hydra_context=context,
                 task_function=task,
@@ -173,9 +230,27 @@ class ParallelLauncher(HydraSetup):
                 job_dir_key="hydra.sweep.dir",
                 job_subdir_key="hydra.sweep.subdir",
             )
+            return 0
+        except SystemExit as exc:
+            return exc.code if isinstance(exc.code, int) else 1
+        except BaseException:
+            log.exception("job failed")
+            return 1
 
-        pid = fork(job)
-        return Job(pid, num, overrides, config, directory)
+    def ended(index: int, code: int) -> BaseException | None:  # a job stopped by a signal or a limit: all stop
+        try:
+            summary = RunSummary.load(RunPaths(jobs[index].directory))
+        except RunFileError:
+            return None
+        if summary is None or summary.status != Status.INTERRUPTED:
+            return None
+        return Interrupted(code - 128) if code > 128 else LimitReached(summary.error or "a limit of the run")
+
+    with stop_on_signals():  # the outermost handler: the jobs' own nest in it
+        codes = Lockstep(switched).run([partial(job, each.config) for each in jobs], ended)
+    signalled = [code for code in codes if code > 128]
+    if signalled:
+        raise SystemExit(signalled[0])
 
 
 class JoblibLauncher(HydraJoblibLauncher):

@@ -80,7 +80,9 @@ class WandbTracker(Tracker):
             mode=self.mode,
             id=run_id,
             resume="allow" if run_id else None,
-            settings=wandb.Settings(init_timeout=60, console="off", x_disable_stats=False),
+            # a run of its own also where this process trains other seeds beside it (seeds_per_process): W&B's
+            # default would hand each later seed the first seed's run
+            settings=wandb.Settings(init_timeout=60, console="off", x_disable_stats=False, reinit="create_new"),
         )
         self.run.define_metric("global_step")
         self.run.define_metric("*", step_metric="global_step")

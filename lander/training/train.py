@@ -10,7 +10,6 @@ import contextlib
 import logging
 import os
 import resource
-import time
 from pathlib import Path
 from typing import Any
 
@@ -21,11 +20,12 @@ from stable_baselines3.common.logger import Logger
 from stable_baselines3.common.utils import set_random_seed
 
 from lander.algorithms.build import build_model, effective_gamma
+from lander.algorithms.side_by_side import cpu_time
 from lander.config.checks import check_trackers, validate
 from lander.envs import action_space_kind, make_train_env, normalized, observation_space_kind
 from lander.errors import ConfigError
 from lander.faults import fault
-from lander.process.signals import deferred, signals_blocked, stop_on_signals, training_clock
+from lander.process.signals import deferred, pausing, signals_blocked, stop_on_signals, training_clock
 from lander.storage.rundir import RunPaths, RunSummary, Status, remove_temporaries
 from lander.tracking.base import TrackedRun, Tracker, make_trackers, run_name
 from lander.tracking.outputs import ContinuedCSV, TrackerWriter
@@ -296,7 +296,7 @@ def learn(
         cfg.seed,
         paths.root,
     )
-    start, cpu_start = training_clock(), time.process_time()
+    start, cpu_start = training_clock(), cpu_time()
     bar = [BudgetProgressBar(end)] if cfg.progress_bar and not stopped else []
 
     def pauses(paused: bool) -> None:  # SIGUSR1 / SIGUSR2 (lander.process.signals): said in summary.json and the bar
@@ -309,7 +309,7 @@ def learn(
             log.info("continuing at %d timesteps", model.num_timesteps)
 
     try:
-        with deferred():
+        with deferred(), pausing(pauses):
             model.learn(
                 total_timesteps=0 if stopped else total_timesteps - done,
                 callback=[*callbacks, checkpointer, *extra, SignalCheck(pauses), DurationForecast(end), *bar],
@@ -323,4 +323,4 @@ def learn(
         log.info("stopped early at %d timesteps: %s", model.num_timesteps, stop_reason)
     summary.update(stopped_early=stop_reason, timesteps=int(model.num_timesteps)).save(paths)  # trained
     fault("finish:trained")
-    return evaluator, stop_reason, training_clock() - start, time.process_time() - cpu_start
+    return evaluator, stop_reason, training_clock() - start, cpu_time() - cpu_start

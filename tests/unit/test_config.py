@@ -178,6 +178,18 @@ BAD_INPUT = [
     (["env.normalize.enabled=true", "env.normalize.clip_obs=-1"], "env.normalize.clip_obs=-1.0 is not allowed"),
     (["memory_limit_mb=0"], "memory_limit_mb=0.0 is not allowed: memory_limit_mb must be null or a number of MB > 0"),
     (["memory_limit_mb=500", "monitor_freq=0"], "memory_limit_mb is checked every monitor_freq steps: it needs"),
+    (["seeds_per_process=0"], "seeds_per_process=0 is not allowed: seeds_per_process must be an integer >= 1"),
+    (["algo=a2c", "seeds_per_process=2"], "seeds_per_process=2 trains PPO seeds side by side, and algo=a2c (algo."),
+    (["env=pong", "seeds_per_process=2"], "and env=pong has image observations; only vector ones (MlpPolicy) are"),
+    (["seeds_per_process=2", "+algo.model.use_sde=true"], "algo.model.use_sde=true (gSDE) is not implemented by it"),
+    (
+        ["seeds_per_process=2", "+algo.model.policy_kwargs={share_features_extractor:false}"],
+        "algo.model.policy_kwargs.share_features_extractor is not implemented by it; these are: activation_fn,",
+    ),
+    (
+        ["--multirun", "seed=0,1", "seeds_per_process=2", "hydra/launcher=joblib"],
+        "seeds_per_process=2 groups the seeds of a sweep into processes, which lander's launcher does",
+    ),
     (
         ["--multirun", "seed=0,1", "hydra/launcher=ray", "hydra.launcher.ray.init.address=ray://127.0.0.1:1"],
         "hydra.launcher.ray.init.address=ray://127.0.0.1:1: no Ray cluster answers there",

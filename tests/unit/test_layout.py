@@ -38,7 +38,7 @@ LAYERS: dict[str, set[str]] = {
         "tracking",
         "reports",
     },
-    "sweeps": {"errors", "storage", "config", "process", "tracking", "analysis", "reports", "training"},
+    "sweeps": {"errors", "storage", "config", "process", "tracking", "analysis", "reports", "algorithms", "training"},
     "service": {"errors", "storage", "config"},
 }
 ENTRY_POINTS = {"run", "evaluate", "compare", "report", "serve", "api"}  # on top: they may import any part
@@ -55,7 +55,10 @@ LATE_IMPORTS = {
     "lander.sweeps.callback": {"lander.reports.sweep_report", "lander.tracking.wandb_tracker"},  # Hydra imports
     # the callback in every run; only a sweep's end needs the analysis and W&B (3.3 s, python -X importtime)
     "lander.serve": {"lander.service.app"},
-    "lander.sweeps.launcher": {"lander.training.train"},  # Hydra imports its launcher plugins in every process;
+    "lander.sweeps.launcher": {
+        "lander.training.train",
+        "lander.algorithms.side_by_side",
+    },  # Hydra imports its launcher plugins in every process;
     # torch and SB3 (~2 s) only when a sweep launches its jobs
 }
 

@@ -1,0 +1,171 @@
+"""Benchmark: seeds side by side (``seeds_per_process``) against one seed per process, and rl-zoo3, on the default
+PPO experiment (LunarLander-v3, 1M steps, all lander defaults: W&B offline, evaluations, checkpoints, video, report).
+
+    python benchmarks/side_by_side.py [--seeds 10] [--per-process 5] [--steps 1000000] [--zoo-seeds 5]
+        [--zoo-python .zoo/bin/python] [--out benchmark-side-by-side]
+
+Arms, one after the other on this machine (nothing else running), each a whole experiment that ends with its
+comparison:
+
+1. ``one per process``: ``python -m lander.run --multirun seed=0..N-1 hydra/launcher=joblib
+   hydra.launcher.n_jobs=2``: today's way, two runs at a time;
+2. ``side by side``: the same with ``seeds_per_process=K`` (lander's launcher, two processes at a time);
+3. ``rl-zoo3``: ``python -m rl_zoo3.train --algo ppo --env LunarLander-v3 --seed S`` for ``--zoo-seeds`` seeds,
+   two at a time (its own defaults; in its own venv, see benchmarks/speed.py).
+
+Prints, per arm: wall seconds to the end (lander: the comparison written), CPU seconds per seed (every process
+of the arm, waited for: ``RUSAGE_CHILDREN``), peak RSS per process; and the equivalence of arms 1 and 2: each
+arm's final evaluation means (20 fixed episodes, the same for both), the difference of the means with its 90%
+confidence interval (Welch), TOST at the margin ``--margin``, the IQM of each with a 95% bootstrap interval,
+and the mean learning curves (eval.csv) side by side.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+from scipy import stats
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from lander.analysis.statistics import aggregate_iqm, interval  # noqa: E402
+
+
+def children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def timed(commands: list[list[str]], at_once: int, cwd: Path) -> tuple[float, float]:
+    """Run ``commands``, ``at_once`` at a time: (wall seconds, CPU seconds of every process they started)."""
+    start, cpu = time.perf_counter(), children_cpu()
+    pending, running = list(commands), []
+    while pending or running:
+        while pending and len(running) < at_once:
+            running.append(subprocess.Popen(pending.pop(0), cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE))
+        for process in list(running):
+            if process.poll() is not None:
+                running.remove(process)
+                if process.returncode:
+                    raise SystemExit(f"{process.args} failed: {process.stderr.read().decode()[-2000:]}")  # type: ignore[union-attr]
+        time.sleep(0.5)
+    return time.perf_counter() - start, children_cpu() - cpu
+
+
+def lander_arm(sweep: Path, seeds: int, steps: int, extra: list[str]) -> tuple[float, float]:
+    seed_list = ",".join(str(s) for s in range(seeds))
+    command = [sys.executable, "-m", "lander.run", "--multirun", f"seed={seed_list}", f"total_timesteps={steps}",
+               "hydra.launcher.n_jobs=2", f"hydra.sweep.dir={sweep}", *extra]  # fmt: skip
+    return timed([command], 1, REPO)
+
+
+def finals(sweep: Path) -> dict[int, float]:
+    found = {}
+    for path in sweep.glob("*/summary.json"):
+        summary = json.loads(path.read_text())
+        found[int(summary["seed"])] = float(summary["final_eval_mean"])
+    return dict(sorted(found.items()))
+
+
+def peak_rss(sweep: Path) -> float:
+    return max(float(json.loads(p.read_text()).get("peak_rss_mb") or 0) for p in sweep.glob("*/summary.json"))
+
+
+def curves(sweep: Path) -> dict[int, list[float]]:
+    """Mean over seeds of each evaluation's mean return, by timestep."""
+    by_step: dict[int, list[float]] = {}
+    for path in sweep.glob("*/metrics/eval.csv"):
+        lines = path.read_text().splitlines()
+        header = lines[0].split(",")
+        step, mean = header.index("timesteps"), header.index("mean")
+        for line in lines[1:]:
+            cells = line.split(",")
+            by_step.setdefault(int(cells[step]), []).append(float(cells[mean]))
+    return dict(sorted(by_step.items()))
+
+
+def tost(a: np.ndarray, b: np.ndarray, margin: float) -> tuple[float, float, float, float]:
+    """Welch's TOST of ``mean(b) - mean(a)`` within ``[-margin, margin]``: (difference, 90% CI low, high, p)."""
+    va, vb = a.var(ddof=1) / len(a), b.var(ddof=1) / len(b)
+    se = np.sqrt(va + vb)
+    dof = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1))
+    diff = b.mean() - a.mean()
+    p = max(stats.t.sf((diff + margin) / se, dof), stats.t.cdf((diff - margin) / se, dof))
+    half = stats.t.ppf(0.95, dof) * se
+    return float(diff), float(diff - half), float(diff + half), float(p)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--seeds", type=int, default=10)
+    parser.add_argument("--per-process", type=int, default=5)
+    parser.add_argument("--steps", type=int, default=1_000_000)
+    parser.add_argument("--zoo-seeds", type=int, default=5)
+    parser.add_argument("--zoo-python", default=str(REPO / ".zoo" / "bin" / "python"))
+    parser.add_argument("--margin", type=float, default=20.0)
+    parser.add_argument("--out", default=str(REPO / "benchmark-side-by-side"))
+    parser.add_argument("--arms", nargs="+", default=["one", "side", "zoo"])
+    args = parser.parse_args()
+    out = Path(args.out).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    results = {}
+    if "one" in args.arms:
+        wall, cpu = lander_arm(out / "one", args.seeds, args.steps, ["hydra/launcher=joblib"])
+        results["one per process"] = (wall, cpu, peak_rss(out / "one"), args.seeds)
+        print(f"one per process: {wall:.0f} s wall, {cpu / args.seeds:.1f} CPU s per seed", flush=True)
+    if "side" in args.arms:
+        wall, cpu = lander_arm(out / "side", args.seeds, args.steps, [f"seeds_per_process={args.per_process}"])
+        results["side by side"] = (wall, cpu, peak_rss(out / "side"), args.seeds)
+        print(f"side by side: {wall:.0f} s wall, {cpu / args.seeds:.1f} CPU s per seed", flush=True)
+    if "zoo" in args.arms and Path(args.zoo_python).exists():
+        commands = [[args.zoo_python, "-m", "rl_zoo3.train", "--algo", "ppo", "--env", "LunarLander-v3", "--seed",
+                     str(s), "-f", str(out / "zoo")] for s in range(args.zoo_seeds)]  # fmt: skip
+        wall, cpu = timed(commands, 2, out)
+        results["rl-zoo3"] = (wall, cpu, float("nan"), args.zoo_seeds)
+        print(f"rl-zoo3: {wall:.0f} s wall, {cpu / args.zoo_seeds:.1f} CPU s per seed", flush=True)
+
+    report(results, out, args.margin)
+
+
+def report(results: dict[str, tuple[float, float, float, int]], out: Path, margin: float) -> None:
+    """The table of the arms and the equivalence of the two lander arms (their run directories under ``out``)."""
+    print("\n| arm | seeds | wall s to the end | CPU s per seed | peak RSS MB (largest process) |")
+    print("|---|---|---|---|---|")
+    for name, (wall, cpu, rss, n) in results.items():
+        print(f"| {name} | {n} | {wall:.0f} | {cpu / n:.1f} | {rss:.0f} |")
+    if "one per process" in results and "side by side" in results:
+        one, side = results["one per process"], results["side by side"]
+        print(f"\nCPU per seed side by side / one per process: {side[1] / one[1]:.3f}; wall: {side[0] / one[0]:.3f}")
+        a, b = finals(out / "one"), finals(out / "side")
+        xa, xb = np.array(list(a.values())), np.array(list(b.values()))
+        print("\nfinal evaluation means (20 fixed episodes), by seed:")
+        print("| seed | one per process | side by side |\n|---|---|---|")
+        for seed in a:
+            print(f"| {seed} | {a[seed]:.1f} | {b.get(seed, float('nan')):.1f} |")
+        print(f"| mean (std) | {xa.mean():.1f} ({xa.std(ddof=1):.1f}) | {xb.mean():.1f} ({xb.std(ddof=1):.1f}) |")
+        diff, low, high, p = tost(xa, xb, margin)
+        verdict = "equivalent" if p < 0.05 else "not shown equivalent"
+        print(f"\ndifference side by side - one per process: {diff:+.1f}, 90% CI [{low:+.1f}, {high:+.1f}]; ")
+        print(f"TOST margin +-{margin:g}: p = {p:.4f} ({verdict})")
+        welch = stats.ttest_ind(xa, xb, equal_var=False)
+        print(f"Welch t-test of a difference: p = {welch.pvalue:.3f}")
+        for name, x in (("one per process", xa), ("side by side", xb)):
+            point, low_i, high_i = interval(x[:, None], aggregate_iqm)
+            print(f"IQM {name}: {float(point):.1f} [{float(low_i):.1f}, {float(high_i):.1f}] (95% bootstrap)")
+        ca, cb = curves(out / "one"), curves(out / "side")
+        print("\nlearning curves, mean over seeds of each evaluation:\n| timesteps | one per process | side by side |")
+        print("|---|---|---|")
+        for step in [*list(ca)[:: max(1, len(ca) // 10)], list(ca)[-1]]:
+            print(f"| {step:,} | {np.mean(ca[step]):.1f} | {np.mean(cb.get(step, [np.nan])):.1f} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,608 @@
+"""Several seeds of one PPO configuration trained side by side in one process (``seeds_per_process: K``).
+
+Each seed is a whole SB3 ``PPO`` of its own (:class:`SideBySidePPO`): its own envs, rollout buffer, callbacks,
+logger, evaluations, checkpoints, ``model.zip`` (plain SB3, loadable by ``stable_baselines3.PPO.load``). What the
+seeds share is the arithmetic of their networks: SB3 spends most of a small MLP's CPU on the overhead of one torch
+call per layer per minibatch, so here the K networks are one flat parameter tensor ``[K, P]`` and each layer of
+all K is one ``torch.baddbmm`` (:class:`StackedPolicy`), one Adam (:class:`StackedAdam`) updates all K (Adam is
+elementwise: that is K independent Adams, each with its own step count, learning rate and moments), and gradient
+clipping and ``target_kl`` stay per seed.
+
+The seeds run as greenlets (:class:`Lockstep`): each seed's whole training (lander's ``train``, SB3's ``learn`` and
+its callbacks) runs on its own stack, and where SB3 calls the policy for the rollout's actions, or ``train()``, the
+seed hands the work to the lockstep and waits; once every seed waits, the lockstep does the work of all of them in
+one batched call and gives each its part. Nothing runs in parallel: one thread, so signals, logging and SB3 behave
+as in a single run.
+
+The update is SB3's ``PPO.train`` term by term (GAE from SB3's own buffer, advantage normalisation per minibatch,
+clipped surrogate, value clipping, entropy bonus, gradient clipping, ``target_kl``, schedules), each seed with its
+own random streams (actions: a ``torch.Generator``; minibatch order: a NumPy generator, both seeded from the seed).
+Batched kernels round differently from SB3's, so results are statistically equivalent to SB3's, not identical
+(BENCHMARKS.md); the default, one seed per process, is SB3 itself.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+from greenlet import getcurrent, greenlet
+from gymnasium import spaces
+from stable_baselines3 import PPO
+from stable_baselines3.common.buffers import RolloutBuffer
+from stable_baselines3.common.policies import ActorCriticPolicy
+from stable_baselines3.common.torch_layers import FlattenExtractor
+from stable_baselines3.common.utils import explained_variance
+from torch import nn
+
+log = logging.getLogger(__name__)
+
+ELEMENTWISE = (nn.Tanh, nn.ReLU, nn.ELU, nn.LeakyReLU, nn.GELU, nn.SiLU, nn.Sigmoid, nn.Softplus, nn.Identity)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# K policies as one tensor
+
+
+@dataclass
+class Layout:
+    """Where each parameter of an SB3 policy lies in a row of the flat tensor: ``name -> (start, end, shape)``."""
+
+    slices: dict[str, tuple[int, int, torch.Size]] = field(default_factory=dict)
+    size: int = 0
+
+    @classmethod
+    def of(cls, policy: nn.Module) -> Layout:
+        layout = cls()
+        for name, param in policy.named_parameters():
+            layout.slices[name] = (layout.size, layout.size + param.numel(), param.shape)
+            layout.size += param.numel()
+        return layout
+
+    def flatten(self, tensors: dict[str, torch.Tensor]) -> torch.Tensor:
+        """``[P]``: the named tensors (each of its parameter's shape) in this layout's order."""
+        return torch.cat([tensors[name].detach().reshape(-1) for name in self.slices])
+
+    def unflatten(self, row: torch.Tensor) -> dict[str, torch.Tensor]:
+        """The named parameters of one row ``[P]`` (views)."""
+        return {name: row[start:end].view(shape) for name, (start, end, shape) in self.slices.items()}
+
+
+def mlp_program(net: nn.Module, prefix: str) -> list[str | nn.Module]:
+    """SB3's ``nn.Sequential`` of linear layers and elementwise activations as a list: a linear layer by its
+    parameter prefix, an activation as its module."""
+    program: list[str | nn.Module] = []
+    for index, module in enumerate(net.children() if isinstance(net, nn.Sequential) else [net]):
+        if isinstance(module, nn.Linear):
+            program.append(f"{prefix}.{index}" if isinstance(net, nn.Sequential) else prefix)
+        elif isinstance(module, ELEMENTWISE):
+            program.append(module)
+        else:
+            raise ValueError(f"side-by-side training cannot batch {type(module).__name__} layers ({prefix})")
+    return program
+
+
+class StackedPolicy:
+    """K copies of one SB3 ``ActorCriticPolicy`` (MLP) as a flat leaf tensor ``flat [K, P]``.
+
+    :param policies: the K policies, same architecture (their parameters are copied, not shared)
+    """
+
+    def __init__(self, policies: list[ActorCriticPolicy]) -> None:
+        first = policies[0]
+        for policy in policies:
+            if not isinstance(policy.pi_features_extractor, FlattenExtractor) or policy.use_sde:
+                raise ValueError("side-by-side training needs an MlpPolicy on vector observations, without gSDE")
+        self.layout = Layout.of(first)
+        self.k = len(policies)
+        rows = [self.layout.flatten(dict(policy.named_parameters())) for policy in policies]
+        self.flat = torch.stack(rows).to(first.device).requires_grad_(True)
+        self.pi = mlp_program(first.mlp_extractor.policy_net, "mlp_extractor.policy_net")
+        self.vf = mlp_program(first.mlp_extractor.value_net, "mlp_extractor.value_net")
+        self.discrete = isinstance(first.action_space, spaces.Discrete)
+        if not self.discrete and not isinstance(first.action_space, spaces.Box):
+            raise ValueError(f"side-by-side training supports Discrete and Box actions, not {first.action_space}")
+
+    def param(self, name: str) -> torch.Tensor:
+        """``[K, *shape]``: parameter ``name`` of every copy (a view of :attr:`flat`)."""
+        start, end, shape = self.layout.slices[name]
+        return self.flat[:, start:end].view(self.k, *shape)
+
+    def _mlp(self, x: torch.Tensor, program: list[str | nn.Module]) -> torch.Tensor:
+        for step in program:
+            if isinstance(step, str):
+                weight, bias = self.param(f"{step}.weight"), self.param(f"{step}.bias")
+                x = torch.baddbmm(bias.unsqueeze(1), x, weight.transpose(1, 2))  # [K, B, out]
+            else:
+                x = step(x)
+        return x
+
+    def heads(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``obs [K, B, D]`` -> (logits or means ``[K, B, A]``, values ``[K, B]``)."""
+        features = obs.reshape(self.k, obs.shape[1], -1).float()
+        latent_pi, latent_vf = self._mlp(features, self.pi), self._mlp(features, self.vf)
+        out = self._mlp(latent_pi, ["action_net"])
+        values = self._mlp(latent_vf, ["value_net"]).squeeze(-1)
+        return out, values
+
+    def log_std(self) -> torch.Tensor:
+        """``[K, 1, A]``: the state-independent log standard deviations (Box actions)."""
+        return self.param("log_std").unsqueeze(1)
+
+    def evaluate(self, obs: torch.Tensor, actions: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        """SB3's ``evaluate_actions`` for all K: ``obs [K, B, D]``, ``actions [K, B]`` (discrete) or
+        ``[K, B, A]`` -> values, log-probabilities, entropies, each ``[K, B]``."""
+        out, values = self.heads(obs)
+        if self.discrete:
+            log_p = torch.log_softmax(out, dim=-1)
+            log_prob = log_p.gather(-1, actions.long().unsqueeze(-1)).squeeze(-1)
+            entropy = -(log_p.clamp(min=torch.finfo(log_p.dtype).min) * log_p.exp()).sum(-1)
+            return values, log_prob, entropy
+        log_std = self.log_std()
+        log_prob = gaussian_log_prob(actions, out, log_std)
+        entropy = (0.5 + 0.5 * np.log(2 * np.pi) + log_std).sum(-1).expand_as(log_prob)
+        return values, log_prob, entropy
+
+    @torch.no_grad()
+    def act(self, obs: torch.Tensor, generators: list[torch.Generator]) -> tuple[torch.Tensor, ...]:
+        """One rollout step of all K, each sampling with its own generator: ``obs [K, N, D]`` -> actions
+        (``[K, N]`` or ``[K, N, A]``), values ``[K, N]``, log-probabilities ``[K, N]``."""
+        out, values = self.heads(obs)
+        n = obs.shape[1]
+        if self.discrete:
+            log_p = torch.log_softmax(out, dim=-1)
+            uniform = torch.stack([torch.rand(n, generator=g) for g in generators]).to(out.device)
+            cdf = log_p.exp().cumsum(-1)
+            actions = (cdf < uniform.unsqueeze(-1) * cdf[..., -1:]).sum(-1).clamp(max=out.shape[-1] - 1)
+            return actions, values, log_p.gather(-1, actions.unsqueeze(-1)).squeeze(-1)
+        log_std = self.log_std()
+        noise = torch.stack([torch.randn(out.shape[1:], generator=g) for g in generators]).to(out.device)
+        actions = out + log_std.exp() * noise
+        return actions, values, gaussian_log_prob(actions, out, log_std)
+
+
+def gaussian_log_prob(actions: torch.Tensor, mean: torch.Tensor, log_std: torch.Tensor) -> torch.Tensor:
+    """Log-density of a diagonal Gaussian, summed over the action dims: ``[K, B, A]`` -> ``[K, B]``."""
+    var = torch.exp(2 * log_std)
+    return (-((actions - mean) ** 2) / (2 * var) - log_std - 0.5 * np.log(2 * np.pi)).sum(-1)
+
+
+class StackedAdam:
+    """torch's Adam (no weight decay, no AMSGrad) for K parameter rows at once, each row with its own step count
+    and learning rate; a row not ``active`` is left exactly as it was.
+
+    :param flat: ``[K, P]`` parameters
+    :param betas: Adam's betas
+    :param eps: Adam's epsilon (SB3's PPO: 1e-5)
+    """
+
+    def __init__(self, flat: torch.Tensor, betas: tuple[float, float], eps: float) -> None:
+        self.flat, self.betas, self.eps = flat, betas, eps
+        self.exp_avg = torch.zeros_like(flat, requires_grad=False)
+        self.exp_avg_sq = torch.zeros_like(flat, requires_grad=False)
+        self.steps = np.zeros(flat.shape[0], dtype=np.int64)
+
+    @torch.no_grad()
+    def step(self, grad: torch.Tensor, lr: np.ndarray, active: torch.Tensor | None) -> None:
+        """One update of every active row: ``grad [K, P]``, ``lr [K]``, ``active [K]`` bool (None: all)."""
+        beta1, beta2 = self.betas
+        if active is None:
+            self.steps += 1
+        else:
+            self.steps += active.cpu().numpy()
+        steps = np.maximum(self.steps, 1)
+        step_size = torch.as_tensor(lr / (1 - beta1**steps), dtype=grad.dtype, device=grad.device).unsqueeze(1)
+        bias2_sqrt = torch.as_tensor(np.sqrt(1 - beta2**steps), dtype=grad.dtype, device=grad.device).unsqueeze(1)
+        exp_avg = self.exp_avg.lerp(grad, 1 - beta1)
+        exp_avg_sq = self.exp_avg_sq.mul(beta2).addcmul_(grad, grad, value=1 - beta2)
+        update = exp_avg / (exp_avg_sq.sqrt() / bias2_sqrt).add_(self.eps) * step_size
+        if active is None:
+            self.exp_avg, self.exp_avg_sq = exp_avg, exp_avg_sq
+            self.flat.sub_(update)
+        else:
+            mask = active.unsqueeze(1)
+            self.exp_avg = torch.where(mask, exp_avg, self.exp_avg)
+            self.exp_avg_sq = torch.where(mask, exp_avg_sq, self.exp_avg_sq)
+            self.flat.sub_(torch.where(mask, update, torch.zeros_like(update)))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the seeds' models and what they share
+
+
+class SideBySidePPO(PPO):
+    """SB3's PPO whose rollout actions and updates are computed together with the other seeds of its process
+    (:class:`Lockstep`), or alone (a run resumed by itself). Saved and loaded exactly as SB3's ``PPO``."""
+
+    def _excluded_save_params(self) -> list[str]:
+        return [*super()._excluded_save_params(), "_alone"]
+
+    def collect_rollouts(self, env: Any, callback: Any, rollout_buffer: RolloutBuffer, n_rollout_steps: int) -> bool:
+        # SB3's own loop; only the policy call for the actions (policy(obs)) goes to the batched policy
+        self.policy.forward = self._act  # type: ignore[method-assign]
+        try:
+            return super().collect_rollouts(env, callback, rollout_buffer, n_rollout_steps)
+        finally:
+            del self.policy.forward
+
+    def _act(self, obs: torch.Tensor, deterministic: bool = False) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        actions, values, log_prob = request(self, ("act", obs))
+        return actions, values.unsqueeze(-1), log_prob
+
+    def train(self) -> None:
+        """SB3's ``PPO.train`` for this seed, computed with the other seeds (:meth:`SeedStack.train`); the same
+        ``train/`` records."""
+        self.policy.set_training_mode(True)
+        self._update_learning_rate(self.policy.optimizer)
+        stats = request(self, ("train", None))
+        values, returns = self.rollout_buffer.values.flatten(), self.rollout_buffer.returns.flatten()
+        for key, value in stats.items():
+            self.logger.record(f"train/{key}", value, exclude="tensorboard" if key == "n_updates" else None)
+        self.logger.record("train/explained_variance", explained_variance(values, returns))
+        if hasattr(self.policy, "log_std"):
+            self.logger.record("train/std", torch.exp(self.policy.log_std).mean().item())
+
+
+def cpu_time() -> float:
+    """:func:`time.process_time`, or in a job side by side (:class:`Lockstep`) that job's CPU seconds: what it ran
+    itself and its share of the batched work."""
+    lockstep = getattr(getcurrent(), "lockstep", None)
+    return lockstep.cpu_seconds(getcurrent()) if isinstance(lockstep, Lockstep) else time.process_time()
+
+
+def request(model: SideBySidePPO, work: tuple[str, Any]) -> Any:
+    """Hand ``work`` for ``model`` to the process's :class:`Lockstep` and wait for this seed's part of the result;
+    without one (a run alone), do it here."""
+    hub = getcurrent().parent
+    if isinstance(getattr(getcurrent(), "lockstep", None), Lockstep) and hub is not None:
+        result = hub.switch((model, work))
+    else:
+        alone = model.__dict__.get("_alone")
+        if alone is None or alone.models[0] is not model:
+            alone = model.__dict__["_alone"] = SeedStack([model])
+        result = alone.do({0: work})[0]
+    if isinstance(result, BaseException):
+        raise result
+    return result
+
+
+class SeedStack:
+    """The K seeds' policies and Adams as one (:class:`StackedPolicy`, :class:`StackedAdam`), each seed's random
+    streams, and the batched work: :meth:`act`, :meth:`train`.
+
+    :param models: the seeds' models, as they start (new, or loaded from a checkpoint)
+    """
+
+    def __init__(self, models: list[SideBySidePPO]) -> None:
+        self.models = models
+        self.policy = StackedPolicy([m.policy for m in models])
+        group = models[0].policy.optimizer.param_groups[0]
+        if type(models[0].policy.optimizer) is not torch.optim.Adam or group["weight_decay"] or group["amsgrad"]:
+            raise ValueError("side-by-side training implements Adam without weight decay or AMSGrad only")
+        self.adam = StackedAdam(self.policy.flat, group["betas"], group["eps"])
+        for row, model in enumerate(models):  # a loaded model's optimizer state goes on from where it was
+            state = model.policy.optimizer.state
+            named = dict(model.policy.named_parameters())
+            if all(named[name] in state for name in self.policy.layout.slices):
+                self.adam.exp_avg[row] = self.policy.layout.flatten({n: state[p]["exp_avg"] for n, p in named.items()})
+                self.adam.exp_avg_sq[row] = self.policy.layout.flatten(
+                    {n: state[p]["exp_avg_sq"] for n, p in named.items()}
+                )
+                self.adam.steps[row] = int(next(iter(state.values()))["step"])
+        # each seed's random streams, seeded as lander seeds a run (a resumed one from seed + its step)
+        starts = [int(m.seed or 0) + int(m.num_timesteps) for m in models]
+        self.generators = [torch.Generator().manual_seed(start) for start in starts]
+        self.orders = [np.random.default_rng(start) for start in starts]
+
+    def do(self, work: dict[int, tuple[str, Any]]) -> dict[int, Any]:
+        """The waiting seeds' work (row -> ``("act", obs)`` or ``("train", None)``), batched by kind: row -> its
+        result, or the exception to raise in that seed."""
+        results: dict[int, Any] = {}
+        acting = {row: obs for row, (kind, obs) in work.items() if kind == "act"}
+        training = [row for row, (kind, _) in work.items() if kind == "train"]
+        if acting:
+            results.update(self.act(acting))
+        if training:
+            results.update(self.train(training))
+        return results
+
+    def act(self, obs: dict[int, torch.Tensor]) -> dict[int, tuple[torch.Tensor, ...]]:
+        """Rollout actions of the seeds in ``obs`` (row -> ``[N, D]``); the others' rows compute on zeros."""
+        first = next(iter(obs.values()))
+        batch = torch.zeros((self.policy.k, *first.shape), dtype=torch.float32, device=first.device)
+        for row, rows_obs in obs.items():
+            batch[row] = rows_obs
+        actions, values, log_prob = self.policy.act(batch, self.generators)
+        return {row: (actions[row], values[row], log_prob[row]) for row in obs}
+
+    def train(self, rows: list[int]) -> dict[int, Any]:
+        """SB3's ``PPO.train`` for the seeds ``rows`` at once; the others' parameters and Adam state untouched."""
+        k = self.policy.k
+        active = torch.zeros(k, dtype=torch.bool)
+        active[rows] = True
+        lr = np.zeros(k)
+        clip, clip_vf = torch.zeros(k, 1), torch.zeros(k, 1)
+        for row in rows:  # each seed's schedules at its own progress
+            model, progress = self.models[row], self.models[row]._current_progress_remaining
+            lr[row] = model.lr_schedule(progress)
+            clip[row] = model.clip_range(progress)  # type: ignore[operator]
+            if model.clip_range_vf is not None:
+                clip_vf[row] = model.clip_range_vf(progress)  # type: ignore[operator]
+        with torch.enable_grad():  # the hub runs with the grad mode of the seed that switched to it last
+            return self.update(rows, active, lr, clip, clip_vf)
+
+    def update(
+        self, rows: list[int], active: torch.Tensor, lr: np.ndarray, clip: torch.Tensor, clip_vf: torch.Tensor
+    ) -> dict[int, Any]:
+        """The epochs and minibatches of one update (:meth:`train`): ``active [K]``, ``lr [K]``, ``clip [K, 1]``."""
+        k, first = self.policy.k, self.models[rows[0]]
+        data = self.rollouts(rows)
+        size = data["advantages"].shape[1]
+        stats = Statistics(k)
+        training = active.clone()  # rows still training (target_kl stops a row for the rest of this update)
+        everyone = bool(active.all()) and first.target_kl is None
+        loss = torch.zeros(k)
+        for _ in range(first.n_epochs):
+            stats.start_epoch(training)
+            order = torch.from_numpy(np.stack([self.orders[r].permutation(size) if active[r] else np.arange(size)
+                                               for r in range(k)]))  # fmt: skip
+            shuffled = {key: value[torch.arange(k).unsqueeze(1), order] for key, value in data.items()}
+            for start in range(0, size, first.batch_size):
+                batch = {key: value[:, start : start + first.batch_size] for key, value in shuffled.items()}
+                loss, stepping = self.minibatch(batch, first, clip, clip_vf, training, stats)
+                grad = self.policy.flat.grad
+                assert grad is not None
+                norms = grad.norm(dim=1)  # each seed's clip_grad_norm_
+                grad.mul_(torch.clamp(first.max_grad_norm / (norms + 1e-6), max=1.0).unsqueeze(1))
+                self.adam.step(grad, lr, None if everyone else stepping)
+                self.policy.flat.grad = None
+                training = stepping
+            if not bool(training.any()):
+                break
+        return self.finish(rows, stats, loss, clip, clip_vf)
+
+    def minibatch(
+        self,
+        batch: dict[str, torch.Tensor],
+        first: SideBySidePPO,
+        clip: torch.Tensor,
+        clip_vf: torch.Tensor,
+        training: torch.Tensor,
+        stats: Statistics,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """One minibatch ``[K, B, ...]`` of every seed: the losses' gradients in ``flat.grad``.
+
+        :return: each seed's loss ``[K]``, and which seeds take this step ``[K]`` (those
+            training, less those whose KL passed ``1.5 * target_kl`` now, as SB3 breaks before the step)
+        """
+        values, log_prob, entropy = self.policy.evaluate(batch["observations"], batch["actions"])
+        advantages = batch["advantages"]
+        if first.normalize_advantage and advantages.shape[1] > 1:
+            advantages = (advantages - advantages.mean(1, keepdim=True)) / (advantages.std(1, keepdim=True) + 1e-8)
+        log_ratio = log_prob - batch["old_log_prob"]
+        ratio = torch.exp(log_ratio)
+        policy_loss = -torch.min(advantages * ratio, advantages * torch.clamp(ratio, 1 - clip, 1 + clip)).mean(1)
+        if first.clip_range_vf is not None:
+            old = batch["old_values"]
+            values = old + torch.clamp(values - old, -clip_vf, clip_vf)
+        value_loss = ((batch["returns"] - values) ** 2).mean(1)
+        entropy_loss = -entropy.mean(1)
+        loss = policy_loss + first.ent_coef * entropy_loss + first.vf_coef * value_loss
+        with torch.no_grad():
+            kl = ((torch.exp(log_ratio) - 1) - log_ratio).mean(1)
+            clipped = ((ratio - 1).abs() > clip).float().mean(1)
+        stepping = training
+        if first.target_kl is not None:
+            stepping = training & ~(kl > 1.5 * first.target_kl)
+        stats.add(training, policy_loss, value_loss, entropy_loss, clipped, kl, loss)
+        torch.where(stepping, loss, torch.zeros_like(loss)).sum().backward()
+        return loss.detach(), stepping
+
+    def rollouts(self, rows: list[int]) -> dict[str, torch.Tensor]:
+        """The seeds' rollout buffers as SB3's ``RolloutBuffer.get`` flattens them, stacked: ``[K, T, ...]``
+        (zeros for a seed not in ``rows``)."""
+        keys = ("observations", "actions", "values", "log_probs", "advantages", "returns")
+        names = ("observations", "actions", "old_values", "old_log_prob", "advantages", "returns")
+        template = {key: RolloutBuffer.swap_and_flatten(getattr(self.models[rows[0]].rollout_buffer, key))
+                    for key in keys}  # fmt: skip
+        stacked = {}
+        for key, name in zip(keys, names, strict=True):
+            per_row = [
+                RolloutBuffer.swap_and_flatten(getattr(self.models[row].rollout_buffer, key))
+                if row in rows
+                else np.zeros_like(template[key])
+                for row in range(self.policy.k)
+            ]
+            value = torch.from_numpy(np.stack(per_row)).to(self.policy.flat.device)
+            if name in ("old_values", "old_log_prob", "advantages", "returns") or (
+                name == "actions" and self.policy.discrete
+            ):
+                value = value.reshape(value.shape[0], value.shape[1])
+            stacked[name] = value
+        return stacked
+
+    def finish(
+        self, rows: list[int], stats: Statistics, loss: torch.Tensor, clip: torch.Tensor, clip_vf: torch.Tensor
+    ) -> dict[int, Any]:
+        """After an update: each seed's SB3 policy and optimizer state set to its row (what ``model.save``, the
+        evaluations and checkpoints read) and its ``train/`` statistics; a seed whose parameters are no longer
+        finite gets an error (its run fails, the others go on)."""
+        results: dict[int, Any] = {}
+        flat = self.policy.flat.detach()
+        finite = torch.isfinite(flat).all(dim=1)
+        for row in rows:
+            model = self.models[row]
+            model._n_updates += int(stats.epochs[row])
+            if not bool(finite[row]):
+                results[row] = FloatingPointError(
+                    f"non-finite policy parameters after the update at {model.num_timesteps} timesteps"
+                )
+                continue
+            self.write_back(row)
+            record = stats.means(row)
+            record.update(loss=float(loss[row]), n_updates=model._n_updates, clip_range=float(clip[row]))
+            if model.clip_range_vf is not None:
+                record["clip_range_vf"] = float(clip_vf[row])
+            results[row] = record
+        return results
+
+    @torch.no_grad()
+    def write_back(self, row: int) -> None:
+        """Seed ``row``'s parameters and Adam state into its SB3 policy and optimizer."""
+        model, layout = self.models[row], self.policy.layout
+        named = dict(model.policy.named_parameters())
+        moments = layout.unflatten(self.adam.exp_avg[row]), layout.unflatten(self.adam.exp_avg_sq[row])
+        step = torch.tensor(float(self.adam.steps[row]))
+        for name, value in layout.unflatten(self.policy.flat.detach()[row]).items():
+            named[name].copy_(value)
+            model.policy.optimizer.state[named[name]] = {
+                "step": step.clone(),
+                "exp_avg": moments[0][name].clone(),
+                "exp_avg_sq": moments[1][name].clone(),
+            }
+
+
+class Statistics:
+    """SB3's ``train/`` statistics of an update, per seed: means over the minibatches each seed trained on
+    (``approx_kl``: over its last epoch's), kept as tensors until the end (no sync per minibatch)."""
+
+    def __init__(self, k: int) -> None:
+        self.sums = torch.zeros(5, k, dtype=torch.float64)  # policy, value, entropy losses, clip fraction, count
+        self.kl = torch.zeros(2, k, dtype=torch.float64)  # the epoch's sum and count
+        self.epochs = torch.zeros(k, dtype=torch.int64)
+
+    def start_epoch(self, training: torch.Tensor) -> None:
+        self.kl[:, training] = 0
+        self.epochs += training.long()
+
+    def add(self, training: torch.Tensor, *values: torch.Tensor) -> None:
+        policy, value, entropy, clipped, kl, _ = (v.detach().double() for v in values)
+        weight = training.double()
+        self.sums += torch.stack([policy, value, entropy, clipped, torch.ones_like(policy)]) * weight
+        self.kl += torch.stack([kl, torch.ones_like(kl)]) * weight
+
+    def means(self, row: int) -> dict[str, float]:
+        count = float(self.sums[4, row])
+        names = ("policy_gradient_loss", "value_loss", "entropy_loss", "clip_fraction")
+        record = {name: float(self.sums[i, row]) / count for i, name in enumerate(names)}
+        record["approx_kl"] = float(self.kl[0, row]) / max(float(self.kl[1, row]), 1.0)
+        return record
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the seeds' stacks, side by side
+
+
+class Lockstep:
+    """Runs the seeds' jobs as greenlets of this thread and does their waiting work together.
+
+    ``run(jobs)`` starts each job (a seed's whole run: lander's ``train`` in it); a job runs until it needs its
+    policy's actions or an update (:func:`request`), then the next one runs; once every job waits, their work
+    is done in one batched call (:class:`SeedStack`) and each goes on with its part. A job that ends (done,
+    failed) leaves the others to go on; ``ended`` may return an exception to raise in the others too (a signal
+    that stopped one job stops all: each records its own stop). A signal while the batched work runs is raised in
+    every job.
+
+    :param switched: called on every switch between jobs with ``(from, to)`` greenlets (per-job logging)
+    """
+
+    def __init__(self, switched: Callable[[greenlet, greenlet], None] | None = None) -> None:
+        self.switched = switched
+        self.stack: SeedStack | None = None
+        self.rows: dict[int, int] = {}  # job index -> its row in the stack
+        self.grad_modes: dict[greenlet, bool] = {}
+        self.lets: list[greenlet] = []
+        self.waiting: dict[int, tuple[SideBySidePPO, tuple[str, Any]]] = {}  # job index -> its model and work
+        self.codes: dict[int, int] = {}
+        self.cpu: dict[greenlet, float] = {}  # CPU seconds each greenlet ran (the hub's: the batched work)
+        self.cpu_mark = time.process_time()
+        self.hub: greenlet | None = None
+
+    def cpu_seconds(self, let: greenlet) -> float:
+        """CPU seconds of job ``let`` so far: its own, and its share of the batched work (split evenly)."""
+        hub = self.cpu.get(self.hub, 0.0)
+        own = self.cpu.get(let, 0.0) + (time.process_time() - self.cpu_mark if let is getcurrent() else 0.0)
+        return own + hub / max(len(self.rows), 1)
+
+    def run(self, jobs: list[Callable[[], int]], ended: Callable[[int, int], BaseException | None]) -> list[int]:
+        """Run ``jobs`` side by side; return their exit codes (``ended(index, code)`` as each ends)."""
+        self.lets, self.waiting, self.codes = [greenlet(job) for job in jobs], {}, {}
+        self.hub, self.cpu_mark = getcurrent(), time.process_time()
+        for let in self.lets:
+            let.lockstep = self  # type: ignore[attr-defined]
+        stop: BaseException | None = None
+        previous = greenlet.settrace(self._trace)
+        try:
+            for index in range(len(self.lets)):
+                stop = self.resume(index, ended) or stop
+            while self.waiting:
+                try:
+                    if stop is not None:  # the same exception raised in each job, which records its stop
+                        thrown, stop = stop, None
+                        for index in list(self.waiting):
+                            self.resume(index, ended, throw=thrown)
+                        continue
+                    for index, result in self.do(self.waiting).items():
+                        if stop is not None:  # a job that ended meanwhile stops the others
+                            break
+                        stop = self.resume(index, ended, result) or stop
+                except BaseException as exc:  # a signal (Interrupted) while this hub ran: every job stops
+                    log.debug("stopping every seed", exc_info=exc)
+                    stop = exc
+        finally:
+            greenlet.settrace(previous)
+        return [self.codes.get(index, 1) for index in range(len(jobs))]
+
+    def resume(
+        self,
+        index: int,
+        ended: Callable[[int, int], BaseException | None],
+        value: Any = None,
+        throw: BaseException | None = None,
+    ) -> BaseException | None:
+        """Let job ``index`` go on (with ``value``, or ``throw`` raised in it) until it waits again or ends; what
+        ``ended`` returns for a job that ended."""
+        let = self.lets[index]
+        try:
+            started = bool(let)  # a greenlet not started yet takes no value
+            out = let.throw(throw) if throw is not None else let.switch(value) if started else let.switch()
+        except BaseException as exc:  # the job ended by an exception of its own
+            if exc is not throw:
+                log.error("seed %d failed", index, exc_info=exc)
+            out = getattr(exc, "exit_code", 1)
+        self.waiting.pop(index, None)
+        if let.dead:
+            self.codes[index] = int(out)
+            return ended(index, int(out))
+        self.waiting[index] = out
+        return None
+
+    def do(self, waiting: dict[int, tuple[SideBySidePPO, tuple[str, Any]]]) -> dict[int, Any]:
+        """The waiting jobs' work, batched: job index -> result."""
+        if self.stack is None:  # the first work: every job still running waits now, with its model
+            order = sorted(waiting)
+            self.rows = {index: row for row, index in enumerate(order)}
+            self.stack = SeedStack([waiting[index][0] for index in order])
+            log.info("training %d seeds side by side in process", len(order))
+        by_row = {self.rows[index]: work for index, (_, work) in waiting.items()}
+        results = self.stack.do(by_row)
+        return {index: results[self.rows[index]] for index in waiting}
+
+    def _trace(self, event: str, args: tuple[greenlet, greenlet]) -> None:
+        """Each greenlet keeps its own torch grad mode (thread state: SB3's ``no_grad`` blocks of one seed must not
+        reach another) and, through ``switched``, its own logging."""
+        if event not in ("switch", "throw"):
+            return
+        origin, target = args
+        now = time.process_time()
+        self.cpu[origin] = self.cpu.get(origin, 0.0) + now - self.cpu_mark
+        self.cpu_mark = now
+        self.grad_modes[origin] = torch.is_grad_enabled()
+        torch.set_grad_enabled(self.grad_modes.get(target, True))
+        if self.switched is not None:
+            self.switched(origin, target)

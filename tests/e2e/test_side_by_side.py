@@ -1,0 +1,88 @@
+"""``seeds_per_process``: a sweep's seeds of one configuration trained side by side in one process, each leaving
+the complete run directory a run of its own leaves (metrics, evaluations, checkpoints, a plain SB3 ``model.zip``,
+its own ``run.log`` and W&B run, the report), stopped together by Ctrl-C with a checkpoint each and resumed by the
+command the sweep prints."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import signal
+import time
+
+from helpers import lander, start_lander, tiny
+from helpers.consistency import assert_consistent
+from helpers.wandb_reader import read_runs
+
+
+def test_seeds_side_by_side_each_leave_a_complete_run(tmp_path):
+    sweep = tmp_path / "sweep"
+    proc = lander(
+        "--multirun",
+        "seed=0,1,2",
+        "seeds_per_process=2",
+        *tiny("ppo", 1024, checkpoints=512, logger="wandb", video=True),
+        f"hydra.sweep.dir={sweep}",
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "jobs 0, 1: seeds side by side in process" in proc.stdout + proc.stderr  # seed 2 alone in a second process
+    from stable_baselines3 import PPO
+
+    run_ids = set()
+    for job in ("0", "1", "2"):
+        run_dir = sweep / job
+        summary = assert_consistent(run_dir, "completed", 1024)
+        assert summary["seed"] == int(job)
+        assert (run_dir / "video.mp4").is_file() and (run_dir / "report.html").is_file()
+        assert [p.name for p in (run_dir / "checkpoints").glob("*.zip")] == ["model_512_steps.zip"]
+        model = PPO.load(run_dir / "model.zip", device="cpu")  # plain SB3
+        assert type(model) is PPO and model.num_timesteps == 1024
+        log = (run_dir / "run.log").read_text()  # its own lines only
+        assert f"seed={job}) in {run_dir}" in log
+        assert all(f"seed={other})" not in log for other in ("0", "1", "2") if other != job)
+        runs = read_runs(run_dir)  # its own W&B run, read back from the offline files
+        assert [run["id"] for run in runs] == [summary["wandb_run_id"]]
+        assert max(row["global_step"] for row in runs[0]["history"] if "global_step" in row) == 1024
+        run_ids.add(summary["wandb_run_id"])
+    assert len(run_ids) == 3
+    weights = [PPO.load(sweep / job / "model.zip", device="cpu").policy.state_dict() for job in ("0", "1")]
+    assert any((weights[0][k] != weights[1][k]).any() for k in weights[0])  # two seeds, two policies
+    assert (sweep / "comparison" / "table.csv").is_file()
+
+
+def wait_for_status(sweep, status, proc) -> None:
+    deadline = time.monotonic() + 60
+    while any(json.loads((sweep / job / "summary.json").read_text())["status"] != status for job in ("0", "1")):
+        assert time.monotonic() < deadline and proc.poll() is None, proc.stderr[-3000:]
+        time.sleep(0.05)
+
+
+def test_pause_and_ctrl_c_reach_every_seed_of_the_process_and_the_printed_command_resumes_them(tmp_path):
+    sweep = tmp_path / "sweep"
+    cmd = ["--multirun", "seed=0,1", "seeds_per_process=2"]
+    cmd += tiny("ppo", 8192, n_steps=128, eval_every=1024, episodes=2, checkpoints=1024, video=False, report=False)
+    proc = start_lander(*cmd, f"hydra.sweep.dir={sweep}", session=True)
+    deadline = time.monotonic() + 240
+    while not all(any((sweep / job / "checkpoints").glob("*.zip")) for job in ("0", "1")):
+        assert time.monotonic() < deadline and proc.poll() is None, proc.stderr[-3000:]
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGUSR1)  # pause: every seed of the process pauses, and each run says so
+    wait_for_status(sweep, "paused", proc)
+    os.killpg(proc.pid, signal.SIGUSR2)
+    wait_for_status(sweep, "running", proc)
+    os.killpg(proc.pid, signal.SIGINT)
+    assert proc.wait(timeout=120) == 130, proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    for job in ("0", "1"):
+        summary = json.loads((sweep / job / "summary.json").read_text())
+        assert summary["status"] == "interrupted" and summary["error"] == "Interrupted: SIGINT", summary
+        assert (sweep / job / "checkpoints" / f"model_{summary['timesteps']}_steps.zip").is_file()
+    continued = (proc.stdout + proc.stderr).split("continue: ")[-1].strip()
+    rerun = lander(*shlex.split(continued)[3:], timeout=600)
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    assert "jobs 0, 1: seeds side by side in process" in rerun.stdout + rerun.stderr
+    for job in ("0", "1"):
+        summary = assert_consistent(sweep / job, "completed", 8192)
+        assert summary["resumed_at"] and summary["resumed_at"][0] >= 1024

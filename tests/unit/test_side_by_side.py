@@ -1,0 +1,174 @@
+"""The batched PPO update (``seeds_per_process``) is SB3's ``PPO.train``, term by term: from the same parameters and
+the same rollout, one update of each ends at the same parameters and Adam state (to float rounding), for discrete
+and continuous actions, value clipping, ``target_kl``, schedules; and seeds side by side are independent."""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+import torch
+from stable_baselines3 import PPO
+from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.logger import configure
+
+from lander.algorithms.side_by_side import Lockstep, SeedStack, SideBySidePPO
+
+CASES = {
+    "discrete": ("CartPole-v1", {}),
+    "continuous": ("Pendulum-v1", {"policy_kwargs": {"log_std_init": -0.5, "net_arch": [32, 16]}}),
+    "value-clipping-schedules": ("CartPole-v1", {"clip_range_vf": 0.1, "learning_rate": lambda p: 1e-3 * p}),
+    "target-kl": ("CartPole-v1", {"target_kl": 1e-4, "learning_rate": 3e-3}),
+    "relu-no-advantage-normalisation": (
+        "Pendulum-v1",
+        {"normalize_advantage": False, "policy_kwargs": {"activation_fn": torch.nn.ReLU, "ortho_init": False}},
+    ),
+}
+
+
+def models(env_id: str, kwargs: dict, seed: int = 0) -> tuple[PPO, SideBySidePPO]:
+    """SB3's PPO and the side-by-side one, same seed (same initial weights), one whole-rollout minibatch (so the
+    minibatch order, which each draws from its own generator, does not matter) and three epochs."""
+    built = []
+    for cls in (PPO, SideBySidePPO):
+        env = make_vec_env(env_id, n_envs=4, seed=seed)
+        model = cls("MlpPolicy", env, n_steps=32, batch_size=128, n_epochs=3, seed=seed, **kwargs)
+        model.set_logger(configure(None, []))
+        built.append(model)
+    return built[0], built[1]  # type: ignore[return-value]
+
+
+def rollout(model: PPO) -> None:
+    """One rollout collected by SB3's own loop."""
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    class Nothing(BaseCallback):
+        def _on_step(self) -> bool:
+            return True
+
+    model._setup_learn(model.n_steps * model.n_envs, Nothing())
+    callback = Nothing()
+    callback.init_callback(model)
+    PPO.collect_rollouts(model, model.env, callback, model.rollout_buffer, model.n_steps)  # SB3's policy call
+    model._current_progress_remaining = 0.75
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_one_update_is_sb3s_update(case: str) -> None:
+    env_id, kwargs = CASES[case]
+    sb3, batched = models(env_id, kwargs)
+    for a, b in zip(sb3.policy.parameters(), batched.policy.parameters(), strict=True):
+        assert torch.equal(a, b)  # the same initial weights: SB3 builds both
+    rollout(sb3)
+    batched.rollout_buffer = copy.deepcopy(sb3.rollout_buffer)
+    batched._current_progress_remaining = sb3._current_progress_remaining
+    sb3.train()
+    batched.train()
+    for (name, a), b in zip(sb3.policy.named_parameters(), batched.policy.parameters(), strict=True):
+        assert torch.allclose(a, b, rtol=1e-4, atol=1e-6), name
+        assert not torch.equal(a, sb3.policy.optimizer.state[a]["exp_avg"] * 0), name  # it did train
+        state_a, state_b = sb3.policy.optimizer.state[a], batched.policy.optimizer.state[b]
+        assert float(state_a["step"]) == float(state_b["step"]), name
+        assert torch.allclose(state_a["exp_avg"], state_b["exp_avg"], rtol=1e-4, atol=1e-7), name
+        assert torch.allclose(state_a["exp_avg_sq"], state_b["exp_avg_sq"], rtol=1e-3, atol=1e-10), name
+    logged_a, logged_b = sb3.logger.name_to_value, batched.logger.name_to_value
+    assert set(logged_a) == set(logged_b)
+    for key, value in logged_a.items():
+        assert logged_b[key] == pytest.approx(value, rel=1e-3, abs=1e-6), key
+
+
+def test_target_kl_stops_each_seed_on_its_own() -> None:
+    """With a tiny ``target_kl`` SB3 stops after the first minibatch's KL check; so does the batched update."""
+    sb3, batched = models("CartPole-v1", {"target_kl": 1e-9, "learning_rate": 1e-2})
+    rollout(sb3)
+    batched.rollout_buffer = copy.deepcopy(sb3.rollout_buffer)
+    batched._current_progress_remaining = sb3._current_progress_remaining
+    sb3.train()
+    batched.train()
+    assert sb3._n_updates == batched._n_updates
+    for a, b in zip(sb3.policy.parameters(), batched.policy.parameters(), strict=True):
+        assert torch.allclose(a, b, rtol=1e-4, atol=1e-6)
+
+
+def seed_run(seed: int, steps: int) -> dict[str, np.ndarray]:
+    env = make_vec_env("CartPole-v1", n_envs=4, seed=seed)
+    model = SideBySidePPO("MlpPolicy", env, n_steps=64, batch_size=64, n_epochs=2, seed=seed)
+    model.learn(steps)
+    return {name: p.detach().numpy().copy() for name, p in model.policy.named_parameters()}
+
+
+def test_a_seed_side_by_side_trains_as_it_does_alone() -> None:
+    """Each seed has its own random streams and rows: seed 3 trained beside seed 4 ends where seed 3 alone does."""
+    alone = seed_run(3, 512)
+    trained: dict[int, dict[str, np.ndarray]] = {}
+
+    def job(seed: int) -> int:
+        trained[seed] = seed_run(seed, 512)
+        return 0
+
+    codes = Lockstep().run([lambda: job(3), lambda: job(4)], ended=lambda index, code: None)
+    assert codes == [0, 0]
+    for name, value in alone.items():
+        np.testing.assert_allclose(trained[3][name], value, rtol=1e-5, atol=1e-6, err_msg=name)
+        assert not np.allclose(trained[4][name], value), name
+
+
+def test_a_failed_seed_leaves_the_others_training() -> None:
+    """A seed whose env raises mid-rollout fails alone; the other ends as it would have."""
+    alone = seed_run(5, 512)
+    trained: dict[int, dict[str, np.ndarray]] = {}
+
+    def broken() -> int:
+        env = make_vec_env("CartPole-v1", n_envs=4, seed=6)
+        model = SideBySidePPO("MlpPolicy", env, n_steps=64, batch_size=64, n_epochs=2, seed=6)
+        env.step = None  # type: ignore[method-assign]  # its next step fails
+        try:
+            model.learn(512)
+        except TypeError:
+            return 1
+        return 0
+
+    def good() -> int:
+        trained[5] = seed_run(5, 512)
+        return 0
+
+    assert Lockstep().run([broken, good], ended=lambda index, code: None) == [1, 0]
+    for name, value in alone.items():
+        np.testing.assert_allclose(trained[5][name], value, rtol=1e-5, atol=1e-6, err_msg=name)
+
+
+def test_seed_stack_refuses_other_optimizers() -> None:
+    env = make_vec_env("CartPole-v1", n_envs=2, seed=0)
+    model = SideBySidePPO("MlpPolicy", env, policy_kwargs={"optimizer_class": torch.optim.SGD})
+    with pytest.raises(ValueError, match="Adam"):
+        SeedStack([model])
+
+
+def test_a_seed_whose_parameters_turn_nan_fails_alone() -> None:
+    """A seed whose update leaves non-finite parameters gets an error (its run fails); its neighbour's rows,
+    gradients and Adam state are its own: it ends as it does alone."""
+    alone = seed_run(7, 512)
+    trained: dict[int, dict[str, np.ndarray]] = {}
+    errors: list[str] = []
+
+    def diverging() -> int:
+        env = make_vec_env("CartPole-v1", n_envs=4, seed=8)
+        model = SideBySidePPO("MlpPolicy", env, n_steps=64, batch_size=64, n_epochs=2, seed=8)
+        with torch.no_grad():
+            model.policy.value_net.weight.fill_(float("nan"))
+        try:
+            model.learn(512)
+        except FloatingPointError as exc:
+            errors.append(str(exc))
+            return 1
+        return 0
+
+    def good() -> int:
+        trained[7] = seed_run(7, 512)
+        return 0
+
+    assert Lockstep().run([diverging, good], ended=lambda index, code: None) == [1, 0]
+    assert errors == ["non-finite policy parameters after the update at 256 timesteps"]
+    for name, value in alone.items():
+        np.testing.assert_allclose(trained[7][name], value, rtol=1e-5, atol=1e-6, err_msg=name)

@@ -157,19 +157,18 @@ class ParallelLauncher(HydraSetup):
         return [returns[num] for num in sorted(returns)]
 
     def groups(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> list[list[Job]]:
-        """The jobs, composed (not started), in groups that each run in one process: one job each, or for
-        ``seeds_per_process: K`` > 1, up to K jobs whose overrides differ only in ``seed`` (in job order)."""
-        assert self.config is not None and self.hydra_context is not None
+        """The jobs (not composed yet: :meth:`start` composes them) in groups that each run in one process: one
+        job each, or for ``seeds_per_process: K`` > 1, up to K jobs whose overrides differ only in ``seed`` (in job
+        order)."""
+        assert self.config is not None
+        default = int(self.config.get("seeds_per_process") or 1)  # the command's, when not swept
         groups: list[list[Job]] = []
         open_groups: dict[tuple[str, ...], list[Job]] = {}
         for num, overrides in enumerate(job_overrides, initial_job_idx):
-            config = self.hydra_context.config_loader.load_sweep_config(self.config, list(overrides))
-            with open_dict(config):
-                config.hydra.job.id = config.hydra.job.num = num
-            directory = Path(str(config.hydra.sweep.dir)) / str(config.hydra.sweep.subdir)
-            job = Job(0, num, list(overrides), config, directory)
-            per_process = int(config.get("seeds_per_process") or 1)
-            if per_process == 1:
+            job = Job(0, num, list(overrides), DictConfig({}), Path())
+            values = [o.split("=", 1)[1] for o in overrides if o.split("=", 1)[0].lstrip("+~") == "seeds_per_process"]
+            per_process = int(values[-1]) if values else default
+            if per_process <= 1:
                 groups.append([job])
                 continue
             key = tuple(o for o in overrides if o.split("=", 1)[0].lstrip("+~") != "seed")
@@ -181,10 +180,15 @@ class ParallelLauncher(HydraSetup):
         return groups
 
     def start(self, jobs: list[Job]) -> list[Job]:
-        """Fork the process of ``jobs`` (composed by :meth:`groups`), which runs each as Hydra's basic launcher
-        would: one job, or several seeds side by side (:func:`run_side_by_side`)."""
-        assert self.hydra_context is not None and self.task_function is not None
+        """Compose ``jobs``' configs and fork their process, which runs each as Hydra's basic launcher would: one
+        job, or several seeds side by side (:func:`run_side_by_side`)."""
+        assert self.config is not None and self.hydra_context is not None and self.task_function is not None
         context, task = self.hydra_context, self.task_function
+        for job in jobs:
+            job.config = context.config_loader.load_sweep_config(self.config, job.overrides)
+            with open_dict(job.config):
+                job.config.hydra.job.id = job.config.hydra.job.num = job.num
+            job.directory = Path(str(job.config.hydra.sweep.dir)) / str(job.config.hydra.sweep.subdir)
 
         def process() -> None:  # in the jobs' own process
             exit_on_signals()  # its own, not the sweep's handler: until training takes over, a signal ends it
@@ -202,7 +206,9 @@ class ParallelLauncher(HydraSetup):
         pid = fork(process)
         if len(jobs) > 1:
             log.info("jobs %s: seeds side by side in process %d", ", ".join(str(job.num) for job in jobs), pid)
-        return [Job(pid, job.num, job.overrides, job.config, job.directory) for job in jobs]
+        for job in jobs:
+            job.pid = pid
+        return jobs
 
 
 def run_side_by_side(context: HydraContext, task: TaskFunction, jobs: list[Job]) -> None:

@@ -22,7 +22,7 @@ def test_seeds_side_by_side_each_leave_a_complete_run(tmp_path):
         "--multirun",
         "seed=0,1,2",
         "seeds_per_process=2",
-        *tiny("ppo", 1024, checkpoints=512, logger="wandb", video=True),
+        *tiny("ppo", 1024, eval_every=512, episodes=2, checkpoints=512, logger="wandb", video=False),
         f"hydra.sweep.dir={sweep}",
         timeout=600,
     )
@@ -35,7 +35,7 @@ def test_seeds_side_by_side_each_leave_a_complete_run(tmp_path):
         run_dir = sweep / job
         summary = assert_consistent(run_dir, "completed", 1024)
         assert summary["seed"] == int(job)
-        assert (run_dir / "video.mp4").is_file() and (run_dir / "report.html").is_file()
+        assert (run_dir / "report.html").is_file()
         assert [p.name for p in (run_dir / "checkpoints").glob("*.zip")] == ["model_512_steps.zip"]
         model = PPO.load(run_dir / "model.zip", device="cpu")  # plain SB3
         assert type(model) is PPO and model.num_timesteps == 1024

@@ -175,15 +175,15 @@ def test_a_seed_whose_parameters_turn_nan_fails_alone() -> None:
 
 
 def final_returns(cls: type[PPO], seeds: list[int]) -> list[float]:
-    """CartPole, 16,384 steps: each seed's mean return over 10 fixed-seed deterministic episodes."""
+    """CartPole, 10,240 steps: each seed's mean return over 10 fixed-seed deterministic episodes."""
     from stable_baselines3.common.evaluation import evaluate_policy
 
     returns: list[float] = []
 
     def job(seed: int) -> int:
         env = make_vec_env("CartPole-v1", n_envs=8, seed=seed)
-        model = cls("MlpPolicy", env, n_steps=256, batch_size=64, n_epochs=4, seed=seed, learning_rate=1e-3)
-        model.learn(16_384)
+        model = cls("MlpPolicy", env, n_steps=128, batch_size=64, n_epochs=4, seed=seed, learning_rate=2e-3)
+        model.learn(10_240)
         eval_env = make_vec_env("CartPole-v1", n_envs=1, seed=1000 + seed)
         returns.append(float(evaluate_policy(model, eval_env, n_eval_episodes=10)[0]))
         return 0
@@ -206,5 +206,5 @@ def test_side_by_side_learns_cartpole_as_sb3_does() -> None:
         sb3, batched = final_returns(PPO, [0, 1, 2]), final_returns(SideBySidePPO, [0, 1, 2])
     finally:
         torch.set_num_threads(threads)
-    assert min(sb3) > 200 and min(batched) > 200, (sb3, batched)
-    assert abs(np.mean(batched) - np.mean(sb3)) < 100, (sb3, batched)
+    assert min(sb3) > 150 and min(batched) > 150, (sb3, batched)  # untrained: 9-60
+    assert abs(np.mean(batched) - np.mean(sb3)) < 120, (sb3, batched)

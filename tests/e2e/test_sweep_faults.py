@@ -98,3 +98,34 @@ def test_a_stopped_sweep_stops_its_running_jobs_with_a_checkpoint_and_is_continu
         assert [s["status"] for s in summaries] == ["completed"] * 3
         assert [bool(s["resumed_at"]) for s in summaries] == [job in running for job in ("0", "1", "2")]
         assert (sweep / "comparison" / "table.csv").is_file()
+
+
+@pytest.mark.slow
+def test_a_dead_joblib_worker_costs_no_job(tmp_path):
+    """``kill -9`` of a loky worker (the parent of a job's process, not the job): loky ends its pool and kills the
+    other workers' jobs; those resume from their checkpoints in a new pool, the dead worker's own job runs on, the
+    job not started yet runs, and the sweep ends with every job completed and its comparison."""
+    import psutil
+
+    sweep = tmp_path / "sweep"
+    budget = 12288
+    cmd = ["--multirun", "seed=0,1,2", *tiny("ppo", budget, n_steps=128, eval_every=1024, episodes=2, checkpoints=1024)]
+    cmd += ["video.enabled=false", "report=false", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2"]
+    proc = start_lander(*cmd, f"hydra.sweep.dir={sweep}")
+    deadline = time.monotonic() + 240
+    while not all(any((sweep / job / "checkpoints").glob("*.zip")) for job in ("0", "1")):  # both are training
+        assert time.monotonic() < deadline and proc.poll() is None, proc.stderr[-3000:]
+        time.sleep(0.05)
+    job = json.loads((sweep / "1" / ".lander.storage.lock").read_text())["pid"]
+    worker = psutil.Process(job).ppid()
+    assert worker != proc.pid and psutil.Process(worker).ppid() == proc.pid  # a loky worker of the sweep
+    os.kill(worker, signal.SIGKILL)
+    assert proc.wait(timeout=600) == 0, proc.stderr[-3000:]
+    summaries = {n: json.loads((sweep / n / "summary.json").read_text()) for n in ("0", "1", "2")}
+    assert {n: s["status"] for n, s in summaries.items()} == {"0": "completed", "1": "completed", "2": "completed"}
+    assert all(s["timesteps"] >= budget for s in summaries.values())
+    assert summaries["0"]["resumed_at"] and not summaries["1"]["resumed_at"]  # killed by loky; ran on
+    said = proc.stdout + proc.stderr
+    assert "a joblib worker died" in said and "job(s) 0, 2 run again in a new pool" in said, said[-3000:]
+    assert "Traceback" not in said, said[-3000:]
+    assert (sweep / "comparison" / "table.csv").is_file()

@@ -73,6 +73,31 @@ class Layout:
         return {name: row[start:end].view(shape) for name, (start, end, shape) in self.slices.items()}
 
 
+class NumpyTanh(torch.autograd.Function):
+    """``tanh`` of a contiguous CPU tensor by NumPy (SIMD, several times faster than torch's CPU kernel on the
+    ``[K, B, 64]`` activations here; they differ by at most one float32 ulp); torch's ``tanh_backward``."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        y = torch.from_numpy(np.tanh(x.detach().numpy()))
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+        (y,) = ctx.saved_tensors
+        return torch.ops.aten.tanh_backward(grad, y)
+
+
+class CpuTanh(nn.Module):
+    """``nn.Tanh`` computed by :class:`NumpyTanh` where it can be (a contiguous float32 tensor on the CPU)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.is_cuda or x.dtype != torch.float32 or not x.is_contiguous():
+            return torch.tanh(x)
+        return NumpyTanh.apply(x) if torch.is_grad_enabled() else torch.from_numpy(np.tanh(x.numpy()))
+
+
 def mlp_program(net: nn.Module, prefix: str) -> list[str | nn.Module]:
     """SB3's ``nn.Sequential`` of linear layers and elementwise activations as a list: a linear layer by its
     parameter prefix, an activation as its module."""
@@ -80,6 +105,8 @@ def mlp_program(net: nn.Module, prefix: str) -> list[str | nn.Module]:
     for index, module in enumerate(net.children() if isinstance(net, nn.Sequential) else [net]):
         if isinstance(module, nn.Linear):
             program.append(f"{prefix}.{index}" if isinstance(net, nn.Sequential) else prefix)
+        elif isinstance(module, nn.Tanh):
+            program.append(CpuTanh())
         elif isinstance(module, ELEMENTWISE):
             program.append(module)
         else:
@@ -88,7 +115,8 @@ def mlp_program(net: nn.Module, prefix: str) -> list[str | nn.Module]:
 
 
 class StackedPolicy:
-    """K copies of one SB3 ``ActorCriticPolicy`` (MLP) as a flat leaf tensor ``flat [K, P]``.
+    """K copies of one SB3 ``ActorCriticPolicy`` (MLP) as one tensor ``flat [K, P]``, whose parameters
+    (:attr:`params`, views of ``flat``) are the leaves that gradients are taken for.
 
     :param policies: the K policies, same architecture (their parameters are copied, not shared)
     """
@@ -101,7 +129,14 @@ class StackedPolicy:
         self.layout = Layout.of(first)
         self.k = len(policies)
         rows = [self.layout.flatten(dict(policy.named_parameters())) for policy in policies]
-        self.flat = torch.stack(rows).to(first.device).requires_grad_(True)
+        self.flat = torch.stack(rows).to(first.device)
+        self.grad = torch.empty_like(self.flat)  # reused: a new [K, P] each step would be a new mmap of the heap
+        # each parameter of all K a view of flat and a leaf of its own: its gradient comes whole from backward,
+        # not scattered into a zero [K, P] per parameter as the gradients of slices of one leaf would be
+        self.params = {
+            name: self.flat[:, start:end].view(self.k, *shape).requires_grad_(True)
+            for name, (start, end, shape) in self.layout.slices.items()
+        }
         self.pi = mlp_program(first.mlp_extractor.policy_net, "mlp_extractor.policy_net")
         self.vf = mlp_program(first.mlp_extractor.value_net, "mlp_extractor.value_net")
         self.discrete = isinstance(first.action_space, spaces.Discrete)
@@ -110,8 +145,22 @@ class StackedPolicy:
 
     def param(self, name: str) -> torch.Tensor:
         """``[K, *shape]``: parameter ``name`` of every copy (a view of :attr:`flat`)."""
-        start, end, shape = self.layout.slices[name]
-        return self.flat[:, start:end].view(self.k, *shape)
+        return self.params[name]
+
+    def gradient(self, objective: torch.Tensor) -> torch.Tensor:
+        """``[K, P]``: the gradient of ``objective`` (a scalar) in :attr:`flat`'s layout."""
+        grads = torch.autograd.grad(objective, list(self.params.values()), allow_unused=True)
+        parts = [torch.zeros_like(p).reshape(self.k, -1) if g is None else g.reshape(self.k, -1)
+                 for p, g in zip(self.params.values(), grads, strict=True)]  # fmt: skip
+        return torch.cat(parts, dim=1, out=self.grad)
+
+    def heads(self, obs: torch.Tensor, values: bool = True) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """``obs [K, B, D]`` -> (logits or means ``[K, B, A]``, values ``[K, B]`` or None if not ``values``)."""
+        features = obs.reshape(self.k, obs.shape[1], -1).float()
+        out = self._mlp(self._mlp(features, self.pi), ["action_net"])
+        if not values:
+            return out, None
+        return out, self._mlp(self._mlp(features, self.vf), ["value_net"]).squeeze(-1)
 
     def _mlp(self, x: torch.Tensor, program: list[str | nn.Module]) -> torch.Tensor:
         for step in program:
@@ -122,14 +171,6 @@ class StackedPolicy:
                 x = step(x)
         return x
 
-    def heads(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """``obs [K, B, D]`` -> (logits or means ``[K, B, A]``, values ``[K, B]``)."""
-        features = obs.reshape(self.k, obs.shape[1], -1).float()
-        latent_pi, latent_vf = self._mlp(features, self.pi), self._mlp(features, self.vf)
-        out = self._mlp(latent_pi, ["action_net"])
-        values = self._mlp(latent_vf, ["value_net"]).squeeze(-1)
-        return out, values
-
     def log_std(self) -> torch.Tensor:
         """``[K, 1, A]``: the state-independent log standard deviations (Box actions)."""
         return self.param("log_std").unsqueeze(1)
@@ -138,6 +179,7 @@ class StackedPolicy:
         """SB3's ``evaluate_actions`` for all K: ``obs [K, B, D]``, ``actions [K, B]`` (discrete) or
         ``[K, B, A]`` -> values, log-probabilities, entropies, each ``[K, B]``."""
         out, values = self.heads(obs)
+        assert values is not None
         if self.discrete:
             log_p = torch.log_softmax(out, dim=-1)
             log_prob = log_p.gather(-1, actions.long().unsqueeze(-1)).squeeze(-1)
@@ -153,6 +195,7 @@ class StackedPolicy:
         """One rollout step of all K, each sampling with its own generator: ``obs [K, N, D]`` -> actions
         (``[K, N]`` or ``[K, N, A]``), values ``[K, N]``, log-probabilities ``[K, N]``."""
         out, values = self.heads(obs)
+        assert values is not None
         n = obs.shape[1]
         if self.discrete:
             log_p = torch.log_softmax(out, dim=-1)
@@ -186,6 +229,7 @@ class StackedAdam:
         self.exp_avg = torch.zeros_like(flat, requires_grad=False)
         self.exp_avg_sq = torch.zeros_like(flat, requires_grad=False)
         self.steps = np.zeros(flat.shape[0], dtype=np.int64)
+        self.denom, self.update = torch.empty_like(flat), torch.empty_like(flat)  # reused each step
 
     @torch.no_grad()
     def step(self, grad: torch.Tensor, lr: np.ndarray, active: torch.Tensor | None) -> None:
@@ -198,17 +242,20 @@ class StackedAdam:
         steps = np.maximum(self.steps, 1)
         step_size = torch.as_tensor(lr / (1 - beta1**steps), dtype=grad.dtype, device=grad.device).unsqueeze(1)
         bias2_sqrt = torch.as_tensor(np.sqrt(1 - beta2**steps), dtype=grad.dtype, device=grad.device).unsqueeze(1)
+        if active is None:  # torch's Adam, in place
+            self.exp_avg.lerp_(grad, 1 - beta1)
+            self.exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+            torch.sqrt(self.exp_avg_sq, out=self.denom).div_(bias2_sqrt).add_(self.eps)
+            torch.div(self.exp_avg, self.denom, out=self.update).mul_(step_size)
+            self.flat.sub_(self.update)
+            return
         exp_avg = self.exp_avg.lerp(grad, 1 - beta1)
         exp_avg_sq = self.exp_avg_sq.mul(beta2).addcmul_(grad, grad, value=1 - beta2)
         update = exp_avg / (exp_avg_sq.sqrt() / bias2_sqrt).add_(self.eps) * step_size
-        if active is None:
-            self.exp_avg, self.exp_avg_sq = exp_avg, exp_avg_sq
-            self.flat.sub_(update)
-        else:
-            mask = active.unsqueeze(1)
-            self.exp_avg = torch.where(mask, exp_avg, self.exp_avg)
-            self.exp_avg_sq = torch.where(mask, exp_avg_sq, self.exp_avg_sq)
-            self.flat.sub_(torch.where(mask, update, torch.zeros_like(update)))
+        mask = active.unsqueeze(1)  # the rows not active keep their parameters and moments
+        self.exp_avg = torch.where(mask, exp_avg, self.exp_avg)
+        self.exp_avg_sq = torch.where(mask, exp_avg_sq, self.exp_avg_sq)
+        self.flat.sub_(torch.where(mask, update, torch.zeros_like(update)))
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -234,6 +281,31 @@ class SideBySidePPO(PPO):
         actions, values, log_prob = request(self, ("act", obs))
         return actions, values.unsqueeze(-1), log_prob
 
+    def predict(
+        self,
+        observation: Any,
+        state: tuple[np.ndarray, ...] | None = None,
+        episode_start: np.ndarray | None = None,
+        deterministic: bool = False,
+    ) -> tuple[np.ndarray, tuple[np.ndarray, ...] | None]:
+        """SB3's ``predict``; in a lockstep, deterministic actions for a batch of observations (the evaluations,
+        the video) are computed with the other seeds' (:meth:`SeedStack.predict`)."""
+        space = self.observation_space
+        if not (
+            deterministic
+            and in_lockstep()
+            and isinstance(observation, np.ndarray)
+            and space is not None
+            and observation.shape[1:] == space.shape
+        ):
+            return super().predict(observation, state, episode_start, deterministic)
+        self.policy.set_training_mode(False)
+        obs = torch.as_tensor(observation, dtype=torch.float32, device=self.device)
+        actions = request(self, ("predict", obs)).cpu().numpy().reshape((-1, *(self.action_space.shape or ())))
+        if isinstance(self.action_space, spaces.Box):
+            actions = np.clip(actions, self.action_space.low, self.action_space.high)
+        return actions, None
+
     def train(self) -> None:
         """SB3's ``PPO.train`` for this seed, computed with the other seeds (:meth:`SeedStack.train`); the same
         ``train/`` records."""
@@ -255,11 +327,16 @@ def cpu_time() -> float:
     return lockstep.cpu_seconds(getcurrent()) if isinstance(lockstep, Lockstep) else time.process_time()
 
 
+def in_lockstep() -> bool:
+    """Whether this code runs in a job of a :class:`Lockstep` (not alone, not in the lockstep's own work)."""
+    return isinstance(getattr(getcurrent(), "lockstep", None), Lockstep) and getcurrent().parent is not None
+
+
 def request(model: SideBySidePPO, work: tuple[str, Any]) -> Any:
     """Hand ``work`` for ``model`` to the process's :class:`Lockstep` and wait for this seed's part of the result;
     without one (a run alone), do it here."""
     hub = getcurrent().parent
-    if isinstance(getattr(getcurrent(), "lockstep", None), Lockstep) and hub is not None:
+    if in_lockstep() and hub is not None:
         result = hub.switch((model, work))
     else:
         alone = model.__dict__.get("_alone")
@@ -300,13 +377,16 @@ class SeedStack:
         self.orders = [np.random.default_rng(start) for start in starts]
 
     def do(self, work: dict[int, tuple[str, Any]]) -> dict[int, Any]:
-        """The waiting seeds' work (row -> ``("act", obs)`` or ``("train", None)``), batched by kind: row -> its
-        result, or the exception to raise in that seed."""
+        """The waiting seeds' work (row -> ``("act", obs)``, ``("predict", obs)`` or ``("train", None)``), batched
+        by kind: row -> its result, or the exception to raise in that seed."""
         results: dict[int, Any] = {}
         acting = {row: obs for row, (kind, obs) in work.items() if kind == "act"}
+        predicting = {row: obs for row, (kind, obs) in work.items() if kind == "predict"}
         training = [row for row, (kind, _) in work.items() if kind == "train"]
         if acting:
             results.update(self.act(acting))
+        if predicting:
+            results.update(self.predict(predicting))
         if training:
             results.update(self.train(training))
         return results
@@ -319,6 +399,18 @@ class SeedStack:
             batch[row] = rows_obs
         actions, values, log_prob = self.policy.act(batch, self.generators)
         return {row: (actions[row], values[row], log_prob[row]) for row in obs}
+
+    @torch.no_grad()
+    def predict(self, obs: dict[int, torch.Tensor]) -> dict[int, torch.Tensor]:
+        """Deterministic actions (SB3's: the most likely action, or the mean) of the seeds in ``obs`` (row ->
+        ``[N_row, D]``, each its own N: padded with zeros, as the other rows)."""
+        first, n = next(iter(obs.values())), max(rows_obs.shape[0] for rows_obs in obs.values())
+        batch = torch.zeros((self.policy.k, n, *first.shape[1:]), dtype=torch.float32, device=first.device)
+        for row, rows_obs in obs.items():
+            batch[row, : rows_obs.shape[0]] = rows_obs
+        out, _ = self.policy.heads(batch, values=False)
+        actions = out.argmax(-1) if self.policy.discrete else out
+        return {row: actions[row, : rows_obs.shape[0]] for row, rows_obs in obs.items()}
 
     def train(self, rows: list[int]) -> dict[int, Any]:
         """SB3's ``PPO.train`` for the seeds ``rows`` at once; the others' parameters and Adam state untouched."""
@@ -354,13 +446,10 @@ class SeedStack:
             shuffled = {key: value[torch.arange(k).unsqueeze(1), order] for key, value in data.items()}
             for start in range(0, size, first.batch_size):
                 batch = {key: value[:, start : start + first.batch_size] for key, value in shuffled.items()}
-                loss, stepping = self.minibatch(batch, first, clip, clip_vf, training, stats)
-                grad = self.policy.flat.grad
-                assert grad is not None
+                loss, stepping, grad = self.minibatch(batch, first, clip, clip_vf, training, stats)
                 norms = grad.norm(dim=1)  # each seed's clip_grad_norm_
                 grad.mul_(torch.clamp(first.max_grad_norm / (norms + 1e-6), max=1.0).unsqueeze(1))
                 self.adam.step(grad, lr, None if everyone else stepping)
-                self.policy.flat.grad = None
                 training = stepping
             if not bool(training.any()):
                 break
@@ -374,11 +463,11 @@ class SeedStack:
         clip_vf: torch.Tensor,
         training: torch.Tensor,
         stats: Statistics,
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """One minibatch ``[K, B, ...]`` of every seed: the losses' gradients in ``flat.grad``.
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """One minibatch ``[K, B, ...]`` of every seed.
 
-        :return: each seed's loss ``[K]``, and which seeds take this step ``[K]`` (those
-            training, less those whose KL passed ``1.5 * target_kl`` now, as SB3 breaks before the step)
+        :return: each seed's loss ``[K]``, which seeds take this step ``[K]`` (those training, less those whose
+            KL passed ``1.5 * target_kl`` now, as SB3 breaks before the step), and the gradient ``[K, P]``
         """
         values, log_prob, entropy = self.policy.evaluate(batch["observations"], batch["actions"])
         advantages = batch["advantages"]
@@ -399,9 +488,9 @@ class SeedStack:
         stepping = training
         if first.target_kl is not None:
             stepping = training & ~(kl > 1.5 * first.target_kl)
-        stats.add(training, policy_loss, value_loss, entropy_loss, clipped, kl, loss)
-        torch.where(stepping, loss, torch.zeros_like(loss)).sum().backward()
-        return loss.detach(), stepping
+        stats.add(training, policy_loss, value_loss, entropy_loss, clipped, kl)
+        grad = self.policy.gradient(torch.where(stepping, loss, torch.zeros_like(loss)).sum())
+        return loss.detach(), stepping, grad
 
     def rollouts(self, rows: list[int]) -> dict[str, torch.Tensor]:
         """The seeds' rollout buffers as SB3's ``RolloutBuffer.get`` flattens them, stacked: ``[K, T, ...]``
@@ -472,25 +561,26 @@ class Statistics:
     (``approx_kl``: over its last epoch's), kept as tensors until the end (no sync per minibatch)."""
 
     def __init__(self, k: int) -> None:
-        self.sums = torch.zeros(5, k, dtype=torch.float64)  # policy, value, entropy losses, clip fraction, count
-        self.kl = torch.zeros(2, k, dtype=torch.float64)  # the epoch's sum and count
+        self.sums = torch.zeros(5, k)  # policy, value, entropy losses, clip fraction, approx_kl (this epoch's)
+        self.counts = torch.zeros(2, k)  # minibatches trained on: all, this epoch's
         self.epochs = torch.zeros(k, dtype=torch.int64)
 
     def start_epoch(self, training: torch.Tensor) -> None:
-        self.kl[:, training] = 0
+        self.sums[4, training] = 0
+        self.counts[1, training] = 0
         self.epochs += training.long()
 
     def add(self, training: torch.Tensor, *values: torch.Tensor) -> None:
-        policy, value, entropy, clipped, kl, _ = (v.detach().double() for v in values)
-        weight = training.double()
-        self.sums += torch.stack([policy, value, entropy, clipped, torch.ones_like(policy)]) * weight
-        self.kl += torch.stack([kl, torch.ones_like(kl)]) * weight
+        """``values``: the minibatch's policy, value and entropy losses, clip fraction and KL, each ``[K]``."""
+        weight = training.float()
+        self.sums.add_(torch.stack(values).detach() * weight)
+        self.counts.add_(weight)
 
     def means(self, row: int) -> dict[str, float]:
-        count = float(self.sums[4, row])
+        count = float(self.counts[0, row])
         names = ("policy_gradient_loss", "value_loss", "entropy_loss", "clip_fraction")
         record = {name: float(self.sums[i, row]) / count for i, name in enumerate(names)}
-        record["approx_kl"] = float(self.kl[0, row]) / max(float(self.kl[1, row]), 1.0)
+        record["approx_kl"] = float(self.sums[4, row]) / max(float(self.counts[1, row]), 1.0)
         return record
 
 
@@ -583,15 +673,18 @@ class Lockstep:
         return None
 
     def do(self, waiting: dict[int, tuple[SideBySidePPO, tuple[str, Any]]]) -> dict[int, Any]:
-        """The waiting jobs' work, batched: job index -> result."""
+        """The waiting jobs' work, batched: job index -> result, for the jobs whose work was done (the others
+        wait on)."""
         if self.stack is None:  # the first work: every job still running waits now, with its model
             order = sorted(waiting)
             self.rows = {index: row for row, index in enumerate(order)}
             self.stack = SeedStack([waiting[index][0] for index in order])
             log.info("training %d seeds side by side in process", len(order))
-        by_row = {self.rows[index]: work for index, (_, work) in waiting.items()}
-        results = self.stack.do(by_row)
-        return {index: results[self.rows[index]] for index in waiting}
+        # an update waits until every job waits for one, so that each update is every seed's at once: a seed that
+        # evaluates, or finished its evaluation first, may be a rollout step ahead of or behind the others
+        serving = {index: each for index, each in waiting.items() if each[1][0] != "train"} or waiting
+        results = self.stack.do({self.rows[index]: work for index, (_, work) in serving.items()})
+        return {index: results[self.rows[index]] for index in serving}
 
     def _trace(self, event: str, args: tuple[greenlet, greenlet]) -> None:
         """Each greenlet keeps its own torch grad mode (thread state: SB3's ``no_grad`` blocks of one seed must not

@@ -13,7 +13,7 @@ from stable_baselines3 import PPO
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.logger import configure
 
-from lander.algorithms.side_by_side import Lockstep, SeedStack, SideBySidePPO
+from lander.algorithms.side_by_side import Lockstep, SeedStack, SideBySidePPO, in_lockstep
 
 CASES = {
     "discrete": ("CartPole-v1", {}),
@@ -112,6 +112,29 @@ def test_a_seed_side_by_side_trains_as_it_does_alone() -> None:
     for name, value in alone.items():
         np.testing.assert_allclose(trained[3][name], value, rtol=1e-5, atol=1e-6, err_msg=name)
         assert not np.allclose(trained[4][name], value), name
+
+
+@pytest.mark.parametrize("case", ["discrete", "continuous"])
+def test_deterministic_actions_side_by_side_are_sb3s(case: str) -> None:
+    """The evaluations' and the video's ``predict`` (deterministic) is computed for the seeds together in a
+    lockstep: each seed gets the actions SB3's own ``predict`` gives for its parameters, whatever the other seeds'
+    batch sizes."""
+    env_id, kwargs = CASES[case]
+    got: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+
+    def job(seed: int, n: int) -> int:
+        model = SideBySidePPO("MlpPolicy", make_vec_env(env_id, n_envs=2, seed=seed), n_steps=32, batch_size=32,
+                              n_epochs=1, seed=seed, **kwargs)  # fmt: skip
+        model.learn(128)  # parameters moved by the batched updates
+        assert in_lockstep()  # so predict below is the batched one
+        obs = np.random.default_rng(seed).normal(size=(n, *model.observation_space.shape)).astype(np.float32)
+        got[seed] = (model.predict(obs, deterministic=True)[0], PPO.predict(model, obs, deterministic=True)[0])
+        return 0
+
+    assert Lockstep().run([lambda: job(0, 3), lambda: job(1, 7)], ended=lambda index, code: None) == [0, 0]
+    for batched, sb3 in got.values():
+        assert batched.shape == sb3.shape
+        np.testing.assert_allclose(batched, sb3, rtol=1e-5, atol=1e-6)
 
 
 def test_a_failed_seed_leaves_the_others_training() -> None:

@@ -102,6 +102,7 @@ def test_every_preset_composes(preset, algo, env):
     assert cfg.env.normalize.enabled == preset.endswith("_normalized")  # the course's trainer does not normalize
 
 
+@pytest.mark.slow  # kept out of the default suite for its time (docs/development.md)
 def test_same_seed_same_record_other_seed_different(tmp_path):
     def record(name: str, seed: int):
         run_dir = tmp_path / name
@@ -124,6 +125,7 @@ def test_same_seed_same_record_other_seed_different(tmp_path):
     assert not train_a.equals(train_c) and any(not (weights_a[k] == weights_c[k]).all() for k in weights_a)
 
 
+@pytest.mark.slow  # kept out of the default suite for its time (docs/development.md)
 def test_interrupted_q_learning_run_resumes_to_the_budget(tmp_path):
     import signal
     import time

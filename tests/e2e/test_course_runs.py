@@ -35,8 +35,12 @@ SUPPORTED = {
     ],
     "q_learning": ["frozen_lake", "blackjack"],
 }
-# mac_adv is mac with advantage=true: on the envs mac covers, its tiny runs are in the slow set to keep the suite short
+# to keep the suite short, the default runs each course algorithm on one or more envs and every course env but
+# lunar_lander_continuous (SAC's and TD3's tiny runs use it) with one or more algorithms; the other pairs are in
+# the slow set (mac_adv is mac with advantage=true)
 SLOW_PAIRS = {("mac_adv", "cartpole"), ("mac_adv", "frozen_lake"), ("mac_adv", "blackjack"), ("mac_adv", "pong")}
+SLOW_PAIRS |= {("reinforce", "pong"), ("reinforce", "blackjack"), ("reinforce", "lunar_lander"), ("mac", "cartpole")}
+SLOW_PAIRS |= {("reinforce", "frozen_lake"), ("mac", "blackjack"), ("reinforce", "lunar_lander_continuous")}
 PAIRS = [
     pytest.param(algo, env, id=f"{algo}-{env}", marks=[pytest.mark.slow] if (algo, env) in SLOW_PAIRS else [])
     for algo, envs in SUPPORTED.items()

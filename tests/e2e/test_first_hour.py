@@ -79,6 +79,7 @@ def test_ctrl_c_prints_one_block_keeps_a_curve_and_the_checkpoint_can_be_evaluat
     assert read_json(record)["model"].startswith("checkpoints/model_")
 
 
+@pytest.mark.slow  # kept out of the default suite for its time (docs/development.md)
 def test_a_finished_run_is_trained_further_in_the_same_wandb_run(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
     first = run_lander(run_dir, *TINY, "total_timesteps=1024", "logger=wandb")

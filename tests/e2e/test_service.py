@@ -195,6 +195,7 @@ def test_a_chosen_token_is_required_on_every_request(tmp_path):
         assert httpx.get(f"{svc.url}/", params={"token": "secret"}).status_code == 303  # sets the cookie
 
 
+@pytest.mark.slow  # kept out of the default suite for its time (docs/development.md)
 def test_a_restarted_service_still_knows_what_it_launched(tmp_path):
     with service(tmp_path, keep=True) as svc:
         started = svc.post("/api/runs", json={"overrides": LONG}).json()

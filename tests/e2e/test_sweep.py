@@ -175,6 +175,7 @@ def test_ray_sweep_matches_the_serial_one_and_is_resumed(serial_sweep, tmp_path)
     assert models == {i: (tmp_path / "ray" / str(i) / "model.zip").stat().st_mtime_ns for i in range(2)}
 
 
+@pytest.mark.slow  # kept out of the default suite for its time (docs/development.md)
 def test_optuna_search_stores_a_resumable_study(tmp_path):
     import optuna
 

@@ -353,6 +353,10 @@ def sort_after_broken_pool(jobs: list[Job]) -> tuple[list[Job], list[Job], list[
     """The jobs of a pool that broke: (ended: completed, failed or stopped before, each as it ended; running on:
     a dead worker's job in its own process, holding its lock; to run again: killed with their worker, recorded so
     (a re-run resumes them from their checkpoints), and those that never started)."""
+    # loky fails the pool's tasks before it kills the other workers: wait until their jobs are gone
+    deadline = time.monotonic() + 60
+    while any(in_pool(job) for job in jobs) and time.monotonic() < deadline:
+        time.sleep(0.1)
     ended, running, again = [], [], []
     for job in jobs:
         paths = RunPaths(job.directory)
@@ -371,6 +375,20 @@ def sort_after_broken_pool(jobs: list[Job]) -> tuple[list[Job], list[Job], list[
         else:
             ended.append(job)
     return ended, running, again
+
+
+def in_pool(job: Job) -> bool:
+    """Whether ``job`` runs in a process whose parent is a loky worker of this process (one that loky ends with a
+    broken pool; the dead worker's own job, whose parent is gone, does not)."""
+    import psutil
+
+    lock = RunLock(job.directory)
+    owner = lock.owner() if lock.busy() else None
+    try:
+        parent = psutil.Process(int(owner["pid"])).parent() if owner else None
+        return parent is not None and parent.ppid() == os.getpid()
+    except (psutil.Error, KeyError, TypeError, ValueError):
+        return False
 
 
 class SubmititLocalLauncher(HydraSubmititLocalLauncher):

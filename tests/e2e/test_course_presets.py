@@ -46,6 +46,7 @@ def test_qcritic_preset_names_runs_like_the_assignment_and_pools_eval_episodes(t
     assert curve["mean"].iloc[-1] == pytest.approx(episodes["return"].iloc[-3:].mean())
 
 
+@pytest.mark.slow  # kept out of the default suite for its time (docs/development.md)
 def test_q_learning_alpha_preset_states_the_best_alpha_per_env(tmp_path):
     sweep_dir = tmp_path / "alpha"
     proc = sweep(

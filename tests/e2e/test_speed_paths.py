@@ -13,7 +13,9 @@ from helpers import assert_same_results, tiny_run
 from lander.training.speed import fast_paths, optimizers, use_foreach
 
 
-@pytest.mark.parametrize("algo", ["ppo", pytest.param("a2c", marks=pytest.mark.slow), "sac"])  # a2c: ppo's paths
+@pytest.mark.parametrize(
+    "algo", ["ppo", pytest.param("a2c", marks=pytest.mark.slow), pytest.param("sac", marks=pytest.mark.slow)]
+)  # the default suite: ppo (Adam with foreach, the distribution checks); a2c (RMSprop), sac (3 Adams) with -m slow
 def test_fast_paths_change_no_result(tmp_path, algo):
     on, off = tmp_path / "on", tmp_path / "off"
     short = ["total_timesteps=400"] if algo == "sac" else []  # 200 updates of SAC's three optimizers

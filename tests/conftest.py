@@ -22,22 +22,23 @@ def algo_run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
 # workers take whole files in this order, so the short files fill the end of both instead of one long file running
 # alone at the end. A file not listed runs after these, in collection order.
 LONGEST_FIRST = [
-    "test_service.py",
     "test_sweep.py",
+    "test_service.py",
     "test_faults.py",
-    "test_course_runs.py",
     "test_service_security.py",
     "test_artifacts.py",
-    "test_course_presets.py",
     "test_doc_commands.py",
-    "test_training_loop.py",
     "test_hostile_input.py",
-    "test_sweep_faults.py",
+    "test_training_loop.py",
+    "test_course_runs.py",
     "test_resume.py",
     "test_config.py",
-    "test_first_hour.py",
-    "test_speed_paths.py",
+    "test_sweep_faults.py",
+    "test_course_presets.py",
     "test_sweep_rerun.py",
+    "test_side_by_side.py",
+    "test_side_by_side_sweep.py",
+    "test_first_hour.py",
 ]
 
 

@@ -11,6 +11,8 @@ import shlex
 import signal
 import time
 
+import pytest
+
 from helpers import lander, start_lander, tiny
 from helpers.consistency import assert_consistent
 from helpers.wandb_reader import read_runs
@@ -59,6 +61,7 @@ def wait_for_status(sweep, status, proc) -> None:
         time.sleep(0.05)
 
 
+@pytest.mark.slow  # kept out of the default suite for its time (docs/development.md)
 def test_pause_and_ctrl_c_reach_every_seed_of_the_process_and_the_printed_command_resumes_them(tmp_path):
     sweep = tmp_path / "sweep"
     cmd = ["--multirun", "seed=0,1", "seeds_per_process=2"]

@@ -237,7 +237,8 @@ SWEEP_PLOTS = [
 ]
 
 
-@pytest.mark.parametrize("job", ["0", "2"])  # PPO and A2C; every algorithm's report: tests/test_artifacts.py
+# PPO by default, A2C with -m slow; every algorithm's report: tests/e2e/test_artifacts.py
+@pytest.mark.parametrize("job", ["0", pytest.param("2", marks=pytest.mark.slow)])
 def test_run_report_opens_offline_and_interactive(serial_sweep, job, tmp_path):
     run_dir = serial_sweep / job
     algo = read_json(run_dir / "summary.json")["algo"]

@@ -242,20 +242,18 @@ class StackedAdam:
         steps = np.maximum(self.steps, 1)
         step_size = torch.as_tensor(lr / (1 - beta1**steps), dtype=grad.dtype, device=grad.device).unsqueeze(1)
         bias2_sqrt = torch.as_tensor(np.sqrt(1 - beta2**steps), dtype=grad.dtype, device=grad.device).unsqueeze(1)
-        if active is None:  # torch's Adam, in place
-            self.exp_avg.lerp_(grad, 1 - beta1)
-            self.exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
-            torch.sqrt(self.exp_avg_sq, out=self.denom).div_(bias2_sqrt).add_(self.eps)
-            torch.div(self.exp_avg, self.denom, out=self.update).mul_(step_size)
-            self.flat.sub_(self.update)
-            return
-        exp_avg = self.exp_avg.lerp(grad, 1 - beta1)
-        exp_avg_sq = self.exp_avg_sq.mul(beta2).addcmul_(grad, grad, value=1 - beta2)
-        update = exp_avg / (exp_avg_sq.sqrt() / bias2_sqrt).add_(self.eps) * step_size
-        mask = active.unsqueeze(1)  # the rows not active keep their parameters and moments
-        self.exp_avg = torch.where(mask, exp_avg, self.exp_avg)
-        self.exp_avg_sq = torch.where(mask, exp_avg_sq, self.exp_avg_sq)
-        self.flat.sub_(torch.where(mask, update, torch.zeros_like(update)))
+        mask = None if active is None else active.unsqueeze(1)
+        kept = None if mask is None else (self.exp_avg.clone(), self.exp_avg_sq.clone())
+        # torch's Adam, in place
+        self.exp_avg.lerp_(grad, 1 - beta1)
+        self.exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+        torch.sqrt(self.exp_avg_sq, out=self.denom).div_(bias2_sqrt).add_(self.eps)
+        torch.div(self.exp_avg, self.denom, out=self.update).mul_(step_size)
+        if mask is not None and kept is not None:  # the rows not active keep their parameters and moments
+            self.exp_avg.copy_(torch.where(mask, self.exp_avg, kept[0]))
+            self.exp_avg_sq.copy_(torch.where(mask, self.exp_avg_sq, kept[1]))
+            self.update.masked_fill_(~mask, 0.0)
+        self.flat.sub_(self.update)
 
 
 # ---------------------------------------------------------------------------------------------------------------

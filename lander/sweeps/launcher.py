@@ -187,10 +187,7 @@ class ParallelLauncher(HydraSetup):
         assert self.config is not None and self.hydra_context is not None and self.task_function is not None
         context, task = self.hydra_context, self.task_function
         for job in jobs:
-            job.config = context.config_loader.load_sweep_config(self.config, job.overrides)
-            with open_dict(job.config):
-                job.config.hydra.job.id = job.config.hydra.job.num = job.num
-            job.directory = Path(str(job.config.hydra.sweep.dir)) / str(job.config.hydra.sweep.subdir)
+            job.config, job.directory = compose(context, self.config, job.num, job.overrides, job.num)
 
         def process() -> None:  # in the jobs' own process
             exit_on_signals()  # its own, not the sweep's handler: until training takes over, a signal ends it
@@ -211,6 +208,17 @@ class ParallelLauncher(HydraSetup):
         for job in jobs:
             job.pid = pid
         return jobs
+
+
+def compose(
+    context: HydraContext, config: DictConfig, num: int, overrides: list[str], job_id: str | int
+) -> tuple[DictConfig, Path]:
+    """Job ``num``'s config (``hydra.job.num`` and ``id`` set, as its launcher sets them) and its directory."""
+    composed = context.config_loader.load_sweep_config(config, overrides)
+    with open_dict(composed):
+        composed.hydra.job.num = num
+        composed.hydra.job.id = job_id
+    return composed, Path(str(composed.hydra.sweep.dir)) / str(composed.hydra.sweep.subdir)
 
 
 def run_side_by_side(context: HydraContext, task: TaskFunction, jobs: list[Job]) -> None:
@@ -335,15 +343,11 @@ class JoblibLauncher(HydraJoblibLauncher):
     def jobs(self, todo: dict[int, list[str]]) -> list[Job]:
         """The jobs of ``todo`` (number -> overrides), composed as Hydra's ``execute_job`` composes them."""
         assert self.config is not None and self.hydra_context is not None
-        jobs = []
-        for num, overrides in todo.items():
-            config = self.hydra_context.config_loader.load_sweep_config(self.config, overrides)
-            with open_dict(config):
-                config.hydra.job.num = num
-                config.hydra.job.id = f"{config.hydra.job.name}_{num}"
-            directory = Path(str(config.hydra.sweep.dir)) / str(config.hydra.sweep.subdir)
-            jobs.append(Job(0, num, overrides, config, directory))
-        return jobs
+        context, config = self.hydra_context, self.config
+        return [
+            Job(0, num, overrides, *compose(context, config, num, overrides, f"{config.hydra.job.name}_{num}"))
+            for num, overrides in todo.items()
+        ]
 
 
 POOL_RESTARTS = 3  # new joblib pools a sweep starts after a worker died, before its remaining jobs are left failed

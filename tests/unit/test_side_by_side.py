@@ -91,9 +91,14 @@ def test_target_kl_stops_each_seed_on_its_own() -> None:
         assert torch.allclose(a, b, rtol=1e-4, atol=1e-6)
 
 
-def seed_run(seed: int, steps: int) -> dict[str, np.ndarray]:
+def cartpole(seed: int) -> SideBySidePPO:
+    """A small side-by-side PPO on CartPole (4 envs, 64 steps each a rollout)."""
     env = make_vec_env("CartPole-v1", n_envs=4, seed=seed)
-    model = SideBySidePPO("MlpPolicy", env, n_steps=64, batch_size=64, n_epochs=2, seed=seed)
+    return SideBySidePPO("MlpPolicy", env, n_steps=64, batch_size=64, n_epochs=2, seed=seed)
+
+
+def seed_run(seed: int, steps: int) -> dict[str, np.ndarray]:
+    model = cartpole(seed)
     model.learn(steps)
     return {name: p.detach().numpy().copy() for name, p in model.policy.named_parameters()}
 
@@ -143,9 +148,8 @@ def test_a_failed_seed_leaves_the_others_training() -> None:
     trained: dict[int, dict[str, np.ndarray]] = {}
 
     def broken() -> int:
-        env = make_vec_env("CartPole-v1", n_envs=4, seed=6)
-        model = SideBySidePPO("MlpPolicy", env, n_steps=64, batch_size=64, n_epochs=2, seed=6)
-        env.step = None  # type: ignore[method-assign]  # its next step fails
+        model = cartpole(6)
+        model.env.step = None  # type: ignore[method-assign,union-attr]  # its next step fails
         try:
             model.learn(512)
         except TypeError:
@@ -176,8 +180,7 @@ def test_a_seed_whose_parameters_turn_nan_fails_alone() -> None:
     errors: list[str] = []
 
     def diverging() -> int:
-        env = make_vec_env("CartPole-v1", n_envs=4, seed=8)
-        model = SideBySidePPO("MlpPolicy", env, n_steps=64, batch_size=64, n_epochs=2, seed=8)
+        model = cartpole(8)
         with torch.no_grad():
             model.policy.value_net.weight.fill_(float("nan"))
         try:

@@ -2,10 +2,10 @@
 PPO experiment (LunarLander-v3, 1M steps, all lander defaults: W&B offline, evaluations, checkpoints, video, report).
 
     python benchmarks/side_by_side.py [--seeds 10] [--per-process 5] [--steps 1000000] [--zoo-seeds 5]
-        [--zoo-python .zoo/bin/python] [--out benchmark-side-by-side]
+        [--zoo-python .zoo/bin/python] [--out benchmark-side-by-side] [--arms one side zoo]
 
-Arms, one after the other on this machine (nothing else running), each a whole experiment that ends with its
-comparison:
+Arms, one after the other on this machine (nothing else running) in the order ``--arms`` gives, each a whole
+experiment that ends with its comparison:
 
 1. ``one per process``: ``python -m lander.run --multirun seed=0..N-1 hydra/launcher=joblib
    hydra.launcher.n_jobs=2``: today's way, two runs at a time;
@@ -112,25 +112,26 @@ def main() -> None:
     parser.add_argument("--zoo-python", default=str(REPO / ".zoo" / "bin" / "python"))
     parser.add_argument("--margin", type=float, default=20.0)
     parser.add_argument("--out", default=str(REPO / "benchmark-side-by-side"))
-    parser.add_argument("--arms", nargs="+", default=["one", "side", "zoo"])
+    parser.add_argument("--arms", nargs="+", default=["one", "side", "zoo"], choices=["one", "side", "zoo"])
     args = parser.parse_args()
     out = Path(args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     results = {}
-    if "one" in args.arms:
-        wall, cpu = lander_arm(out / "one", args.seeds, args.steps, ["hydra/launcher=joblib"])
-        results["one per process"] = (wall, cpu, peak_rss(out / "one"), args.seeds)
-        print(f"one per process: {wall:.0f} s wall, {cpu / args.seeds:.1f} CPU s per seed", flush=True)
-    if "side" in args.arms:
-        wall, cpu = lander_arm(out / "side", args.seeds, args.steps, [f"seeds_per_process={args.per_process}"])
-        results["side by side"] = (wall, cpu, peak_rss(out / "side"), args.seeds)
-        print(f"side by side: {wall:.0f} s wall, {cpu / args.seeds:.1f} CPU s per seed", flush=True)
-    if "zoo" in args.arms and Path(args.zoo_python).exists():
-        commands = [[args.zoo_python, "-m", "rl_zoo3.train", "--algo", "ppo", "--env", "LunarLander-v3", "--seed",
-                     str(s), "-f", str(out / "zoo")] for s in range(args.zoo_seeds)]  # fmt: skip
-        wall, cpu = timed(commands, 2, out)
-        results["rl-zoo3"] = (wall, cpu, float("nan"), args.zoo_seeds)
-        print(f"rl-zoo3: {wall:.0f} s wall, {cpu / args.zoo_seeds:.1f} CPU s per seed", flush=True)
+    for arm in args.arms:  # in the order given: "side one" measures the drift of the VM's speed the other way
+        if arm == "one":
+            wall, cpu = lander_arm(out / "one", args.seeds, args.steps, ["hydra/launcher=joblib"])
+            results["one per process"] = (wall, cpu, peak_rss(out / "one"), args.seeds)
+            print(f"one per process: {wall:.0f} s wall, {cpu / args.seeds:.1f} CPU s per seed", flush=True)
+        elif arm == "side":
+            wall, cpu = lander_arm(out / "side", args.seeds, args.steps, [f"seeds_per_process={args.per_process}"])
+            results["side by side"] = (wall, cpu, peak_rss(out / "side"), args.seeds)
+            print(f"side by side: {wall:.0f} s wall, {cpu / args.seeds:.1f} CPU s per seed", flush=True)
+        elif arm == "zoo" and Path(args.zoo_python).exists():
+            commands = [[args.zoo_python, "-m", "rl_zoo3.train", "--algo", "ppo", "--env", "LunarLander-v3", "--seed",
+                         str(s), "-f", str(out / "zoo")] for s in range(args.zoo_seeds)]  # fmt: skip
+            wall, cpu = timed(commands, 2, out)
+            results["rl-zoo3"] = (wall, cpu, float("nan"), args.zoo_seeds)
+            print(f"rl-zoo3: {wall:.0f} s wall, {cpu / args.zoo_seeds:.1f} CPU s per seed", flush=True)
 
     report(results, out, args.margin)
 
@@ -163,7 +164,8 @@ def report(results: dict[str, tuple[float, float, float, int]], out: Path, margi
         ca, cb = curves(out / "one"), curves(out / "side")
         print("\nlearning curves, mean over seeds of each evaluation:\n| timesteps | one per process | side by side |")
         print("|---|---|---|")
-        for step in [*list(ca)[:: max(1, len(ca) // 10)], list(ca)[-1]]:
+        shown = list(ca)[:: max(1, len(ca) // 10)]
+        for step in shown if shown[-1] == list(ca)[-1] else [*shown, list(ca)[-1]]:
             print(f"| {step:,} | {np.mean(ca[step]):.1f} | {np.mean(cb.get(step, [np.nan])):.1f} |")
 
 

@@ -4,9 +4,9 @@ Each seed is a whole SB3 ``PPO`` of its own (:class:`SideBySidePPO`): its own en
 logger, evaluations, checkpoints, ``model.zip`` (plain SB3, loadable by ``stable_baselines3.PPO.load``). What the
 seeds share is the arithmetic of their networks: SB3 spends most of a small MLP's CPU on the overhead of one torch
 call per layer per minibatch, so here the K networks are one flat parameter tensor ``[K, P]`` and each layer of
-all K is one ``torch.baddbmm`` (:class:`StackedPolicy`), one Adam (:class:`StackedAdam`) updates all K (Adam is
-elementwise: that is K independent Adams, each with its own step count, learning rate and moments), and gradient
-clipping and ``target_kl`` stay per seed.
+all K is one batched matrix product (:class:`StackedPolicy`; on the CPU by NumPy, :class:`NumpyLayer`), one Adam
+(:class:`StackedAdam`) updates all K (Adam is elementwise: that is K independent Adams, each with its own step
+count, learning rate and moments), and gradient clipping and ``target_kl`` stay per seed.
 
 The seeds run as greenlets (:class:`Lockstep`): each seed's whole training (lander's ``train``, SB3's ``learn`` and
 its callbacks) runs on its own stack, and where SB3 calls the policy for the rollout's actions, or ``train()``, the
@@ -73,42 +73,65 @@ class Layout:
         return {name: row[start:end].view(shape) for name, (start, end, shape) in self.slices.items()}
 
 
-class NumpyTanh(torch.autograd.Function):
-    """``tanh`` of a contiguous CPU tensor by NumPy (SIMD, several times faster than torch's CPU kernel on the
-    ``[K, B, 64]`` activations here; they differ by at most one float32 ulp); torch's ``tanh_backward``."""
+class NumpyLayer(torch.autograd.Function):
+    """One layer of all K networks, ``tanh(x @ weight^T + bias)`` (or without the ``tanh``), forward and backward
+    by NumPy, for CPU float32 tensors: ``x [K, B, in]``, ``weight [K, out, in]``, ``bias [K, out]`` ->
+    ``[K, B, out]``.
+
+    The same arithmetic as torch's ``baddbmm`` and ``tanh`` and their backward (they round differently, by about
+    one float32 ulp) in one autograd node instead of four (transpose, unsqueeze, ``baddbmm``, ``tanh``), with
+    NumPy's ``tanh`` (several times faster than torch's CPU kernel): a ``[5, 64, 64]`` layer with its ``tanh``
+    costs 0.7x torch's forward, and a whole update 0.87x (BENCHMARKS.md). The rollouts' actions and the
+    evaluations use the same forward (:func:`numpy_layer`)."""
 
     @staticmethod
-    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
-        y = torch.from_numpy(np.tanh(x.detach().numpy()))
-        ctx.save_for_backward(y)
+    def forward(ctx: Any, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, tanh: bool) -> torch.Tensor:
+        y = numpy_layer(x, weight, bias, tanh)
+        ctx.tanh = tanh
+        ctx.save_for_backward(x, weight, y)
         return y
 
     @staticmethod
-    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
-        (y,) = ctx.saved_tensors
-        return torch.ops.aten.tanh_backward(grad, y)
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor | None, torch.Tensor, torch.Tensor, None]:
+        x, weight, y = ctx.saved_tensors
+        grad_ = grad.numpy()
+        if ctx.tanh:  # tanh' = 1 - y^2
+            slope = y.numpy() * y.numpy()
+            np.subtract(1.0, slope, out=slope)
+            grad_ = np.multiply(grad_, slope, out=slope)
+        grad_x = torch.from_numpy(np.matmul(grad_, weight.numpy())) if ctx.needs_input_grad[0] else None
+        grad_weight = torch.from_numpy(np.matmul(grad_.transpose(0, 2, 1), x.detach().numpy()))
+        return grad_x, grad_weight, torch.from_numpy(grad_.sum(1)), None
 
 
-class CpuTanh(nn.Module):
-    """``nn.Tanh`` computed by :class:`NumpyTanh` where it can be (a contiguous float32 tensor on the CPU)."""
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if x.is_cuda or x.dtype != torch.float32 or not x.is_contiguous():
-            return torch.tanh(x)
-        return NumpyTanh.apply(x) if torch.is_grad_enabled() else torch.from_numpy(np.tanh(x.numpy()))
+def numpy_layer(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, tanh: bool) -> torch.Tensor:
+    """:class:`NumpyLayer`'s forward, without autograd."""
+    out = np.matmul(x.detach().numpy(), weight.detach().numpy().transpose(0, 2, 1))
+    out += bias.detach().numpy()[:, None, :]
+    return torch.from_numpy(np.tanh(out, out=out) if tanh else out)
 
 
-def mlp_program(net: nn.Module, prefix: str) -> list[str | nn.Module]:
-    """SB3's ``nn.Sequential`` of linear layers and elementwise activations as a list: a linear layer by its
-    parameter prefix, an activation as its module."""
-    program: list[str | nn.Module] = []
+@dataclass
+class Layer:
+    """A step of an MLP of SB3's: the linear layer with parameter prefix ``linear`` (None: none), then the
+    elementwise ``activation`` (None: none)."""
+
+    linear: str | None
+    activation: nn.Module | None = None
+
+
+def mlp_program(net: nn.Module, prefix: str) -> list[Layer]:
+    """SB3's ``nn.Sequential`` of linear layers and elementwise activations as :class:`Layer` steps, each linear
+    layer with the activation that follows it."""
+    program: list[Layer] = []
     for index, module in enumerate(net.children() if isinstance(net, nn.Sequential) else [net]):
         if isinstance(module, nn.Linear):
-            program.append(f"{prefix}.{index}" if isinstance(net, nn.Sequential) else prefix)
-        elif isinstance(module, nn.Tanh):
-            program.append(CpuTanh())
+            program.append(Layer(f"{prefix}.{index}" if isinstance(net, nn.Sequential) else prefix))
         elif isinstance(module, ELEMENTWISE):
-            program.append(module)
+            if program and program[-1].activation is None:
+                program[-1].activation = module
+            else:
+                program.append(Layer(None, module))
         else:
             raise ValueError(f"side-by-side training cannot batch {type(module).__name__} layers ({prefix})")
     return program
@@ -157,18 +180,25 @@ class StackedPolicy:
     def heads(self, obs: torch.Tensor, values: bool = True) -> tuple[torch.Tensor, torch.Tensor | None]:
         """``obs [K, B, D]`` -> (logits or means ``[K, B, A]``, values ``[K, B]`` or None if not ``values``)."""
         features = obs.reshape(self.k, obs.shape[1], -1).float()
-        out = self._mlp(self._mlp(features, self.pi), ["action_net"])
+        out = self._mlp(self._mlp(features, self.pi), [Layer("action_net")])
         if not values:
             return out, None
-        return out, self._mlp(self._mlp(features, self.vf), ["value_net"]).squeeze(-1)
+        return out, self._mlp(self._mlp(features, self.vf), [Layer("value_net")]).squeeze(-1)
 
-    def _mlp(self, x: torch.Tensor, program: list[str | nn.Module]) -> torch.Tensor:
-        for step in program:
-            if isinstance(step, str):
-                weight, bias = self.param(f"{step}.weight"), self.param(f"{step}.bias")
-                x = torch.baddbmm(bias.unsqueeze(1), x, weight.transpose(1, 2))  # [K, B, out]
-            else:
-                x = step(x)
+    def _mlp(self, x: torch.Tensor, program: list[Layer]) -> torch.Tensor:
+        for layer in program:
+            activation = layer.activation
+            if layer.linear is not None:
+                weight, bias = self.param(f"{layer.linear}.weight"), self.param(f"{layer.linear}.bias")
+                if x.device.type == "cpu" and x.dtype == weight.dtype == torch.float32:  # [K, B, out]
+                    tanh = isinstance(activation, nn.Tanh)
+                    compute = NumpyLayer.apply if torch.is_grad_enabled() else numpy_layer
+                    x = compute(x, weight, bias, tanh)
+                    activation = None if tanh else activation
+                else:
+                    x = torch.baddbmm(bias.unsqueeze(1), x, weight.transpose(1, 2))  # [K, B, out]
+            if activation is not None:
+                x = activation(x)
         return x
 
     def log_std(self) -> torch.Tensor:
@@ -297,7 +327,8 @@ class SideBySidePPO(PPO):
             and observation.shape[1:] == space.shape
         ):
             return super().predict(observation, state, episode_start, deterministic)
-        self.policy.set_training_mode(False)
+        if self.policy.training:  # SB3 sets it on every call: a walk over every module, 34 us, per step
+            self.policy.set_training_mode(False)
         obs = torch.as_tensor(observation, dtype=torch.float32, device=self.device)
         actions = request(self, ("predict", obs)).cpu().numpy().reshape((-1, *(self.action_space.shape or ())))
         if isinstance(self.action_space, spaces.Box):
@@ -391,11 +422,14 @@ class SeedStack:
 
     def act(self, obs: dict[int, torch.Tensor]) -> dict[int, tuple[torch.Tensor, ...]]:
         """Rollout actions of the seeds in ``obs`` (row -> ``[N, D]``); the others' rows compute on zeros."""
-        first = next(iter(obs.values()))
-        batch = torch.zeros((self.policy.k, *first.shape), dtype=torch.float32, device=first.device)
-        for row, rows_obs in obs.items():
-            batch[row] = rows_obs
-        actions, values, log_prob = self.policy.act(batch, self.generators)
+        if len(obs) == self.policy.k:  # every seed (the rule in a rollout)
+            batch = torch.stack([obs[row] for row in range(self.policy.k)]).float()
+        else:
+            first = next(iter(obs.values()))
+            batch = torch.zeros((self.policy.k, *first.shape), dtype=torch.float32, device=first.device)
+            for row, rows_obs in obs.items():
+                batch[row] = rows_obs
+        actions, values, log_prob = (out.unbind(0) for out in self.policy.act(batch, self.generators))
         return {row: (actions[row], values[row], log_prob[row]) for row in obs}
 
     @torch.no_grad()

@@ -1,8 +1,9 @@
 """Benchmark: seeds side by side (``seeds_per_process``) against one seed per process, and rl-zoo3, on the default
 PPO experiment (LunarLander-v3, 1M steps, all lander defaults: W&B offline, evaluations, checkpoints, video, report).
 
-    python benchmarks/side_by_side.py [--seeds 10] [--per-process 5] [--steps 1000000] [--zoo-seeds 5]
-        [--zoo-python .zoo/bin/python] [--out benchmark-side-by-side] [--arms one side zoo]
+    python benchmarks/side_by_side.py [--seeds 10] [--first-seed 0] [--per-process 5] [--steps 1000000]
+        [--zoo-seeds 5] [--zoo-python .zoo/bin/python] [--out benchmark-side-by-side] [--arms one side zoo]
+        [--also EARLIER_OUT ...]
 
 Arms, one after the other on this machine (nothing else running) in the order ``--arms`` gives, each a whole
 experiment that ends with its comparison:
@@ -17,7 +18,9 @@ Prints, per arm: wall seconds to the end (lander: the comparison written), CPU s
 of the arm, waited for: ``RUSAGE_CHILDREN``), peak RSS per process; and the equivalence of arms 1 and 2: each
 arm's final evaluation means (20 fixed episodes, the same for both), the difference of the means with its 90%
 confidence interval (Welch), TOST at the margin ``--margin``, the IQM of each with a 95% bootstrap interval,
-and the mean learning curves (eval.csv) side by side.
+the mean learning curves (eval.csv) side by side, and each run's area under its curve (the mean of its evaluations)
+and the step of its first evaluation of 200 or more, compared the same way. ``--also`` adds the run directories of
+earlier outputs (another ``--first-seed``) to the equivalence: more seeds, same arms.
 """
 
 from __future__ import annotations
@@ -60,16 +63,16 @@ def timed(commands: list[list[str]], at_once: int, cwd: Path) -> tuple[float, fl
     return time.perf_counter() - start, children_cpu() - cpu
 
 
-def lander_arm(sweep: Path, seeds: int, steps: int, extra: list[str]) -> tuple[float, float]:
-    seed_list = ",".join(str(s) for s in range(seeds))
+def lander_arm(sweep: Path, seeds: range, steps: int, extra: list[str]) -> tuple[float, float]:
+    seed_list = ",".join(str(s) for s in seeds)
     command = [sys.executable, "-m", "lander.run", "--multirun", f"seed={seed_list}", f"total_timesteps={steps}",
                "hydra.launcher.n_jobs=2", f"hydra.sweep.dir={sweep}", *extra]  # fmt: skip
     return timed([command], 1, REPO)
 
 
-def finals(sweep: Path) -> dict[int, float]:
+def finals(sweeps: list[Path]) -> dict[int, float]:
     found = {}
-    for path in sweep.glob("*/summary.json"):
+    for path in (p for sweep in sweeps for p in sweep.glob("*/summary.json")):
         summary = json.loads(path.read_text())
         found[int(summary["seed"])] = float(summary["final_eval_mean"])
     return dict(sorted(found.items()))
@@ -79,17 +82,30 @@ def peak_rss(sweep: Path) -> float:
     return max(float(json.loads(p.read_text()).get("peak_rss_mb") or 0) for p in sweep.glob("*/summary.json"))
 
 
-def curves(sweep: Path) -> dict[int, list[float]]:
-    """Mean over seeds of each evaluation's mean return, by timestep."""
-    by_step: dict[int, list[float]] = {}
-    for path in sweep.glob("*/metrics/eval.csv"):
-        lines = path.read_text().splitlines()
+def run_curves(sweeps: list[Path]) -> dict[int, list[tuple[int, float]]]:
+    """Each run's learning curve (eval.csv): seed -> [(timesteps, mean return)]."""
+    found = {}
+    for directory in (d for sweep in sweeps for d in sweep.iterdir() if (d / "metrics" / "eval.csv").is_file()):
+        lines = (directory / "metrics" / "eval.csv").read_text().splitlines()
         header = lines[0].split(",")
         step, mean = header.index("timesteps"), header.index("mean")
-        for line in lines[1:]:
-            cells = line.split(",")
-            by_step.setdefault(int(cells[step]), []).append(float(cells[mean]))
+        seed = int(json.loads((directory / "summary.json").read_text())["seed"])
+        found[seed] = [(int(cells[step]), float(cells[mean])) for cells in (line.split(",") for line in lines[1:])]
+    return dict(sorted(found.items()))
+
+
+def curves(sweeps: list[Path]) -> dict[int, list[float]]:
+    """Mean over seeds of each evaluation's mean return, by timestep."""
+    by_step: dict[int, list[float]] = {}
+    for curve in run_curves(sweeps).values():
+        for step, mean in curve:
+            by_step.setdefault(step, []).append(mean)
     return dict(sorted(by_step.items()))
+
+
+def take_off(curve: list[tuple[int, float]], solved: float = 200.0) -> float:
+    """The timesteps of a run's first evaluation of ``solved`` or more (its last step + 1 if none)."""
+    return float(next((step for step, mean in curve if mean >= solved), curve[-1][0] + 1))
 
 
 def tost(a: np.ndarray, b: np.ndarray, margin: float) -> tuple[float, float, float, float]:
@@ -106,24 +122,27 @@ def tost(a: np.ndarray, b: np.ndarray, margin: float) -> tuple[float, float, flo
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--seeds", type=int, default=10)
+    parser.add_argument("--first-seed", type=int, default=0)
     parser.add_argument("--per-process", type=int, default=5)
     parser.add_argument("--steps", type=int, default=1_000_000)
     parser.add_argument("--zoo-seeds", type=int, default=5)
     parser.add_argument("--zoo-python", default=str(REPO / ".zoo" / "bin" / "python"))
     parser.add_argument("--margin", type=float, default=20.0)
     parser.add_argument("--out", default=str(REPO / "benchmark-side-by-side"))
-    parser.add_argument("--arms", nargs="+", default=["one", "side", "zoo"], choices=["one", "side", "zoo"])
+    parser.add_argument("--arms", nargs="*", default=["one", "side", "zoo"], choices=["one", "side", "zoo"])
+    parser.add_argument("--also", nargs="*", default=[], help="earlier --out folders whose runs join the equivalence")
     args = parser.parse_args()
     out = Path(args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     results = {}
+    seeds = range(args.first_seed, args.first_seed + args.seeds)
     for arm in args.arms:  # in the order given: "side one" measures the drift of the VM's speed the other way
         if arm == "one":
-            wall, cpu = lander_arm(out / "one", args.seeds, args.steps, ["hydra/launcher=joblib"])
+            wall, cpu = lander_arm(out / "one", seeds, args.steps, ["hydra/launcher=joblib"])
             results["one per process"] = (wall, cpu, peak_rss(out / "one"), args.seeds)
             print(f"one per process: {wall:.0f} s wall, {cpu / args.seeds:.1f} CPU s per seed", flush=True)
         elif arm == "side":
-            wall, cpu = lander_arm(out / "side", args.seeds, args.steps, [f"seeds_per_process={args.per_process}"])
+            wall, cpu = lander_arm(out / "side", seeds, args.steps, [f"seeds_per_process={args.per_process}"])
             results["side by side"] = (wall, cpu, peak_rss(out / "side"), args.seeds)
             print(f"side by side: {wall:.0f} s wall, {cpu / args.seeds:.1f} CPU s per seed", flush=True)
         elif arm == "zoo" and Path(args.zoo_python).exists():
@@ -133,11 +152,11 @@ def main() -> None:
             results["rl-zoo3"] = (wall, cpu, float("nan"), args.zoo_seeds)
             print(f"rl-zoo3: {wall:.0f} s wall, {cpu / args.zoo_seeds:.1f} CPU s per seed", flush=True)
 
-    report(results, out, args.margin)
+    report(results, [out, *(Path(also).resolve() for also in args.also)], args.margin)
 
 
-def report(results: dict[str, tuple[float, float, float, int]], out: Path, margin: float) -> None:
-    """The table of the arms and the equivalence of the two lander arms (their run directories under ``out``)."""
+def report(results: dict[str, tuple[float, float, float, int]], outs: list[Path], margin: float) -> None:
+    """The table of the arms and the equivalence of the two lander arms (their run directories under ``outs``)."""
     print("\n| arm | seeds | wall s to the end | CPU s per seed | peak RSS MB (largest process) |")
     print("|---|---|---|---|---|")
     for name, (wall, cpu, rss, n) in results.items():
@@ -145,7 +164,9 @@ def report(results: dict[str, tuple[float, float, float, int]], out: Path, margi
     if "one per process" in results and "side by side" in results:
         one, side = results["one per process"], results["side by side"]
         print(f"\nCPU per seed side by side / one per process: {side[1] / one[1]:.3f}; wall: {side[0] / one[0]:.3f}")
-        a, b = finals(out / "one"), finals(out / "side")
+    ones, sides = [out / "one" for out in outs], [out / "side" for out in outs]
+    if any(d.is_dir() for d in ones) and any(d.is_dir() for d in sides):
+        a, b = finals([d for d in ones if d.is_dir()]), finals([d for d in sides if d.is_dir()])
         xa, xb = np.array(list(a.values())), np.array(list(b.values()))
         print("\nfinal evaluation means (20 fixed episodes), by seed:")
         print("| seed | one per process | side by side |\n|---|---|---|")
@@ -161,12 +182,22 @@ def report(results: dict[str, tuple[float, float, float, int]], out: Path, margi
         for name, x in (("one per process", xa), ("side by side", xb)):
             point, low_i, high_i = interval(x[:, None], aggregate_iqm)
             print(f"IQM {name}: {float(point):.1f} [{float(low_i):.1f}, {float(high_i):.1f}] (95% bootstrap)")
-        ca, cb = curves(out / "one"), curves(out / "side")
+        ca, cb = curves([d for d in ones if d.is_dir()]), curves([d for d in sides if d.is_dir()])
         print("\nlearning curves, mean over seeds of each evaluation:\n| timesteps | one per process | side by side |")
         print("|---|---|---|")
         shown = list(ca)[:: max(1, len(ca) // 10)]
         for step in shown if shown[-1] == list(ca)[-1] else [*shown, list(ca)[-1]]:
             print(f"| {step:,} | {np.mean(ca[step]):.1f} | {np.mean(cb.get(step, [np.nan])):.1f} |")
+        ra, rb = run_curves([d for d in ones if d.is_dir()]), run_curves([d for d in sides if d.is_dir()])
+        measures = {"area under the curve (mean of a run's evaluations)": lambda c: float(np.mean([m for _, m in c])),
+                    "timesteps to the first evaluation of 200 or more": take_off}  # fmt: skip
+        for name, measure in measures.items():
+            xa, xb = np.array([measure(c) for c in ra.values()]), np.array([measure(c) for c in rb.values()])
+            diff, low, high, _ = tost(xa, xb, 0.0)
+            print(f"\n{name}: one per process {xa.mean():,.1f} ({xa.std(ddof=1):,.1f}), side by side {xb.mean():,.1f} "
+                  f"({xb.std(ddof=1):,.1f}); difference {diff:+,.1f}, 90% CI [{low:+,.1f}, {high:+,.1f}]; "
+                  f"Welch p = {stats.ttest_ind(xa, xb, equal_var=False).pvalue:.3f}, "
+                  f"Mann-Whitney p = {stats.mannwhitneyu(xa, xb).pvalue:.3f}")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ import torch
 from stable_baselines3 import PPO
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.utils import configure_logger
+from threadpoolctl import threadpool_limits
 
 from lander.algorithms.side_by_side import SeedStack, SideBySidePPO
 
@@ -55,6 +56,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=2)
     args = parser.parse_args()
     torch.set_num_threads(1)
+    threadpool_limits(1, user_api="blas")  # as a run with torch_threads=1
     rng = np.random.default_rng(0)
     stack = SeedStack([model(SideBySidePPO, seed, rng) for seed in range(args.seeds)])  # type: ignore[misc]
     rows = list(range(args.seeds))

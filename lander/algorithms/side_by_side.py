@@ -4,9 +4,11 @@ Each seed is a whole SB3 ``PPO`` of its own (:class:`SideBySidePPO`): its own en
 logger, evaluations, checkpoints, ``model.zip`` (plain SB3, loadable by ``stable_baselines3.PPO.load``). What the
 seeds share is the arithmetic of their networks: SB3 spends most of a small MLP's CPU on the overhead of one torch
 call per layer per minibatch, so here the K networks are one flat parameter tensor ``[K, P]`` and each layer of
-all K is one batched matrix product (:class:`StackedPolicy`; on the CPU by NumPy, :class:`NumpyLayer`), one Adam
-(:class:`StackedAdam`) updates all K (Adam is elementwise: that is K independent Adams, each with its own step
-count, learning rate and moments), and gradient clipping and ``target_kl`` stay per seed.
+all K is one batched matrix product (:class:`StackedPolicy`), one Adam (:class:`StackedAdam`) updates all K (Adam
+is elementwise: that is K independent Adams, each with its own step count, learning rate and moments), and
+gradient clipping and ``target_kl`` stay per seed. On the CPU the loss and its gradient are written out in NumPy
+(:class:`NumpyLoss`: a minibatch is a few dozen tiny array operations, cheaper without autograd's bookkeeping);
+on a GPU, or with other activations, torch's autograd computes them.
 
 The seeds run as greenlets (:class:`Lockstep`): each seed's whole training (lander's ``train``, SB3's ``learn`` and
 its callbacks) runs on its own stack, and where SB3 calls the policy for the rollout's actions, or ``train()``, the
@@ -73,39 +75,10 @@ class Layout:
         return {name: row[start:end].view(shape) for name, (start, end, shape) in self.slices.items()}
 
 
-class NumpyLayer(torch.autograd.Function):
-    """One layer of all K networks, ``tanh(x @ weight^T + bias)`` (or without the ``tanh``), forward and backward
-    by NumPy, for CPU float32 tensors: ``x [K, B, in]``, ``weight [K, out, in]``, ``bias [K, out]`` ->
-    ``[K, B, out]``.
-
-    The same arithmetic as torch's ``baddbmm`` and ``tanh`` and their backward (they round differently, by about
-    one float32 ulp) in one autograd node instead of four (transpose, unsqueeze, ``baddbmm``, ``tanh``), with
-    NumPy's ``tanh`` (several times faster than torch's CPU kernel): a ``[5, 64, 64]`` layer with its ``tanh``
-    costs 0.7x torch's forward, and a whole update 0.87x (BENCHMARKS.md). The rollouts' actions and the
-    evaluations use the same forward (:func:`numpy_layer`)."""
-
-    @staticmethod
-    def forward(ctx: Any, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, tanh: bool) -> torch.Tensor:
-        y = numpy_layer(x, weight, bias, tanh)
-        ctx.tanh = tanh
-        ctx.save_for_backward(x, weight, y)
-        return y
-
-    @staticmethod
-    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor | None, torch.Tensor, torch.Tensor, None]:
-        x, weight, y = ctx.saved_tensors
-        grad_ = grad.numpy()
-        if ctx.tanh:  # tanh' = 1 - y^2
-            slope = y.numpy() * y.numpy()
-            np.subtract(1.0, slope, out=slope)
-            grad_ = np.multiply(grad_, slope, out=slope)
-        grad_x = torch.from_numpy(np.matmul(grad_, weight.numpy())) if ctx.needs_input_grad[0] else None
-        grad_weight = torch.from_numpy(np.matmul(grad_.transpose(0, 2, 1), x.detach().numpy()))
-        return grad_x, grad_weight, torch.from_numpy(grad_.sum(1)), None
-
-
 def numpy_layer(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, tanh: bool) -> torch.Tensor:
-    """:class:`NumpyLayer`'s forward, without autograd."""
+    """One layer of all K networks by NumPy (CPU float32; the rollouts' actions and the evaluations):
+    ``x [K, B, in]``, ``weight [K, out, in]``, ``bias [K, out]`` -> ``tanh(x @ weight^T + bias)`` (or without the
+    ``tanh``) ``[K, B, out]``. NumPy's ``tanh`` is several times faster than torch's CPU kernel."""
     out = np.matmul(x.detach().numpy(), weight.detach().numpy().transpose(0, 2, 1))
     out += bias.detach().numpy()[:, None, :]
     return torch.from_numpy(np.tanh(out, out=out) if tanh else out)
@@ -190,10 +163,9 @@ class StackedPolicy:
             activation = layer.activation
             if layer.linear is not None:
                 weight, bias = self.param(f"{layer.linear}.weight"), self.param(f"{layer.linear}.bias")
-                if x.device.type == "cpu" and x.dtype == weight.dtype == torch.float32:  # [K, B, out]
+                if not torch.is_grad_enabled() and x.device.type == "cpu" and x.dtype == weight.dtype == torch.float32:
                     tanh = isinstance(activation, nn.Tanh)
-                    compute = NumpyLayer.apply if torch.is_grad_enabled() else numpy_layer
-                    x = compute(x, weight, bias, tanh)
+                    x = numpy_layer(x, weight, bias, tanh)  # [K, B, out]
                     activation = None if tanh else activation
                 else:
                     x = torch.baddbmm(bias.unsqueeze(1), x, weight.transpose(1, 2))  # [K, B, out]
@@ -243,6 +215,211 @@ def gaussian_log_prob(actions: torch.Tensor, mean: torch.Tensor, log_std: torch.
     """Log-density of a diagonal Gaussian, summed over the action dims: ``[K, B, A]`` -> ``[K, B]``."""
     var = torch.exp(2 * log_std)
     return (-((actions - mean) ** 2) / (2 * var) - log_std - 0.5 * np.log(2 * np.pi)).sum(-1)
+
+
+ACTIVATIONS = {nn.Tanh: "tanh", nn.ReLU: "relu", nn.Identity: None}
+
+
+@dataclass
+class NumpyLinear:
+    """One linear layer of all K networks as NumPy views: the parameters ``weight [K, out, in]`` and ``bias
+    [K, out]`` (of :attr:`StackedPolicy.flat`), their gradients (of :attr:`StackedPolicy.grad`), and the activation
+    after it (``"tanh"``, ``"relu"`` or None)."""
+
+    weight: np.ndarray
+    bias: np.ndarray
+    grad_weight: np.ndarray
+    grad_bias: np.ndarray
+    activation: str | None
+
+
+class NumpyLoss:
+    """SB3's PPO loss for all K seeds and its gradient, written out by hand in NumPy: the CPU path of the update.
+
+    A minibatch of a 64x64 MLP is a few dozen tiny array operations; through torch's autograd each one costs more
+    in dispatch and graph bookkeeping than in arithmetic. Here the forward keeps what the backward needs and the
+    backward is the chain rule of the same terms, each gradient written straight into :attr:`StackedPolicy.grad`
+    (``[K, P]``). Its semantics are torch's where they choose: the gradient of ``min(a, b)`` goes to the smaller
+    (half to each on a tie), ``clamp`` passes it inside its bounds inclusive, the entropy of a Categorical is
+    ``-sum(p log p)``. Rounding differs from torch's by float32 ulps (``tests/unit/test_side_by_side.py`` compares
+    whole updates with SB3's).
+
+    :param policy: the stacked policy on the CPU in float32, whose activations are all Tanh, ReLU or Identity
+        (:meth:`supports`)
+    """
+
+    def __init__(self, policy: StackedPolicy) -> None:
+        flat, grad = policy.flat.detach().numpy(), policy.grad.numpy()
+        self.discrete = policy.discrete
+        self.k = policy.k
+
+        def views(name: str) -> tuple[np.ndarray, np.ndarray]:
+            start, end, shape = policy.layout.slices[name]
+            param, gradient = flat[:, start:end].reshape(self.k, *shape), grad[:, start:end].reshape(self.k, *shape)
+            assert np.may_share_memory(param, flat) and np.may_share_memory(gradient, grad)  # views, not copies
+            return param, gradient
+
+        def linear(prefix: str, activation: str | None) -> NumpyLinear:
+            weight, grad_weight = views(f"{prefix}.weight")
+            bias, grad_bias = views(f"{prefix}.bias")
+            return NumpyLinear(weight, bias, grad_weight, grad_bias, activation)
+
+        def net(program: list[Layer], head: str) -> list[NumpyLinear]:
+            layers = [linear(layer.linear, None if layer.activation is None else ACTIVATIONS[type(layer.activation)])
+                      for layer in program if layer.linear is not None]  # fmt: skip
+            return [*layers, linear(head, None)]
+
+        self.pi, self.vf = net(policy.pi, "action_net"), net(policy.vf, "value_net")
+        self.log_std: np.ndarray | None = None
+        self.grad_log_std: np.ndarray | None = None
+        if "log_std" in policy.layout.slices:  # Box actions
+            self.log_std, self.grad_log_std = views("log_std")
+
+    @staticmethod
+    def supports(policy: StackedPolicy) -> bool:
+        """Whether :class:`NumpyLoss` computes ``policy``'s update: on the CPU in float32, activations Tanh, ReLU
+        or Identity only, each after a linear layer."""
+        programs = [*policy.pi, *policy.vf]
+        return (
+            policy.flat.device.type == "cpu"
+            and policy.flat.dtype == torch.float32
+            and all(layer.linear is not None for layer in programs)
+            and all(layer.activation is None or type(layer.activation) in ACTIVATIONS for layer in programs)
+        )
+
+    @staticmethod
+    def forward(x: np.ndarray, layers: list[NumpyLinear]) -> list[np.ndarray]:
+        """``x [K, B, in]`` through ``layers``: every layer's input and the last layer's output."""
+        kept = [x]
+        for layer in layers:
+            y = np.matmul(x, layer.weight.transpose(0, 2, 1))
+            y += layer.bias[:, None, :]
+            if layer.activation == "tanh":
+                np.tanh(y, out=y)
+            elif layer.activation == "relu":
+                np.maximum(y, 0.0, out=y)
+            kept.append(y)
+            x = y
+        return kept
+
+    @staticmethod
+    def backward(grad: np.ndarray, layers: list[NumpyLinear], kept: list[np.ndarray]) -> None:
+        """The gradient ``grad [K, B, out]`` of the last layer's output back through ``layers`` (``kept``: what
+        :meth:`forward` returned) into each layer's gradient views."""
+        for index in range(len(layers) - 1, -1, -1):
+            layer, x, y = layers[index], kept[index], kept[index + 1]
+            if layer.activation == "tanh":  # tanh' = 1 - tanh^2
+                slope = y * y
+                np.subtract(1.0, slope, out=slope)
+                grad = grad * slope
+            elif layer.activation == "relu":
+                grad = grad * (y > 0)
+            np.matmul(grad.transpose(0, 2, 1), x, out=layer.grad_weight)
+            np.sum(grad, axis=1, out=layer.grad_bias)
+            if index:
+                grad = np.matmul(grad, layer.weight)
+
+    def distribution(self, out: np.ndarray, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray, dict]:
+        """The log-probabilities of ``actions`` and the entropies, each ``[K, B]``, of the distributions the heads
+        ``out`` give (logits ``[K, B, A]`` of a Categorical, or means of a diagonal Gaussian with the state-independent
+        ``log_std``), and what :meth:`distribution_backward` needs."""
+        if self.discrete:
+            shifted = out - out.max(-1, keepdims=True)
+            probs = np.exp(shifted)
+            total = probs.sum(-1, keepdims=True)
+            log_p = shifted - np.log(total)
+            probs /= total
+            taken = actions.astype(np.int64)[..., None]
+            entropy = -(probs * log_p).sum(-1)
+            kept = {"probs": probs, "log_p": log_p, "taken": taken, "entropy": entropy}
+            return np.take_along_axis(log_p, taken, -1)[..., 0], entropy, kept
+        assert self.log_std is not None
+        log_std = self.log_std[:, None, :]
+        inverse_var = np.exp(-2.0 * log_std)
+        diff = actions - out
+        log_prob = (-(diff * diff) * (0.5 * inverse_var) - log_std - np.float32(0.5 * np.log(2 * np.pi))).sum(-1)
+        entropy = np.broadcast_to((np.float32(0.5 + 0.5 * np.log(2 * np.pi)) + log_std).sum(-1), log_prob.shape)
+        return log_prob, entropy, {"diff": diff, "inverse_var": inverse_var}
+
+    def distribution_backward(self, kept: dict, grad_log_prob: np.ndarray, grad_entropy: np.ndarray) -> np.ndarray:
+        """The gradient of the heads' output ``[K, B, A]`` from those of the log-probabilities ``[K, B]`` and of
+        each entropy term ``[K, 1]`` (:meth:`distribution`'s ``kept``); a Gaussian's ``log_std`` gradient goes
+        into its view."""
+        if self.discrete:
+            # d log p[a] / d out = onehot(a) - p;  d entropy / d out = -p (log p + entropy)
+            probs, log_p, taken = kept["probs"], kept["log_p"], kept["taken"]
+            grad_out = -probs * (
+                grad_log_prob[..., None] + grad_entropy[..., None] * (log_p + kept["entropy"][..., None])
+            )
+            np.put_along_axis(grad_out, taken, np.take_along_axis(grad_out, taken, -1) + grad_log_prob[..., None], -1)
+            return grad_out
+        assert self.grad_log_std is not None
+        scaled = kept["diff"] * kept["inverse_var"]  # d log_prob / d mean
+        # d log_prob / d log_std = diff^2 / var - 1;  d entropy / d log_std = 1 for each of the B terms
+        np.einsum("kb,kba->ka", grad_log_prob, kept["diff"] * scaled - 1, out=self.grad_log_std)
+        self.grad_log_std += grad_entropy * grad_log_prob.shape[1]
+        return grad_log_prob[..., None] * scaled
+
+    def minibatch(
+        self,
+        batch: dict[str, np.ndarray],
+        coefs: tuple[float, float, bool, float | None],
+        clip: np.ndarray,
+        clip_vf: np.ndarray | None,
+        training: np.ndarray,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """One minibatch of every seed: its loss, and the gradient of the seeds that step into the policy's
+        gradient buffer.
+
+        :param batch: ``[K, B, ...]`` arrays: observations, actions, old_values, old_log_prob, advantages, returns
+        :param coefs: ``(ent_coef, vf_coef, normalize_advantage, target_kl)``
+        :param clip: ``[K, 1]`` clip range of each seed
+        :param clip_vf: ``[K, 1]`` value clip range of each seed, or None (no value clipping)
+        :param training: ``[K]`` bool, the seeds still training in this update
+        :return: each seed's loss ``[K]``, which seeds step ``[K]`` (``training`` less those whose KL passed
+            ``1.5 * target_kl``), and the statistics ``[5, K]``: policy, value and entropy losses, clip fraction,
+            approx. KL
+        """
+        ent_coef, vf_coef, normalize, target_kl = coefs
+        obs, size = batch["observations"], batch["advantages"].shape[1]
+        features = obs.reshape(self.k, obs.shape[1], -1).astype(np.float32, copy=False)
+        pi, vf = self.forward(features, self.pi), self.forward(features, self.vf)
+        values = vf[-1][..., 0]
+        log_prob, entropy, kept = self.distribution(pi[-1], batch["actions"])
+        advantages = batch["advantages"]
+        if normalize and size > 1:
+            advantages = (advantages - advantages.mean(1, keepdims=True)) / (
+                advantages.std(1, ddof=1, keepdims=True) + np.float32(1e-8)
+            )
+        # the losses (SB3's PPO.train)
+        log_ratio = log_prob - batch["old_log_prob"]
+        ratio = np.exp(log_ratio)
+        surrogate, clipped_ratio = advantages * ratio, np.clip(ratio, 1 - clip, 1 + clip)
+        clipped_surrogate = advantages * clipped_ratio
+        policy_loss = -np.minimum(surrogate, clipped_surrogate).mean(1)
+        predicted = values
+        if clip_vf is not None:
+            old = batch["old_values"]
+            predicted = old + np.clip(values - old, -clip_vf, clip_vf)
+        value_error = predicted - batch["returns"]
+        value_loss = (value_error * value_error).mean(1)
+        entropy_loss = -entropy.mean(1)
+        loss = policy_loss + ent_coef * entropy_loss + vf_coef * value_loss
+        kl = ((ratio - 1) - log_ratio).mean(1)
+        stepping = training if target_kl is None else training & ~(kl > 1.5 * target_kl)
+        stats = np.stack([policy_loss, value_loss, entropy_loss, (np.abs(ratio - 1) > clip).mean(1), kl])
+        # the gradient of sum(loss of the seeds stepping)
+        weight = (stepping / size).astype(np.float32)[:, None]  # d loss / d (each term of a mean)
+        inside = (ratio >= 1 - clip) & (ratio <= 1 + clip)  # clamp passes the gradient; min takes the smaller
+        grad_log_prob = -weight * advantages * (inside | (surrogate < clipped_surrogate)) * ratio
+        grad_values = (2 * vf_coef) * weight * value_error
+        if clip_vf is not None:
+            change = values - batch["old_values"]
+            grad_values *= (change >= -clip_vf) & (change <= clip_vf)
+        grad_out = self.distribution_backward(kept, grad_log_prob, -ent_coef * weight)
+        self.backward(grad_out.astype(np.float32, copy=False), self.pi, pi)
+        self.backward(grad_values[..., None].astype(np.float32, copy=False), self.vf, vf)
+        return loss, stepping, stats
 
 
 class StackedAdam:
@@ -391,6 +568,7 @@ class SeedStack:
         if type(models[0].policy.optimizer) is not torch.optim.Adam or group["weight_decay"] or group["amsgrad"]:
             raise ValueError("side-by-side training implements Adam without weight decay or AMSGrad only")
         self.adam = StackedAdam(self.policy.flat, group["betas"], group["eps"])
+        self.numpy_loss = NumpyLoss(self.policy) if NumpyLoss.supports(self.policy) else None
         for row, model in enumerate(models):  # a loaded model's optimizer state goes on from where it was
             state = model.policy.optimizer.state
             named = dict(model.policy.named_parameters())
@@ -496,11 +674,23 @@ class SeedStack:
         training: torch.Tensor,
         stats: Statistics,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """One minibatch ``[K, B, ...]`` of every seed.
+        """One minibatch ``[K, B, ...]`` of every seed: by :class:`NumpyLoss` on the CPU, by torch's autograd
+        elsewhere (a GPU, other activations).
 
         :return: each seed's loss ``[K]``, which seeds take this step ``[K]`` (those training, less those whose
             KL passed ``1.5 * target_kl`` now, as SB3 breaks before the step), and the gradient ``[K, P]``
         """
+        if self.numpy_loss is not None:
+            coefs = (float(first.ent_coef), float(first.vf_coef), bool(first.normalize_advantage), first.target_kl)
+            loss_, stepping_, stats_ = self.numpy_loss.minibatch(
+                {key: value.numpy() for key, value in batch.items()},
+                coefs,
+                clip.numpy(),
+                None if first.clip_range_vf is None else clip_vf.numpy(),
+                training.numpy(),
+            )
+            stats.add(training, torch.from_numpy(stats_))
+            return torch.from_numpy(loss_), torch.from_numpy(stepping_), self.policy.grad
         values, log_prob, entropy = self.policy.evaluate(batch["observations"], batch["actions"])
         advantages = batch["advantages"]
         if first.normalize_advantage and advantages.shape[1] > 1:
@@ -520,7 +710,7 @@ class SeedStack:
         stepping = training
         if first.target_kl is not None:
             stepping = training & ~(kl > 1.5 * first.target_kl)
-        stats.add(training, policy_loss, value_loss, entropy_loss, clipped, kl)
+        stats.add(training, torch.stack([policy_loss, value_loss, entropy_loss, clipped, kl]).detach())
         grad = self.policy.gradient(torch.where(stepping, loss, torch.zeros_like(loss)).sum())
         return loss.detach(), stepping, grad
 
@@ -602,10 +792,10 @@ class Statistics:
         self.counts[1, training] = 0
         self.epochs += training.long()
 
-    def add(self, training: torch.Tensor, *values: torch.Tensor) -> None:
-        """``values``: the minibatch's policy, value and entropy losses, clip fraction and KL, each ``[K]``."""
+    def add(self, training: torch.Tensor, values: torch.Tensor) -> None:
+        """``values [5, K]``: the minibatch's policy, value and entropy losses, clip fraction and KL."""
         weight = training.float()
-        self.sums.add_(torch.stack(values).detach() * weight)
+        self.sums.add_(values.to(self.sums) * weight)
         self.counts.add_(weight)
 
     def means(self, row: int) -> dict[str, float]:

@@ -18,6 +18,7 @@ from omegaconf import DictConfig, OmegaConf
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.logger import Logger
 from stable_baselines3.common.utils import set_random_seed
+from threadpoolctl import threadpool_limits
 
 from lander.algorithms.build import build_model, effective_gamma
 from lander.algorithms.side_by_side import cpu_time
@@ -98,8 +99,9 @@ def _train(cfg: DictConfig, paths: RunPaths, group: str | None, overrides: list[
     extra_callbacks = user_callbacks(cfg)
     total_timesteps, n_envs = budget(cfg)
     set_random_seed(cfg.seed)
-    if cfg.torch_threads > 0:
+    if cfg.torch_threads > 0:  # and NumPy's BLAS: side by side computes its networks by NumPy
         torch.set_num_threads(cfg.torch_threads)
+        threadpool_limits(cfg.torch_threads, user_api="blas")
     env = make_train_env(cfg.env, n_envs, cfg.seed, cfg.vec_env)
     try:
         check_env_kinds(cfg, env)

@@ -11,8 +11,9 @@ experiment that ends with its comparison:
 1. ``one per process``: ``python -m lander.run --multirun seed=0..N-1 hydra/launcher=joblib
    hydra.launcher.n_jobs=2``: today's way, two runs at a time;
 2. ``side by side``: the same with ``seeds_per_process=K`` (lander's launcher, two processes at a time);
-3. ``rl-zoo3``: ``python -m rl_zoo3.train --algo ppo --env LunarLander-v3 --seed S`` for ``--zoo-seeds`` seeds,
-   two at a time (its own defaults; in its own venv, see benchmarks/speed.py).
+3. ``rl-zoo3``: ``python -m rl_zoo3.train --algo ppo --env LunarLander-v3 --seed S --num-threads 1`` for
+   ``--zoo-seeds`` seeds, two at a time (its own defaults but one torch thread, as lander's ``torch_threads``: with
+   its default threads two zoo runs on two cores oversubscribe them; in its own venv, see benchmarks/speed.py).
 
 Prints, per arm: wall seconds to the end (lander: the comparison written), CPU seconds per seed (every process
 of the arm, waited for: ``RUSAGE_CHILDREN``), peak RSS per process; and the equivalence of arms 1 and 2: each
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -47,23 +49,27 @@ def children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def timed(commands: list[list[str]], at_once: int, cwd: Path) -> tuple[float, float]:
-    """Run ``commands``, ``at_once`` at a time: (wall seconds, CPU seconds of every process they started)."""
-    start, cpu = time.perf_counter(), children_cpu()
-    pending, running = list(commands), []
+def timed(commands: list[list[str]], at_once: int, cwd: Path) -> tuple[float, float, float]:
+    """Run ``commands``, ``at_once`` at a time: (wall seconds, CPU seconds of every process they started, the
+    peak RSS in MB of the largest command's process tree: ``wait4``'s ``ru_maxrss``)."""
+    start, cpu, peak = time.perf_counter(), children_cpu(), 0.0
+    pending = list(commands)
+    running: list[subprocess.Popen[bytes]] = []
     while pending or running:
         while pending and len(running) < at_once:
             running.append(subprocess.Popen(pending.pop(0), cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE))
         for process in list(running):
-            if process.poll() is not None:
+            pid, status, usage = os.wait4(process.pid, os.WNOHANG)
+            if pid:
                 running.remove(process)
-                if process.returncode:
-                    raise SystemExit(f"{process.args} failed: {process.stderr.read().decode()[-2000:]}")  # type: ignore[union-attr]
+                peak = max(peak, usage.ru_maxrss / 1024)
+                if os.waitstatus_to_exitcode(status):
+                    raise SystemExit(f"{process.args!r} failed: {process.stderr.read().decode()[-2000:]}")  # type: ignore[union-attr]
         time.sleep(0.5)
-    return time.perf_counter() - start, children_cpu() - cpu
+    return time.perf_counter() - start, children_cpu() - cpu, peak
 
 
-def lander_arm(sweep: Path, seeds: range, steps: int, extra: list[str]) -> tuple[float, float]:
+def lander_arm(sweep: Path, seeds: range, steps: int, extra: list[str]) -> tuple[float, float, float]:
     seed_list = ",".join(str(s) for s in seeds)
     command = [sys.executable, "-m", "lander.run", "--multirun", f"seed={seed_list}", f"total_timesteps={steps}",
                "hydra.launcher.n_jobs=2", f"hydra.sweep.dir={sweep}", *extra]  # fmt: skip
@@ -138,18 +144,19 @@ def main() -> None:
     seeds = range(args.first_seed, args.first_seed + args.seeds)
     for arm in args.arms:  # in the order given: "side one" measures the drift of the VM's speed the other way
         if arm == "one":
-            wall, cpu = lander_arm(out / "one", seeds, args.steps, ["hydra/launcher=joblib"])
+            wall, cpu, _ = lander_arm(out / "one", seeds, args.steps, ["hydra/launcher=joblib"])
             results["one per process"] = (wall, cpu, peak_rss(out / "one"), args.seeds)
             print(f"one per process: {wall:.0f} s wall, {cpu / args.seeds:.1f} CPU s per seed", flush=True)
         elif arm == "side":
-            wall, cpu = lander_arm(out / "side", seeds, args.steps, [f"seeds_per_process={args.per_process}"])
+            wall, cpu, _ = lander_arm(out / "side", seeds, args.steps, [f"seeds_per_process={args.per_process}"])
             results["side by side"] = (wall, cpu, peak_rss(out / "side"), args.seeds)
             print(f"side by side: {wall:.0f} s wall, {cpu / args.seeds:.1f} CPU s per seed", flush=True)
         elif arm == "zoo" and Path(args.zoo_python).exists():
-            commands = [[args.zoo_python, "-m", "rl_zoo3.train", "--algo", "ppo", "--env", "LunarLander-v3", "--seed",
-                         str(s), "-f", str(out / "zoo")] for s in range(args.zoo_seeds)]  # fmt: skip
-            wall, cpu = timed(commands, 2, out)
-            results["rl-zoo3"] = (wall, cpu, float("nan"), args.zoo_seeds)
+            zoo = [args.zoo_python, "-m", "rl_zoo3.train", "--algo", "ppo", "--env", "LunarLander-v3"]
+            commands = [[*zoo, "--num-threads", "1", "--seed", str(s), "-f", str(out / "zoo")]
+                        for s in seeds[: args.zoo_seeds]]  # fmt: skip
+            wall, cpu, peak = timed(commands, 2, out)
+            results["rl-zoo3"] = (wall, cpu, peak, args.zoo_seeds)
             print(f"rl-zoo3: {wall:.0f} s wall, {cpu / args.zoo_seeds:.1f} CPU s per seed", flush=True)
 
     report(results, [out, *(Path(also).resolve() for also in args.also)], args.margin)

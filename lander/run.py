@@ -24,7 +24,7 @@ from lander.errors import ConfigError, RunFileError
 from lander.process.isolate import run_in_child
 from lander.process.signals import Interrupted
 from lander.storage.lock import RunLock
-from lander.storage.rundir import RunPaths, RunSummary, Status
+from lander.storage.rundir import RunPaths, RunSummary, Status, remove_unstarted
 from lander.sweeps.launcher import hold_signal, import_for_jobs, signals_held, worker_stopped
 from lander.sweeps.rerun import continue_job, plan_job, rerun_command
 
@@ -72,7 +72,7 @@ def run_job(cfg: DictConfig, run_dir: Path, overrides: list[str], group: str | N
     Errors end it with one line and exit 2 (configuration) or 1 (an unusable file, a failure); a sweep's
     job returns None instead, so the other jobs go on and the sweep's end reports it.
     """
-    sweep = group is not None
+    sweep, fresh = group is not None, cfg.resume is None
     try:
         if cfg.resume is not None:  # the run's own saved config, in its own directory
             from lander.training.resume import resume_config  # torch and SB3 (~2 s): after the cheap checks
@@ -102,10 +102,8 @@ def run_job(cfg: DictConfig, run_dir: Path, overrides: list[str], group: str | N
         finally:
             lock.release()
     except (ConfigError, RunFileError) as exc:
-        log.error("%s: %s", "invalid configuration" if isinstance(exc, ConfigError) else "cannot continue", exc)
-        if sweep:  # the other jobs go on; the sweep's end lists this one as failed
-            return None
-        sys.exit(2 if isinstance(exc, ConfigError) else 1)
+        refused(exc, run_dir, sweep, fresh)
+        return None
     except Interrupted as exc:  # what was saved and how to continue (lander.training.finish.record_stop), last
         if getattr(exc, "report", None):
             log.warning("%s", exc.report)  # type: ignore[attr-defined]
@@ -117,11 +115,23 @@ def run_job(cfg: DictConfig, run_dir: Path, overrides: list[str], group: str | N
         raise
 
 
+def refused(exc: ConfigError | RunFileError, run_dir: Path, sweep: bool, fresh: bool) -> None:
+    """A run that cannot go on, in one line: a sweep's job returns (the other jobs go on; the sweep's end lists it
+    as failed), a run exits 2 (configuration) or 1 (a file). A new run refused before it trained leaves no
+    directory (:func:`lander.storage.rundir.remove_unstarted`)."""
+    log.error("%s: %s", "invalid configuration" if isinstance(exc, ConfigError) else "cannot continue", exc)
+    if sweep:
+        return None
+    if isinstance(exc, ConfigError) and fresh and remove_unstarted(run_dir):
+        log.error("nothing was trained: %s removed", run_dir)
+    sys.exit(2 if isinstance(exc, ConfigError) else 1)
+
+
 if __name__ == "__main__":
-    from lander.config.precheck import check_command
+    from lander.config.precheck import check_main_command
 
     try:
-        sys.argv[1:] = check_command(sys.argv[1:])  # before Hydra creates the run directory
+        sys.argv[1:] = check_main_command(sys.argv[1:])  # before Hydra creates the run directory
     except ConfigError as error:
         print(f"lander: invalid configuration: {error}", file=sys.stderr)
         sys.exit(2)

@@ -1,6 +1,7 @@
-"""``python -m lander.serve [--root .] [--port 8765]``: the experiment service, FastAPI served by uvicorn. It finds
-the runs and sweeps under ``--root`` (``outputs/``, ``multirun/``) on disk, launches, stops and resumes them, and
-serves the dashboard at ``/``.
+"""The experiment service: a dashboard and REST API over the runs and sweeps under --root (FastAPI, uvicorn).
+
+``python -m lander.serve [--root .] [--port 8765]`` finds the runs and sweeps under ``--root`` (``outputs/``,
+``multirun/``) on disk, launches, stops and resumes them, and serves the dashboard at ``/``.
 
 It starts Python processes as you, so it is guarded as Jupyter Server is (see ``lander/service/guard.py`` and the
 docs/service-and-security.md): a random token by default, printed in a ready-to-open URL; the Host header checked
@@ -30,7 +31,9 @@ def parser() -> argparse.ArgumentParser:
     add(
         "--token",
         default=os.environ.get("LANDER_TOKEN"),
-        help="the token clients must give (LANDER_TOKEN; default: a new random one at each start, printed in the URL)",
+        help="the token clients must give (default: LANDER_TOKEN, else a new random one at each start, printed in "
+        "the URL). A token given here is readable by every user of this machine in the process list "
+        "(/proc/<pid>/cmdline): set LANDER_TOKEN instead",
     )
     add(
         "--no-token",
@@ -64,7 +67,18 @@ def parser() -> argparse.ArgumentParser:
     return parser
 
 
+def without_working_directory() -> None:
+    """Take the working directory off ``sys.path``, as ``python -P`` does: ``python -m`` puts it first, and the
+    service's root is usually the working directory, a folder that may be downloaded. With it there, Hydra's
+    plugin discovery would import a planted ``hydra_plugins/`` and a config's module (``env.id: evil:Env``) could be
+    imported from it, in the service's own process."""
+    here = os.getcwd()
+    if sys.path and sys.path[0] in ("", ".", here):
+        del sys.path[0]
+
+
 def main(argv: list[str] | None = None) -> int:
+    without_working_directory()  # before anything imports Hydra or a config's module
     args = parser().parse_args(argv)
     if not args.root.is_dir():
         parser().error(f"--root {args.root}: not a directory")

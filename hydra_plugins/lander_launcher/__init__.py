@@ -3,12 +3,14 @@
 ``hydra/launcher=joblib`` (``lander/conf/hydra/launcher/joblib.yaml``) Hydra's joblib launcher with lander's signal
 handling, :class:`lander.sweeps.launcher.JoblibLauncher`; ``hydra/launcher=submitit_local`` likewise
 :class:`lander.sweeps.launcher.SubmititLocalLauncher`; ``hydra/launcher=ray`` each job a Ray task,
-:class:`lander.sweeps.launcher.RayLauncher`."""
+:class:`lander.sweeps.launcher.RayLauncher`. ``hydra/sweeper=checked`` (the default) is Hydra's basic sweeper
+trusting lander's precheck, :class:`lander.sweeps.sweeper.CheckedBasicSweeper`."""
 
 from lander.sweeps.launcher import JoblibLauncher as _JoblibLauncher
 from lander.sweeps.launcher import ParallelLauncher as _ParallelLauncher
 from lander.sweeps.launcher import RayLauncher as _RayLauncher
 from lander.sweeps.launcher import SubmititLocalLauncher as _SubmititLocalLauncher
+from lander.sweeps.sweeper import CheckedBasicSweeper as _CheckedBasicSweeper
 
 
 class ParallelLauncher(_ParallelLauncher):
@@ -26,3 +28,7 @@ class SubmititLocalLauncher(_SubmititLocalLauncher):
 
 class RayLauncher(_RayLauncher):
     """A sweep's jobs as Ray tasks, locally or on a cluster (:class:`lander.sweeps.launcher.RayLauncher`)."""
+
+
+class CheckedBasicSweeper(_CheckedBasicSweeper):
+    """Hydra's basic sweeper, trusting lander's precheck of every job (:mod:`lander.sweeps.sweeper`)."""

@@ -64,6 +64,20 @@ class Comparison:
         """How many runs are compared."""
         return sum(len(runs) for by_label in self.groups.values() for runs in by_label.values())
 
+    def left_out_records(self) -> list[dict[str, str]]:
+        """Each run not compared and why, as data (``comparison/left_out.json``, the service's API):
+        ``{"run": <path>, "why": "failed" | "unfinished" | "unevaluated" | "duplicate", "detail": <one line>}``."""
+        records = []
+        for why in ("failed", "unfinished", "unevaluated"):
+            for run in self.left_out.get(why, []):
+                detail = run.summary.get("error") or (
+                    f"no evaluation at or before {run.timesteps:,} timesteps" if why == "unevaluated" else run.status
+                )
+                records.append({"run": str(run.path), "why": why, "detail": str(detail)})
+        for run, kept in self.left_out.get("duplicates", []):
+            records.append({"run": str(run.path), "why": "duplicate", "detail": f"same as {kept.path}"})
+        return records
+
     def budget(self, env: str) -> int:
         """The timestep ``env``'s runs are compared at."""
         return max(r.timesteps for runs in self.groups[env].values() for r in runs)

@@ -20,6 +20,7 @@ from lander.config.schema import neutral_keys
 from lander.errors import RunFileError, RunSetError
 from lander.storage.csvlog import read_complete
 from lander.storage.rundir import RunPaths, RunSummary, Status, find_run_dirs
+from lander.storage.yamlfile import read_yaml
 
 # Overrides that are not part of a configuration: the seed (the repetition), keys declared neutral in the schema
 # (they do not change what is trained), and the names of the presets that set up the whole sweep
@@ -95,8 +96,8 @@ def read_run(path: Path) -> Run:
     """Read a run directory (``.hydra/``, ``summary.json``, ``metrics/eval.csv``)."""
     paths = RunPaths(path)
     try:
-        cfg = yaml.safe_load(paths.config.read_text())
-        overrides = yaml.safe_load(paths.overrides.read_text()) if paths.overrides.is_file() else []
+        cfg = read_yaml(paths.config)
+        overrides = read_yaml(paths.overrides) if paths.overrides.is_file() else []
         seed, env = int(cfg["seed"]), str(cfg["env"]["name"])
         step = int(cfg.get("n_envs") or (cfg.get("algo") or {}).get("n_envs") or 1)
     except (OSError, yaml.YAMLError, KeyError, TypeError, ValueError) as exc:
@@ -108,7 +109,7 @@ def read_run(path: Path) -> Run:
     evals = read_evals(paths.eval_csv, strict=summary is not None and summary.status == Status.COMPLETED)
     return Run(
         path=path,
-        overrides=[str(o) for o in overrides or []],
+        overrides=with_budget([str(o) for o in overrides or []], cfg, summary),
         seed=seed,
         env=env,
         status=summary.status.value if summary else "failed before training",
@@ -118,6 +119,16 @@ def read_run(path: Path) -> Run:
         reached=int(evals["timesteps"].max()) if evals is not None and len(evals) else 0,
         step=step,
     )
+
+
+def with_budget(overrides: list[str], cfg: dict, summary: RunSummary | None) -> list[str]:
+    """A run's overrides with the budget it was trained to: a run trained further (``resume=<run>
+    total_timesteps=N``) keeps its first command's overrides, so its label would name the first budget."""
+    budget = summary.total_timesteps if summary is not None else 0
+    first = cfg.get("total_timesteps") or (cfg.get("algo") or {}).get("total_timesteps")
+    if not budget or budget == first:
+        return overrides
+    return [o for o in overrides if not o.startswith("total_timesteps=")] + [f"total_timesteps={budget}"]
 
 
 def find_runs(paths: list[Path]) -> list[Run]:

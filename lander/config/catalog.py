@@ -19,12 +19,15 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 from lander.config.checks import CHOICES, MINIMA
 from lander.config.reference import rows
 from lander.config.schema import CONF_DIR, LanderConfig, group_options
+from lander.storage.yamlfile import check_aliases
 
 MAX_PRESET_BYTES = 1_000_000
 
 
 def _load(path: Path) -> DictConfig:
-    cfg = OmegaConf.load(path)
+    text = path.read_text()
+    check_aliases(text, path.name)
+    cfg = OmegaConf.create(text)
     return cfg if isinstance(cfg, DictConfig) else OmegaConf.create({})
 
 

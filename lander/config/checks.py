@@ -14,6 +14,7 @@ import math
 import netrc
 import os
 import re
+import resource
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
@@ -104,6 +105,15 @@ CHOICES: dict[str, tuple[str, ...]] = {
 }
 
 
+NAMES = ("run_name", "algo.name", "env.name")  # values that become part of a path (run directory, TensorBoard's)
+
+
+def is_plain_name(name: str) -> bool:
+    """A name that stays one folder wherever it is joined to a path: not empty, not only dots (``..``), no
+    separator (``/``, ``\\``) and no control character."""
+    return bool(name) and name.strip(".") != "" and re.search(r"[/\\\x00-\x1f\x7f]", name) is None
+
+
 def _check(ok: bool, key: str, value: Any, allowed: str) -> None:
     if not ok:
         raise ConfigError(f"{key}={value!r} is not allowed: {key} must be {allowed}")
@@ -130,6 +140,14 @@ def validate(cfg: DictConfig) -> None:
         "one of: auto, cpu, cuda, cuda:N, mps",
     )
     _check("_target_" in cfg.algo.model, "algo.model._target_", None, "the import path of the model class")
+    for key in NAMES:
+        value = OmegaConf.select(cfg, key)
+        _check(
+            value is None or is_plain_name(str(value)),
+            key,
+            value,
+            "a plain name (it names a folder): no '/', '\\', '..' or control characters",
+        )
     for key in SEEDS:
         value = OmegaConf.select(cfg, key)
         _check(value < SEED_LIMIT, key, value, "an integer in [0, 2**32) (numpy seeds are unsigned 32-bit)")
@@ -149,7 +167,8 @@ def validate(cfg: DictConfig) -> None:
 
 
 ENV_BYTES = 110_000  # one training env with its wrappers, about: LunarLander-v3 measured 108 kB (CartPole 5 kB)
-MEMORY_SHARE = 0.8  # of the memory available now: the rest for torch, Python, the evaluation envs and the page cache
+MEMORY_SHARE = 0.8  # of the memory available now: the rest for torch, Python and the page cache
+RUN_VMS = 2 * 2**30  # a run's peak virtual size, rounded up (VmPeak of a tiny PPO run: 1.35 GiB, CPU torch 2.13)
 
 
 def memory_needed(cfg: DictConfig) -> dict[str, float]:
@@ -161,11 +180,12 @@ def memory_needed(cfg: DictConfig) -> dict[str, float]:
     buffers are not estimated: their wrappers (``env.wrappers``) shrink the frames the raw env gives.
     """
     n_envs = int(cfg.n_envs if cfg.n_envs is not None else cfg.algo.n_envs)
+    envs = {"training envs": float(n_envs * ENV_BYTES), "evaluation envs": float(cfg.eval.n_envs * ENV_BYTES)}
     if cfg.env.observation_space == "image":
-        return {"training envs": float(n_envs * ENV_BYTES)}
+        return envs
     obs, act = row_bytes(cfg.env.id, OmegaConf.to_container(cfg.env.kwargs, resolve=True))  # type: ignore[arg-type]
     model = cfg.algo.model
-    needed = {"training envs": float(n_envs * ENV_BYTES)}
+    needed = dict(envs)
     if isinstance(model.get("n_steps"), int):
         needed["rollout buffer"] = 2.0 * model.n_steps * n_envs * (obs + act + 6 * 4)
     if isinstance(model.get("buffer_size"), int):
@@ -195,19 +215,31 @@ def row_bytes(env_id: str, kwargs: dict[str, Any]) -> tuple[int, int]:
     return _spaces_bytes(env_id, json.dumps(kwargs, sort_keys=True, default=str))
 
 
-def check_memory(cfg: DictConfig) -> None:
-    """The buffers and envs (:func:`memory_needed`) must fit in :data:`MEMORY_SHARE` of the memory this machine has
-    available now; else the run would end in a MemoryError or std::bad_alloc after its directory is made."""
+def available_memory() -> tuple[float, str]:
+    """Bytes this process may still take, and whose limit that is: the machine's available memory, or less where
+    the process has an address-space limit (``ulimit -v``; a run's virtual size after importing torch and SB3,
+    :data:`RUN_VMS`, counted in)."""
     import psutil
 
+    available, where = float(psutil.virtual_memory().available), "this machine has"
+    soft, _hard = resource.getrlimit(resource.RLIMIT_AS)
+    if soft != resource.RLIM_INFINITY and soft - RUN_VMS < available:
+        available, where = float(max(0, soft - RUN_VMS)), "this process's address-space limit (ulimit -v) leaves"
+    return available, where
+
+
+def check_memory(cfg: DictConfig) -> None:
+    """The buffers and envs (:func:`memory_needed`) must fit in :data:`MEMORY_SHARE` of the memory this process may
+    still take (:func:`available_memory`); else the run would end in a MemoryError or std::bad_alloc after its
+    directory is made."""
     needed = memory_needed(cfg)
-    available = psutil.virtual_memory().available
+    available, where = available_memory()
     if sum(needed.values()) <= MEMORY_SHARE * available:
         return
     parts = ", ".join(f"{what} {size / 1e9:,.1f} GB" for what, size in needed.items() if size >= 1e8)
     raise ConfigError(
-        f"this run needs about {sum(needed.values()) / 1e9:,.1f} GB of memory ({parts}: from n_envs, "
-        f"algo.model.n_steps and algo.model.buffer_size) and this machine has {available / 1e9:,.1f} GB available: "
+        f"this run needs about {sum(needed.values()) / 1e9:,.1f} GB of memory ({parts}: from n_envs, eval.n_envs, "
+        f"algo.model.n_steps and algo.model.buffer_size) and {where} {available / 1e9:,.1f} GB available: "
         f"lower them (at most {MEMORY_SHARE:.0%} of it is used for these)"
     )
 

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import copy
 import itertools
+import math
 import os
 import re
+from collections.abc import Sequence
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
@@ -21,11 +23,13 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from lander.config.checks import check_trackers, validate
 from lander.config.keys import check_model_keys, check_override_keys
 from lander.config.schema import CONF_DIR, register_configs
+from lander.config.trust import allowed_prefixes, check_trusted
 from lander.errors import ConfigError
 from lander.storage.lock import check_free
 from lander.storage.rundir import RunPaths
 
 NO_LOCK = nullcontext()  # a command line composes alone
+checked_commands: list[list[str]] = []  # the command lines check_command passed in this process (for the sweeper)
 MAX_JOBS_CHECKED = 10_000  # beyond this, each value of each swept key is checked once, not every combination
 
 
@@ -72,6 +76,7 @@ def job_overrides(overrides: list[str], multirun: bool) -> list[list[str]]:
     def values(override: Any) -> list[str]:
         if not (multirun and override.is_sweep_override()):
             return [str(override.input_line)]
+        check_range(override)
         try:
             return [f"{override.get_key_element()}={v}" for v in override.sweep_string_iterator()]
         except HydraException:  # interval() or glob(): the sweeper draws or lists the values, checked as it runs
@@ -83,6 +88,27 @@ def job_overrides(overrides: list[str], multirun: bool) -> list[list[str]]:
     if len(jobs) > MAX_JOBS_CHECKED:
         return [[c[min(i, len(c) - 1)] for c in choices] for i in range(max(map(len, choices)))]
     return [list(job) for job in jobs]
+
+
+def check_range(override: Any) -> None:
+    """A ``range(start, stop[, step])`` sweep must have finite bounds, a step other than 0, and at least one value
+    (Hydra fails on a step of 0 with a traceback and runs an empty sweep for ``range(0, 10, -1)``)."""
+    from hydra.core.override_parser.types import RangeSweep
+
+    value = override.value()
+    if not isinstance(value, RangeSweep):
+        return
+    line = str(override.input_line)
+    start, stop, step = value.start, value.stop, value.step if value.step is not None else 1
+    finite = [b for b in (start, stop, step) if isinstance(b, int | float) and math.isfinite(b)]
+    if len(finite) < 3 or step == 0:
+        raise ConfigError(f"{line}: range(start, stop, step) takes finite numbers and a step other than 0")
+    assert start is not None and stop is not None
+    if (stop - start) / step <= 0:
+        raise ConfigError(
+            f"{line}: that range holds no value (with step {step}, start must be "
+            f"{'below' if step > 0 else 'above'} stop)"
+        )
 
 
 def is_group_choice(override: str) -> bool:
@@ -106,13 +132,18 @@ def with_values(cfg: DictConfig, overrides: list[str]) -> DictConfig:
     return job
 
 
-def check_jobs(argv: list[str], lock: AbstractContextManager[Any] = NO_LOCK) -> None:
+def check_jobs(
+    argv: list[str], lock: AbstractContextManager[Any] = NO_LOCK, allowed: Sequence[str] | None = None
+) -> None:
     """Compose and validate the config of every job of the command; raise :class:`ConfigError` on the first bad one.
 
     A command Hydra itself cannot parse or compose is refused with Hydra's message in one line (:func:`hydra_message`).
 
     :param lock: held around each composition (Hydra's state is global), never longer: the service's other
         requests wait for one composition at most
+    :param allowed: where set (the service, or a run it started: :data:`lander.config.trust.ALLOW_ENV`), every
+        composed config must pass :func:`lander.config.trust.check_trusted` with these prefixes before anything
+        it names (an env's module, a model class) is imported by the checks
     """
     from hydra import compose, initialize_config_dir
     from hydra.errors import HydraException
@@ -126,6 +157,7 @@ def check_jobs(argv: list[str], lock: AbstractContextManager[Any] = NO_LOCK) -> 
     try:
         with lock, initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
             swept, full = preset_sweeps(search, overrides)
+            trusted(full, allowed)  # Hydra's node too: its callbacks, launcher and sweeper are instantiated
             check_output_dir(argv, full, multirun)
             if not multirun and swept:
                 raise ConfigError(
@@ -144,6 +176,8 @@ def check_jobs(argv: list[str], lock: AbstractContextManager[Any] = NO_LOCK) -> 
                 with lock, initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
                     composed[groups] = compose(config_name="config", overrides=[*search, *groups])
             cfg = full if single else with_values(composed[groups], [o for o in job if o not in groups])
+            if not single:
+                trusted(cfg, allowed)
             validate(cfg)
             if any(o.startswith("+algo.model.") for o in job):  # keys the algorithm's config does not have:
                 check_model_keys(cfg)  # against the class (imports torch: not done for other commands)
@@ -153,7 +187,7 @@ def check_jobs(argv: list[str], lock: AbstractContextManager[Any] = NO_LOCK) -> 
     except (HydraException, OmegaConfBaseException, ValueError) as exc:
         if isinstance(exc, ConfigError):
             raise
-        explain_model_override(str(exc), search, overrides, lock)
+        explain_model_override(str(exc), search, overrides, lock, allowed)
         raise ConfigError(hydra_message(exc)) from exc  # Hydra's own words, in one line (exit 2, nothing written)
 
 
@@ -168,8 +202,18 @@ def hydra_message(exc: BaseException) -> str:
     return message
 
 
+def trusted(cfg: DictConfig, allowed: Sequence[str] | None) -> None:
+    """:func:`lander.config.trust.check_trusted` where ``allowed`` is set (the service's runs), else nothing."""
+    if allowed is not None:
+        check_trusted(cfg, allowed)
+
+
 def explain_model_override(
-    error: str, search: list[str], overrides: list[str], lock: AbstractContextManager[Any] = NO_LOCK
+    error: str,
+    search: list[str],
+    overrides: list[str],
+    lock: AbstractContextManager[Any] = NO_LOCK,
+    allowed: Sequence[str] | None = None,
 ) -> None:
     """Hydra's "Could not override 'algo.model.X'" (X not in the algorithm's config), said in lander's words:
     a parameter the model class does not take (with the closest names), or one it takes, to add with ``+``."""
@@ -187,6 +231,7 @@ def explain_model_override(
             cfg = compose(config_name="config", overrides=[*search, *added])
     except (HydraException, OmegaConfBaseException):
         return  # something else is wrong too: Hydra reports it
+    trusted(cfg, allowed)  # before the model class is imported
     check_model_keys(cfg)  # raises for a name the model class does not take
     value = next((o.split("=", 1)[1] for o in overrides if o.split("=", 1)[0] == key), "...")
     raise ConfigError(
@@ -203,7 +248,7 @@ def preset_sweeps(search: list[str], overrides: list[str]) -> tuple[list[str], D
 
     plain = single_values(overrides)
     cfg = compose(config_name="config", overrides=[*search, *plain], return_hydra_config=True)
-    if "BasicSweeper" not in str(cfg.hydra.sweeper.get("_target_", "")):
+    if "BasicSweeper" not in str(cfg.hydra.sweeper.get("_target_", "")):  # basic or lander's checked one
         return [], cfg
     given = {o.split("=", 1)[0] for o in overrides}
     return [f"{k}={v}" for k, v in (cfg.hydra.sweeper.get("params") or {}).items() if k not in given], cfg
@@ -332,11 +377,17 @@ def check_ray(addresses: list[str]) -> None:
         raise ConfigError('hydra/launcher=ray needs Ray: pip install -c constraints.txt -e ".[ray]"')
 
 
-def check_command(argv: list[str], lock: AbstractContextManager[Any] = NO_LOCK) -> list[str]:
+def check_command(
+    argv: list[str], lock: AbstractContextManager[Any] = NO_LOCK, allowed: Sequence[str] | None = None
+) -> list[str]:
     """All checks of the command line ``argv``; return it as Hydra is to get it.
 
     :param lock: held around each composition of a job's config (see :func:`check_jobs`)
+    :param allowed: the trusted target prefixes (:func:`check_jobs`); None: those of
+        :data:`lander.config.trust.ALLOW_ENV` where it is set (a run the service started), else no trust check
     """
+    if allowed is None:
+        allowed = allowed_prefixes()
     argv = [a[1:] if a.startswith(("+experiment=", "+hparams_search=")) else a for a in argv]
     check_override_keys(argv)
     if any(a.startswith("resume=") for a in argv):
@@ -346,5 +397,13 @@ def check_command(argv: list[str], lock: AbstractContextManager[Any] = NO_LOCK) 
     if "-m" not in argv and "--multirun" not in argv:
         for run_dir in given_values(argv, "hydra.run.dir"):
             check_free(Path(run_dir))
-    check_jobs(argv, lock)
+    check_jobs(argv, lock, allowed)
+    return argv
+
+
+def check_main_command(argv: list[str]) -> list[str]:
+    """:func:`check_command` for the command line of this process (``python -m lander.run``), recorded as checked:
+    Hydra's sweeper then does not compose every job a second time (:mod:`lander.sweeps.sweeper`)."""
+    argv = check_command(argv)
+    checked_commands.append(argv)
     return argv

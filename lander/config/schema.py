@@ -22,6 +22,7 @@ from omegaconf import MISSING, DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from lander.errors import ConfigError
+from lander.storage.yamlfile import check_aliases
 
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"  # the packaged configs: lander/conf
 
@@ -181,7 +182,9 @@ def load_saved(path: Path) -> DictConfig:
     :raises ConfigError: one line naming the file and, where there is one, the key
     """
     try:
-        cfg = OmegaConf.merge(OmegaConf.structured(LanderConfig), OmegaConf.load(path))
+        text = path.read_text()
+        check_aliases(text, str(path))
+        cfg = OmegaConf.merge(OmegaConf.structured(LanderConfig), OmegaConf.create(text))
     except (OmegaConfBaseException, yaml.YAMLError, ValueError, OSError) as exc:
         key = getattr(exc, "full_key", None)
         where = f" at key {key!r}" if key else ""

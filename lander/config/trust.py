@@ -26,6 +26,8 @@ from lander.config.schema import CONF_DIR
 from lander.errors import ConfigError
 
 SAFE_RESOLVERS = frozenset({"now"})  # Hydra's clock, used in directory names
+HYDRA_RESOLVERS = SAFE_RESOLVERS | {"hydra"}  # Hydra's own node reads itself: ${hydra:runtime.output_dir}
+HYDRA_TARGETS = ("hydra._internal.", "hydra_plugins.")  # Hydra's sweepers and launchers, and installed plugins
 GETTERS = frozenset({"hydra.utils.get_class", "hydra.utils.get_method", "hydra.utils.get_object"})
 ALLOW_ENV = "LANDER_ALLOWED_TARGETS"  # set (comma-separated prefixes, maybe none): lander.run checks its config
 
@@ -89,16 +91,18 @@ def is_allowed(name: str, prefixes: Sequence[str]) -> bool:
     return name in shipped_targets() or any(name == p or name.startswith(p.rstrip(".") + ".") for p in prefixes)
 
 
-def untrusted_resolvers(plain: Any) -> Iterator[tuple[str, str, str]]:
-    """``(key, value, resolver)`` for every call of a resolver but :data:`SAFE_RESOLVERS` in a plain container;
-    a value that does not parse as OmegaConf's grammar counts as calling ``"?"``."""
-    for key, value in nodes(plain, ""):
+def untrusted_resolvers(
+    plain: Any, prefix: str = "", safe: frozenset[str] = SAFE_RESOLVERS
+) -> Iterator[tuple[str, str, str]]:
+    """``(key, value, resolver)`` for every call of a resolver but ``safe`` in a plain container (its keys
+    dotted after ``prefix``); a value that does not parse as OmegaConf's grammar counts as calling ``"?"``."""
+    for key, value in nodes(plain, prefix):
         try:
             called = resolvers(value) if isinstance(value, str) else []
         except OmegaConfBaseException:
             called = ["?"]
         for name in called:
-            if name not in SAFE_RESOLVERS:
+            if name not in safe:
                 yield key, value, name
 
 
@@ -122,6 +126,10 @@ def check_trusted(cfg: DictConfig | dict[str, Any], prefixes: Sequence[str], whe
     """
     source = f"{where}: " if where else ""
     plain = OmegaConf.to_container(cfg, resolve=False) if isinstance(cfg, DictConfig) else cfg
+    assert isinstance(plain, dict)
+    if isinstance(plain.get("hydra"), dict):  # a config composed with Hydra's node (what a preset can set there)
+        check_hydra_node(plain["hydra"], prefixes, source)
+        plain = {k: v for k, v in plain.items() if k != "hydra"}
     for key, value, name in untrusted_resolvers(plain):
         raise ConfigError(
             f"{source}{key}={value!r} calls the resolver {name}, which is not run for a config the "
@@ -146,3 +154,18 @@ def check_trusted(cfg: DictConfig | dict[str, Any], prefixes: Sequence[str], whe
             f"{source}env.id={env_id!r} makes Gymnasium import {env_id.split(':')[0]!r}: start the "
             f"service with --allow-target {env_id.split(':')[0]} to allow it"
         )
+
+
+def check_hydra_node(hydra: dict[str, Any], prefixes: Sequence[str], source: str) -> None:
+    """The ``hydra`` node of a composed config, as written (it resolves only inside a run): its callbacks, launcher
+    and sweeper are instantiated by Hydra before lander's code runs, so each ``_target_`` must be Hydra's own, an
+    installed plugin's, lander's or allowed, and no resolver but ``now`` and ``hydra`` is called."""
+    for key, value, name in untrusted_resolvers(hydra, "hydra", HYDRA_RESOLVERS):
+        raise ConfigError(f"{source}{key}={value!r} calls the resolver {name}: not run for a config the service starts")
+    for key, node in nodes(hydra, "hydra"):
+        for name in imported(node):
+            if not (name.startswith(HYDRA_TARGETS) or is_allowed(name, prefixes)):
+                raise ConfigError(
+                    f"{source}{key} makes Hydra import {name!r}, which is not Hydra's, a plugin's or lander's: "
+                    f"start the service with --allow-target {name} to allow it"
+                )

@@ -63,7 +63,11 @@ def evaluate_run(run_dir: Path, args: DictConfig) -> Path:
         shape = tuple(env.observation_space.shape or ())
     finally:
         env.close()
-    normalizer = read_stats(stats_path(source), shape).normalize_obs if cfg.env.normalize.enabled else None
+    normalizer = None
+    if cfg.env.normalize.enabled:
+        stats = read_stats(stats_path(source), shape)
+        stats.check_pair(stats_path(source), model.num_timesteps)
+        normalizer = stats.normalize_obs
     result = evaluate(
         model,
         partial(make_env, cfg.env),

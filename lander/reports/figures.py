@@ -24,11 +24,27 @@ COLORS = qualitative.Plotly
 LAYOUT = {"template": "plotly_white", "hovermode": "x unified", "height": 430, "margin": {"t": 60, "r": 20}}
 
 
+# the columns each figure reads of a metrics file (lander writes them all; a file edited by hand may lack some)
+NEEDED = {
+    "train_episodes.csv": ("timesteps", "return", "episode", "length"),
+    "eval.csv": ("timesteps", "mean", "sem", "n", "success_rate"),
+    "eval_episodes.csv": ("timesteps", "return", "seed", "length"),
+}
+
+
+def missing_columns(path: Path, fields: list[str]) -> list[str]:
+    """The columns of :data:`NEEDED` that the metrics file ``path`` (with columns ``fields``) lacks."""
+    return [c for c in NEEDED.get(path.name, ()) if c not in fields]
+
+
 def read_metrics(path: Path) -> pd.DataFrame:
-    """A metrics CSV as numbers (a row cut short by a kill left out); empty when missing."""
+    """A metrics CSV as numbers (a row cut short by a kill left out); empty when missing, or when it lacks a column
+    a figure reads (:data:`NEEDED`: the report says which)."""
     if not path.is_file() or not path.stat().st_size:
         return pd.DataFrame()
     fields, rows = read_complete(path)
+    if missing_columns(path, fields):
+        return pd.DataFrame()
     table = pd.DataFrame(rows, columns=fields)
     return table.apply(pd.to_numeric, errors="coerce") if len(table) else table
 
@@ -144,6 +160,8 @@ def small_multiples(table: pd.DataFrame, x: str, columns: list[str], title: str,
             row=i // per_row + 1,
             col=i % per_row + 1,
         )
+        if column.endswith("learning_rate"):  # 3e-4 on a linear axis reads as 0; a schedule spans decades
+            fig.update_yaxes(type="log", exponentformat="power", row=i // per_row + 1, col=i % per_row + 1)
     fig.update_layout(title=title, showlegend=False, **(LAYOUT | {"height": 260 * rows + 80, "hovermode": "closest"}))
     return fig
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import base64
 import html
+import io
 from pathlib import Path
 from typing import Any
 
+import imageio.v2 as imageio
 import pandas as pd
 import plotly.graph_objects as go
 from plotly.offline import get_plotlyjs
@@ -81,7 +83,19 @@ def video(path: Path, report: Path) -> str:
         source = "data:video/mp4;base64," + base64.b64encode(path.read_bytes()).decode("ascii")
     else:
         source = esc(path.relative_to(report.parent).as_posix())
-    return f'<video controls loop muted src="{source}"></video>'
+    return f'<video controls loop muted preload="auto" poster="{poster(path)}" src="{source}"></video>'
+
+
+def poster(path: Path) -> str:
+    """The video's first frame as a PNG data URI, shown before it plays ('' if the file cannot be decoded)."""
+    try:
+        with imageio.get_reader(str(path), "ffmpeg") as reader:
+            frame = reader.get_data(0)  # type: ignore[attr-defined]  # the ffmpeg plugin's reader
+        png = io.BytesIO()
+        imageio.imwrite(png, frame, format="png")
+    except Exception:  # a damaged or foreign video: shown without a poster (the browser says what it can)
+        return ""
+    return "data:image/png;base64," + base64.b64encode(png.getvalue()).decode("ascii")
 
 
 def page(title: str, sections: list[tuple[str, str, str]], header: str = "") -> str:

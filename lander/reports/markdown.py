@@ -102,9 +102,11 @@ def report_lines(
         "duplicates": "duplicates not counted",
     }
     counts = "; ".join(f"{names[key]}: {len(items)}" for key, items in left_out.items())
+    dropped = sum(len(items) for items in left_out.values())
     report = [
         "# Comparison",
         "",
+        *([f"**{dropped} of {len(runs)} runs not compared**: see *Runs left out* below.", ""] if dropped else []),
         f"Runs: {len(runs)}; compared: {compared}; {counts}.",
         "",
         "Every statistic is over runs: a run's score is the mean return of its evaluation episodes at the compared "
@@ -151,6 +153,15 @@ def report_lines(
     for title, items in listed:
         report += [f"## {title}", "", *items, ""] if items else []
     return report
+
+
+def left_out_line(records: list[dict[str, str]], runs: int) -> str:
+    """One line saying how many runs were not compared and why (``Comparison.left_out_records``)."""
+    why = {"failed": "failed", "unfinished": "not finished", "unevaluated": "not evaluated by then",
+           "duplicate": "duplicates"}  # fmt: skip
+    counts = {w: sum(r["why"] == w for r in records) for w in why}
+    said = ", ".join(f"{why[w]}: {n}" for w, n in counts.items() if n)
+    return f"**{len(records)} of {runs} runs not compared** ({said}): each is listed under *Runs left out*."
 
 
 def run_line(run: Run) -> str:

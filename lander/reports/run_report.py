@@ -16,10 +16,11 @@ import yaml
 from omegaconf import OmegaConf
 
 from lander.errors import RunFileError
-from lander.reports.figures import run_figures
+from lander.reports.figures import missing_columns, run_figures
 from lander.reports.html import esc, figure, pairs, pre, table, video, write_page
 from lander.storage.csvlog import read_complete
 from lander.storage.rundir import RunPaths, RunSummary, read_json
+from lander.storage.yamlfile import check_aliases, safe_yaml
 
 log = logging.getLogger(__name__)
 RESULTS = {  # summary.json field: its name in the report
@@ -54,6 +55,7 @@ def resolved_config(paths: RunPaths) -> str:
     if not text:
         return "(no .hydra/config.yaml)"
     try:
+        check_aliases(text, ".hydra/config.yaml")
         return OmegaConf.to_yaml(OmegaConf.create(text), resolve=True)
     except Exception as exc:  # an interpolation of a resolver not registered here, or a hand-edited file
         return f"# not resolved ({type(exc).__name__}: {exc}); as written:\n{text}"
@@ -84,6 +86,8 @@ def not_numbers(paths: RunPaths) -> list[str]:
         if not path.is_file() or not path.stat().st_size:
             continue
         fields, rows = read_complete(path)
+        if lacking := missing_columns(path, fields):
+            notes.append(f"{path.relative_to(paths.root)} lacks the column(s) {', '.join(lacking)}: not plotted")
         cells = pd.DataFrame(rows, columns=fields).astype(str)
         for column in cells.columns:
             bad = pd.to_numeric(cells[column], errors="coerce").isna() & cells[column].str.strip().ne("")
@@ -147,6 +151,19 @@ def files(paths: RunPaths) -> str:
     return f"<ul>{''.join(links)}</ul>"
 
 
+def saved_config(paths: RunPaths) -> tuple[dict[str, Any], str | None]:
+    """The run's ``.hydra/config.yaml`` as a dict ({} where there is none), and what is wrong with it, in one line,
+    where it is not a YAML mapping (binary, hand-edited, an alias bomb): the report is written without it."""
+    text = read_text(paths.config)
+    try:
+        config = safe_yaml(text, ".hydra/config.yaml") if text else {}
+    except yaml.YAMLError as exc:
+        return {}, f".hydra/config.yaml is not readable YAML: {str(exc).splitlines()[0]}"
+    if not isinstance(config, dict | None):
+        return {}, f".hydra/config.yaml holds a {type(config).__name__}, not a run's config"
+    return config or {}, None
+
+
 def write_run_report(run_dir: Path) -> Path:
     """Write ``report.html`` into ``run_dir`` from the files there; return its path."""
     paths = RunPaths(run_dir)
@@ -155,8 +172,8 @@ def write_run_report(run_dir: Path) -> Path:
         summary: dict[str, Any] = loaded.to_dict() if loaded is not None else {}
     except RunFileError as exc:
         summary = {"status": "unreadable", "error": str(exc)}
-    config = yaml.safe_load(read_text(paths.config)) or {} if paths.config.is_file() else {}
-    threshold = (config.get("env") or {}).get("reward_threshold") if isinstance(config, dict) else None
+    config, problem = saved_config(paths)
+    threshold = (config.get("env") or {}).get("reward_threshold")
     figures = run_figures(paths, threshold)
     results = {name: summary[key] for key, name in RESULTS.items() if summary.get(key) not in (None, [])}
     sections = [
@@ -175,7 +192,7 @@ def write_run_report(run_dir: Path) -> Path:
         ("files", "Files", files(paths)),
     ]
     title = str(summary.get("run_name") or run_dir.name)
-    notes = not_numbers(paths)
+    notes = ([problem] if problem else []) + not_numbers(paths)
     for note in notes:
         log.warning("%s", note)
     warnings = "".join(f'<div class="error">{esc(note)}</div>' for note in notes)

@@ -16,9 +16,9 @@ from lander.analysis.comparison import Comparison, analyse
 from lander.analysis.runset import Run
 from lander.reports.figures import sweep_figures
 from lander.reports.html import esc, figure, number, table, write_page
-from lander.reports.markdown import budget_lines, readable_rows, report_lines
+from lander.reports.markdown import budget_lines, left_out_line, readable_rows, report_lines
 from lander.reports.plots import plot_curves, plot_final_scores, plot_profile
-from lander.storage.rundir import atomic_write, write_text
+from lander.storage.rundir import atomic_write, write_json, write_text
 
 log = logging.getLogger(__name__)
 
@@ -90,8 +90,11 @@ def write_sweep_report(found: Comparison, path: Path, band: str = "seeds") -> Pa
     counts = {key: len(items) for key, items in found.left_out.items()}
     summary = (
         f"<p>Runs: {len(found.runs)}; compared: {found.compared}; failed: {counts.get('failed', 0)}; not "
-        f"finished: {counts.get('unfinished', 0)}; duplicates: {counts.get('duplicates', 0)}.</p>"
+        f"finished: {counts.get('unfinished', 0)}; not evaluated by then: {counts.get('unevaluated', 0)}; "
+        f"duplicates: {counts.get('duplicates', 0)}.</p>"
     )
+    if dropped := found.left_out_records():
+        summary = f'<div class="error">{inline_markdown(left_out_line(dropped, len(found.runs)))}</div>' + summary
     sections = [
         ("comparison", "Comparison", summary + compared),
         ("runs", "Runs", runs_table(found.runs, path)),
@@ -130,6 +133,8 @@ def compare(
             plot(by_label, env, files[-1])
     report = report_lines(found.runs, found.groups, found.tables, found.spanning, found.left_out, at_timesteps)
     files += write_tables(found.table, found.spanning, out_dir, report)
+    records = {"runs": len(found.runs), "compared": found.compared, "left_out": found.left_out_records()}
+    files.append(write_json(out_dir / "left_out.json", records))
     files.append(write_sweep_report(found, out_dir / "report.html", band))
     log.info("comparison of %d runs written to %s", found.compared, out_dir)
     found.files = files

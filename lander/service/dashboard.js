@@ -91,8 +91,16 @@ function comparisonRow(comparison) {
   row.append(el("td", comparison.path), el("td", comparison.runs.join(", ")));
   const report = el("td");
   if (comparison.compared) report.append(link(`/api/comparisons/${comparison.id}/report`, "report.html")); else report.append(el("span", "not yet", "muted"));
+  report.append(leftOut(comparison.left_out, comparison.runs.length));
   row.append(report);
   return row;
+}
+
+function leftOut(records, runs) {  // the runs a comparison did not compare: said beside its report, why on hover
+  if (!records || !records.length) return "";
+  const note = el("span", ` ${records.length} of ${runs} runs not compared`, "warning left-out");
+  note.title = records.map(r => `${r.run}: ${r.why} (${r.detail})`).join("\n");
+  return note;
 }
 
 function sweepRow(sweep) {
@@ -100,6 +108,7 @@ function sweepRow(sweep) {
   row.append(el("td", sweep.path), el("td", sweep.jobs));
   const report = el("td");
   if (sweep.compared) report.append(link(`/api/sweeps/${sweep.id}/report`, "report.html")); else report.append(el("span", "not yet", "muted"));
+  report.append(leftOut(sweep.left_out, sweep.jobs));
   row.append(report);
   return row;
 }

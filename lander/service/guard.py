@@ -79,7 +79,7 @@ class Guard:
                 message = message | {"headers": [*message.get("headers", []), *extra]}
             await send(message)
 
-        await self.app(scope, receive, send_with_headers)
+        await self.app(scope, bounded(receive, MAX_BODY), send_with_headers)
 
     def refusal(self, scope: dict[str, Any], headers: dict[str, str]) -> Refusal | None:
         """Why the request is refused (status, body, headers), or None to let it through."""
@@ -109,7 +109,8 @@ class Guard:
             cookies: SimpleCookie = SimpleCookie(headers.get("cookie", ""))
         except CookieError:  # a malformed Cookie header: as if none was sent
             cookies = SimpleCookie()
-        bearer = headers.get("authorization", "").removeprefix("Bearer ").strip()
+        scheme, _, credentials = headers.get("authorization", "").strip().partition(" ")
+        bearer = credentials.strip() if scheme.lower() == "bearer" else ""  # schemes are case-insensitive (RFC 9110)
         cookie = cookies[self.cookie].value if self.cookie in cookies else ""
         given = query.get("token", [""])[0]
         if unsafe:
@@ -144,16 +145,24 @@ class Guard:
         )
 
     def host_allowed(self, host: str) -> bool:
-        """The Host header names this service: a local name on its port, or a name of ``hosts`` on any port."""
+        """The Host header names this service: a local name or an address on its own port, or a name given with
+        ``--allow-host`` on any port (a reverse proxy's); a port is digits only (``8765.evil.example`` is not)."""
         name, port = split_host(host)
-        if name in self.hosts:
-            return True
-        return (name in LOCAL_NAMES or is_loopback(name)) and port in ("", str(self.port))
+        if port and not (port.isascii() and port.isdigit()):
+            return False
+        own_port = port == str(self.port) or (not port and self.port == 80)
+        if name in LOCAL_NAMES or is_loopback(name) or is_address(name):
+            return own_port and (name in self.hosts or name in LOCAL_NAMES or is_loopback(name))
+        return name in self.hosts
 
     def state_change_problem(self, headers: dict[str, str], host: str) -> Refusal | None:
         """A POST must be JSON, of a bounded size, and come from the service's own page where a browser says."""
-        if "content-length" not in headers:
-            return 411, {"error": "a POST needs a Content-Length (a JSON body, {} if nothing else)"}, []
+        if "content-length" not in headers or "transfer-encoding" in headers:
+            return (
+                411,
+                {"error": "a POST needs a Content-Length and no Transfer-Encoding (a JSON body, {} if nothing else)"},
+                [],
+            )
         if not headers["content-length"].isdigit() or int(headers["content-length"]) > MAX_BODY:
             return (
                 413,
@@ -190,6 +199,23 @@ class Guard:
         ]
 
 
+def bounded(receive: Any, limit: int) -> Any:
+    """``receive`` that ends the request once its body passes ``limit`` bytes, whatever its headers claimed (the
+    Content-Length is checked before; a body longer than it said is cut here, never parsed)."""
+    received = 0
+
+    async def receive_bounded() -> dict[str, Any]:
+        nonlocal received
+        message = await receive()
+        if message["type"] == "http.request":
+            received += len(message.get("body", b""))
+            if received > limit:
+                return {"type": "http.disconnect"}
+        return message
+
+    return receive_bounded
+
+
 def cookie_names(port: int) -> tuple[str, str]:
     """The token's and the XSRF cookie's names: one pair per port (cookies do not tell ports apart)."""
     return f"lander_token_{port}", f"lander_xsrf_{port}"
@@ -206,6 +232,14 @@ def split_host(host: str) -> tuple[str, str]:
 
 def same(given: str, expected: str) -> bool:
     return bool(given) and hmac.compare_digest(given.encode(), expected.encode())
+
+
+def is_address(name: str) -> bool:
+    try:
+        ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    return True
 
 
 def is_loopback(name: str) -> bool:

@@ -23,14 +23,16 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import psutil
 import yaml
 
 from lander.config.trust import ALLOW_ENV, check_trusted
 from lander.errors import ConfigError
 from lander.service import files, store
 from lander.service.overrides import Refused
-from lander.storage.lock import RunLock
+from lander.storage.lock import RunLock, owner_process, same_process
 from lander.storage.rundir import RunPaths, Status
+from lander.storage.yamlfile import safe_yaml
 
 MODULES = ("lander.run", "lander.compare")  # what the service starts
 SAFE_PATH = ["-P"] if sys.version_info >= (3, 11) else []  # no working directory on sys.path (3.11+; 3.10: the
@@ -103,6 +105,7 @@ class Launcher:
                 "path": str(directory.relative_to(self.root)),
                 "args": args,
                 "started": time.time(),
+                "created": created(process.pid),
             }
             self.record.parent.mkdir(exist_ok=True)
             with self.record.open("a") as handle:
@@ -164,7 +167,7 @@ class Launcher:
         for line in text.splitlines():
             try:
                 entry = json.loads(line)
-                entries.append(entry | {"alive": alive(int(entry["pid"]), float(entry["started"]))})
+                entries.append(entry | {"alive": alive(int(entry["pid"]), entry.get("created"))})
             except (ValueError, TypeError, KeyError):
                 continue  # a line cut short (a service killed while writing it)
         return entries
@@ -200,8 +203,18 @@ class Launcher:
             raise Refused(f"{run.name} {state} (status {current}): {answer}", 409)
         if owner.get("host") not in (None, socket.gethostname()):  # a root shared between machines
             raise Refused(f"{run.name} runs on {owner['host']}, not on this machine: act on it there", 409)
-        os.kill(int(owner["pid"]), signum)
-        return int(owner["pid"])
+        pid = owner_process(run)  # the pid and creation time the lock file records must be a live process's
+        if pid is None:
+            raise Refused(
+                f"{run.name}: its lock file names process {owner.get('pid')!r}, which is not the process holding "
+                "the run (a copied or edited lock file, or a pid reused): no signal was sent",
+                409,
+            )
+        try:
+            os.kill(pid, signum)
+        except OSError as exc:  # it ended just now, or is not this user's
+            raise Refused(f"{run.name}: process {pid} could not be signalled ({exc.strerror}): {answer}", 409) from exc
+        return pid
 
     def resume(self, run: Path) -> dict[str, Any]:
         """``python -m lander.run resume=<run>`` for an interrupted, failed or killed run whose saved config
@@ -213,7 +226,7 @@ class Launcher:
             raise Refused(f"{run.name} is completed: nothing to resume", 409)
         config = RunPaths(run).config
         try:
-            saved = yaml.safe_load(files.read_text(self.root, config, store.MAX_CONFIG))
+            saved = safe_yaml(files.read_text(self.root, config, store.MAX_CONFIG), files.shown(self.root, config))
             if not isinstance(saved, dict):
                 raise ConfigError(f"{config}: not a mapping of keys")
             check_trusted(saved, self.allowed, where=str(config.relative_to(self.root)))
@@ -228,13 +241,21 @@ def status(root: Path, run: Path) -> str:
     return store.summary_of(root, run)[0].get("status", "created")
 
 
-def alive(pid: int, started: float) -> bool:
-    """True if ``pid`` still runs lander (:data:`MODULES`) and was not started before the record (a reused pid is
-    not ours)."""
+def created(pid: int) -> float | None:
+    """The creation time of process ``pid`` (psutil's), recorded with it; None if it has ended already."""
     try:
-        os.kill(pid, 0)
+        return psutil.Process(pid).create_time()
+    except psutil.Error:
+        return None
+
+
+def alive(pid: int, created: object) -> bool:
+    """True if ``pid`` is the very process the record names (its creation time, :func:`created`) and still runs
+    lander (:data:`MODULES`): a pid reused by another process, or a record without its creation time, is not ours."""
+    if not same_process(pid, created):
+        return False
+    try:
         command = Path(f"/proc/{pid}/cmdline").read_bytes()
-        seen = Path(f"/proc/{pid}").stat().st_mtime  # when the kernel first showed the process: not before its start
     except OSError:
         return False
-    return any(module.encode() in command for module in MODULES) and seen >= started - 5
+    return any(module.encode() in command for module in MODULES)

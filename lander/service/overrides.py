@@ -25,10 +25,17 @@ from typing import Any
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.override_parser.types import ChoiceSweep, Glob, Override, OverrideType, RangeSweep
 from hydra.errors import HydraException
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from lander.config.keys import check_override_keys
-from lander.config.precheck import check_command, hydra_message, job_overrides, preset_sweeps, single_values
+from lander.config.precheck import (
+    check_command,
+    check_range,
+    hydra_message,
+    job_overrides,
+    preset_sweeps,
+    single_values,
+)
 from lander.config.schema import CONF_DIR, group_options, register_configs
 from lander.config.trust import check_trusted
 from lander.errors import ConfigError
@@ -69,11 +76,7 @@ def check_overrides(overrides: Any, multirun: bool, max_jobs: int, allowed: list
         raise Refused(
             f"the sweep expands to {jobs:,} jobs: the service launches at most {max_jobs} in one sweep (--max-jobs)"
         )
-    first = compose_checked(list(overrides), parsed, multirun, max_jobs)
-    try:
-        check_trusted(first, allowed)
-    except ConfigError as exc:
-        raise Refused(str(exc)) from exc
+    first = compose_checked(list(overrides), parsed, multirun, max_jobs, allowed)
     return list(overrides), first
 
 
@@ -127,6 +130,10 @@ def values(override: Override) -> list[Any]:
     if isinstance(value, ChoiceSweep):
         return list(value.list)
     if isinstance(value, RangeSweep):
+        try:
+            check_range(override)
+        except ConfigError as exc:
+            raise Refused(str(exc)) from exc
         return [value.start, value.stop, value.step]
     if isinstance(value, Glob):
         if override.key_or_group not in GROUPS:
@@ -175,9 +182,12 @@ def sweep_size(parsed: list[Override]) -> int:
     return size
 
 
-def compose_checked(overrides: list[str], parsed: list[Override], multirun: bool, max_jobs: int) -> DictConfig:
-    """Every job composed and validated as ``python -m lander.run`` would (a preset's own sweep counted in);
-    return the first job's config. Hydra's own errors and lander's as :class:`Refused`."""
+def compose_checked(
+    overrides: list[str], parsed: list[Override], multirun: bool, max_jobs: int, allowed: list[str]
+) -> DictConfig:
+    """Every job composed, checked by :func:`lander.config.trust.check_trusted` and then validated as
+    ``python -m lander.run`` would (a preset's own sweep counted in); return the first job's config. Nothing a
+    config names is imported before its trust check. Hydra's own errors and lander's as :class:`Refused`."""
     from hydra import compose, initialize_config_dir
     from omegaconf.errors import OmegaConfBaseException
 
@@ -185,16 +195,19 @@ def compose_checked(overrides: list[str], parsed: list[Override], multirun: bool
     try:
         check_override_keys(overrides)  # lander's did-you-mean for a misspelt key, before Hydra's own words
         with _compose_lock, initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-            preset = preset_sweeps([], single_values(overrides))[0] if multirun else []
+            swept, full = preset_sweeps([], single_values(overrides))
+            preset = swept if multirun else []
             first = job_overrides([*preset, *overrides], multirun=True)[0] if overrides or preset else []
             cfg = compose(config_name="config", overrides=first)
-        jobs = sweep_size([*(parse(p, True) for p in preset), *parsed])
-        if preset and jobs > max_jobs:
+        check_trusted(cfg, allowed)
+        trials = OmegaConf.select(full, "hydra.sweeper.n_trials")  # a search (hparams_search=...): its trials
+        jobs = trials if isinstance(trials, int) else sweep_size([*(parse(p, True) for p in preset), *parsed])
+        if (preset or trials is not None) and jobs > max_jobs:
             raise Refused(
-                f"the sweep (with its preset's own values) expands to {jobs:,} jobs: the service launches "
-                f"at most {max_jobs} in one sweep (--max-jobs)"
+                f"the sweep (with its preset's own values or trials) expands to {jobs:,} jobs: the service "
+                f"launches at most {max_jobs} in one sweep (--max-jobs)"
             )
-        check_command(["--multirun", *overrides] if multirun else list(overrides), lock=_compose_lock)
+        check_command(["--multirun", *overrides] if multirun else list(overrides), _compose_lock, allowed)
     except ConfigError as exc:
         raise Refused(str(exc)) from exc
     except (HydraException, OmegaConfBaseException, ValueError) as exc:

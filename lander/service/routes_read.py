@@ -21,6 +21,7 @@ from lander.config import catalog
 from lander.config.trust import resolve_trusted
 from lander.service import files, store
 from lander.storage.rundir import RunPaths, SweepPaths
+from lander.storage.yamlfile import safe_yaml
 
 router = APIRouter()
 # what a run's file may do once opened: run its own inline scripts, show its own inline media; nothing else
@@ -116,6 +117,7 @@ def sweep(request: Request, sweep_id: str) -> dict[str, Any]:
         "path": str(path.relative_to(root)),
         "jobs": jobs,
         "comparison": table_rows(root, SweepPaths(path).table),
+        "left_out": store.left_out(root, SweepPaths(path).comparison),  # runs the comparison did not compare, and why
         "report": f"/api/sweeps/{sweep_id}/report" if report else None,
     }
 
@@ -155,6 +157,7 @@ def comparison(request: Request, comparison_id: str) -> dict[str, Any]:
         "path": str(path.relative_to(root.resolve())),
         "runs": listed["runs"],
         "comparison": table_rows(root, path / "table.csv"),
+        "left_out": store.left_out(root, path),  # runs it did not compare (an unequal budget, a failure), and why
         "report": f"/api/comparisons/{comparison_id}/report" if report else None,
     }
 
@@ -178,7 +181,7 @@ def untrusted(path: Path) -> FileResponse:
 def yaml_file(root: Path, path: Path) -> Any:
     """A small YAML file of a run, safely parsed; None if absent or unreadable."""
     try:
-        return yaml.safe_load(files.read_text(root, path, store.MAX_CONFIG))
+        return safe_yaml(files.read_text(root, path, store.MAX_CONFIG), files.shown(root, path))
     except (files.Unreadable, yaml.YAMLError):
         return None
 

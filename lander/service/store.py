@@ -122,11 +122,12 @@ def run_file(root: Path, id_: str, name: str) -> Path:
 
 
 def rows(root: Path, path: Path, column: str, since: float | None = None) -> list[dict[str, Any]]:
-    """A metrics CSV as rows of numbers (a row cut short left out), those after ``since`` only; no file: none.
+    """A metrics CSV as rows of numbers (a row cut short left out, bytes that are not UTF-8 replaced), those after
+    ``since`` only; no file: none.
     :class:`Unreadable` for a file that links out of the root, is not a regular file or is too large."""
     if not path.exists() and not path.is_symlink():
         return []
-    out = parse_rows(read_text(root, path, MAX_CSV))
+    out = parse_rows(read_bytes(root, path, MAX_CSV).decode(errors="replace"))  # a stray byte: U+FFFD, rows kept
     if since is not None:
         out = [r for r in out if isinstance(r.get(column), (int, float)) and r[column] > since]
     return out
@@ -223,6 +224,19 @@ def safe_run_info(root: Path, path: Path) -> dict[str, Any]:
         }
 
 
+def left_out(root: Path, comparison: Path) -> list[dict[str, str]]:
+    """The runs a comparison (the directory holding its ``report.html``) did not compare, with why, from its
+    ``left_out.json`` (:meth:`lander.analysis.comparison.Comparison.left_out_records`); none where unreadable."""
+    try:
+        found = json.loads(read_text(root, comparison / "left_out.json", MAX_RECORD)).get("left_out")
+    except (Unreadable, ValueError, AttributeError):
+        return []
+    fields = ("run", "why", "detail")
+    if not isinstance(found, list) or not all(isinstance(r, dict) for r in found):
+        return []
+    return [{k: str(r.get(k, "")) for k in fields} for r in found]
+
+
 def comparison_dir(root: Path, id_: str) -> Path:
     """A comparison the service started (``comparisons/<date>/<time>``, with its ``inputs.json``), or
     :class:`NotFound`."""
@@ -251,6 +265,7 @@ def list_comparisons(root: Path) -> list[dict[str, Any]]:
                 "started": inputs.lstat().st_mtime,
                 "runs": runs if isinstance(runs, list) and all(isinstance(r, str) for r in runs) else [],
                 "compared": servable(root, inputs.parent / "report.html"),
+                "left_out": left_out(root, inputs.parent),
             }
         )
     return sorted(listed, key=lambda c: c["started"], reverse=True)
@@ -266,6 +281,7 @@ def list_sweeps(root: Path) -> list[dict[str, Any]]:
             "started": f.lstat().st_mtime,
             "jobs": len(find_run_dirs([f.parent])),
             "compared": servable(root, SweepPaths(f.parent).table),
+            "left_out": left_out(root, SweepPaths(f.parent).comparison),
         }
         for f in found
         if f.resolve().is_relative_to(root.resolve())

@@ -2,7 +2,8 @@
 
 The lock is an ``flock`` on the file, so the kernel releases it when its owner dies, ``kill -9`` included:
 a lock file left behind by a dead process is stale and taken over. The file holds the owner's pid,
-host and start time, for the message that refuses a second writer.
+host, the time it took the lock and its process's creation time (``created``, as psutil reads it), for the message
+that refuses a second writer and so that a signal goes only to the process that wrote it (:func:`owner_process`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ import stat
 import time
 from pathlib import Path
 from typing import IO
+
+import psutil
 
 from lander.errors import ConfigError
 
@@ -74,7 +77,10 @@ class RunLock:
             raise ConfigError(busy_message(self.path.parent, self.owner())) from None
         handle.seek(0)
         handle.truncate()
-        handle.write(json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "since": time.time()}))
+        created = psutil.Process().create_time()
+        handle.write(
+            json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "since": time.time(), "created": created})
+        )
         handle.flush()
         self._handle = handle
         return self
@@ -100,3 +106,25 @@ def check_free(run_dir: Path) -> None:
     lock = RunLock(run_dir)
     if lock.busy():
         raise ConfigError(busy_message(Path(run_dir), lock.owner()))
+
+
+def same_process(pid: int, created: object) -> bool:
+    """True if ``pid`` is alive and is the process created at ``created`` (psutil's creation time, recorded by
+    the process itself): not another process that was given the same pid, nor one a copied file names."""
+    if not isinstance(created, int | float) or isinstance(created, bool):
+        return False
+    try:
+        return abs(psutil.Process(pid).create_time() - created) < 0.01
+    except (psutil.Error, OSError, ValueError, OverflowError):
+        return False
+
+
+def owner_process(run_dir: Path) -> int | None:
+    """The pid of the process that holds ``run_dir``'s lock, checked to be the process that recorded itself in
+    the lock file (pid and creation time); None if the lock is free or the file names another process."""
+    lock = RunLock(run_dir)
+    owner = lock.owner() or {}
+    pid = owner.get("pid")
+    if not lock.busy() or not isinstance(pid, int) or isinstance(pid, bool):
+        return None
+    return pid if same_process(pid, owner.get("created")) else None

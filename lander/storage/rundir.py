@@ -44,6 +44,35 @@ def atomic_write(path: Path, write: Callable[[Path], Any]) -> Path:
     return path
 
 
+# what a run directory holds before its run started training: Hydra's record of the command, its log, the lock
+UNSTARTED = {
+    ".hydra",
+    ".hydra/config.yaml",
+    ".hydra/hydra.yaml",
+    ".hydra/overrides.yaml",
+    "run.log",
+    ".lander.storage.lock",
+}
+
+
+def remove_unstarted(root: Path) -> bool:
+    """Remove the run directory ``root`` if it holds nothing but :data:`UNSTARTED` (regular files and the
+    ``.hydra`` folder): a run refused by a check that could only be made once torch and its envs were loaded
+    (``memory_limit_mb`` below the footprint) leaves no directory, as one refused before Hydra made it. Anything
+    else there, and it stays. Returns whether it was removed."""
+    try:
+        entries = {p.relative_to(root).as_posix(): p for p in Path(root).rglob("*")}
+    except OSError:
+        return False
+    if not set(entries) <= UNSTARTED or any(p.is_symlink() for p in entries.values()):
+        return False
+    for name in sorted(entries, key=len, reverse=True):  # files before the folder that holds them
+        path = entries[name]
+        path.rmdir() if path.is_dir() else path.unlink()
+    Path(root).rmdir()
+    return True
+
+
 def remove_temporaries(root: Path) -> list[Path]:
     """Remove the temporary files (:func:`atomic_write`) that killed writers left under ``root``."""
     stale = [p for p in Path(root).rglob(".*.tmp*") if TEMPORARY.fullmatch(p.name) and p.is_file()]

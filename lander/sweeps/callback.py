@@ -65,9 +65,10 @@ class ComparisonCallback(Callback):
         sweep_dir = Path(config.hydra.sweep.dir)
         try:
             found = self._compare(config, sweep_dir)
-        except RunSetError as exc:  # no job completed, or a completed job's files are unreadable
-            log.error("the sweep's comparison could not be written: %s", exc)
-            raise SystemExit(f"lander: the sweep did not complete: no comparison: {exc}") from None
+        except (RunSetError, OSError) as exc:  # no job completed, a job's files unreadable, a full disk
+            why = str(exc) if isinstance(exc, RunSetError) else f"{type(exc).__name__}: {exc}"
+            log.error("the sweep's comparison could not be written: %s", why)
+            raise SystemExit(f"lander: the sweep did not complete: no comparison: {why}") from None
         if self.log_to_wandb and (node := wandb_node(config)) is not None:
             self._log_to_wandb(node, sweep_dir, found)
         log.info("%s", sweep_closing(found, SweepPaths(sweep_dir).comparison))

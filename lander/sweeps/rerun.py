@@ -26,6 +26,7 @@ from omegaconf import DictConfig, OmegaConf, read_write
 from lander.errors import ConfigError
 from lander.storage.lock import NAME as LOCK_NAME
 from lander.storage.rundir import RunPaths, RunSummary, Status, SweepPaths, find_checkpoints, find_run_dirs
+from lander.storage.yamlfile import check_aliases
 
 log = logging.getLogger(__name__)
 Plan = Literal["fresh", "skip", "resume", "retry"]
@@ -92,7 +93,9 @@ def check_same_sweep(config: DictConfig) -> None:
     saved = SweepPaths(config.hydra.sweep.dir).multirun
     if not saved.is_file():
         return
-    old = OmegaConf.load(saved)
+    text = saved.read_text()
+    check_aliases(text, str(saved))
+    old = OmegaConf.create(text)
     for key, what in (("hydra.overrides.task", "overrides"), ("hydra.sweeper.params", "sweep parameters")):
         before, now = OmegaConf.select(old, key), OmegaConf.select(config, key)
         before = OmegaConf.to_container(before) if before is not None else None

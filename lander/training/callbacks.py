@@ -590,7 +590,7 @@ def save_model(model: BaseAlgorithm, path: Path) -> Path:
     (:func:`lander.storage.normalization.stats_path`, arrays, no pickle)."""
     normalizer = model.get_vec_normalize_env()
     if normalizer is not None:
-        atomic_write(stats_path(path), partial(save_stats, normalizer))
+        atomic_write(stats_path(path), partial(save_stats, normalizer, timesteps=model.num_timesteps))
     return atomic_write(path, model.save)
 
 

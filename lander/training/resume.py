@@ -77,7 +77,7 @@ def load_newest_checkpoint(cfg: DictConfig, paths: RunPaths, env: VecEnv) -> Bas
         try:
             model = safe_load(cfg, path, env)
             if isinstance(env, VecNormalize):  # its statistics, saved beside the checkpoint as arrays
-                load_stats(env, stats_path(path))
+                load_stats(env, stats_path(path), model.num_timesteps)
             replay = replay_buffer_path(paths.checkpoints, steps)
             if os.path.lexists(replay) and getattr(model, "replay_buffer", None) is not None:  # a FIFO is refused
                 load_buffer(model.replay_buffer, replay)  # type: ignore[attr-defined]

@@ -147,6 +147,7 @@ def _record(
             status=Status.COMPLETED,
             wall_seconds=round(earlier + training_clock() - start, 2),
         )
+        summary.peak_rss_mb = peak_rss_mb()  # training, evaluations and the video: the figure report.html shows too
         summary.save(paths)
         fault("finish:completed")
         try:
@@ -155,8 +156,6 @@ def _record(
             summary.status = Status.FAILED
             raise OSError(exc.errno, exc.strerror, str(paths.report)) from exc
         exit_code = 0
-        summary.peak_rss_mb = peak_rss_mb()  # the whole run's, the video and the report included
-        summary.save(paths)
         for key, tracker in trackers.items():  # a signal meanwhile leaves the run completed
             fault(f"finish:{key}")
             tracker.log_files(paths, summary)

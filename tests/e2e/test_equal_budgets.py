@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from helpers import run_lander, tiny
+from helpers import lander, run_lander, tiny
 from lander.analysis.comparison import analyse
 
 BUDGET = 1000  # not a multiple of 16
@@ -30,3 +30,29 @@ def test_runs_that_overshoot_are_compared_at_their_budget_evaluation(tmp_path: P
     assert steps == {"ppo": 1008, "a2c": BUDGET}  # not PPO at 512 beside A2C at 1000
     table = found.tables["lunar_lander"].set_index("config")["timesteps"].to_dict()
     assert sorted(table.values()) == [BUDGET, 1008]  # each row says where it was compared
+
+
+def test_runs_left_out_are_said_at_the_top_and_in_the_api_and_a_run_trained_further_by_its_budget(tmp_path) -> None:
+    """Three runs: ``long`` evaluated first at 1,024 steps, ``further`` trained to 512 and then further to 1,024
+    (``resume=... total_timesteps=1024``), ``short`` to 512. At their common budget, 512, ``long`` has no
+    evaluation: it is left out, and the report says so in its first lines (before: only at the bottom of
+    report.md), as ``left_out.json`` and the service's API do; ``further`` is labelled with the budget it was
+    trained to (before: its first command's 512)."""
+    from lander.reports.sweep_report import compare
+    from lander.service import store
+
+    small = ["algo=ppo", "n_envs=2", "algo.model.n_steps=256", *tiny(None, 0, episodes=2, video=False, report=False)]
+    for name, steps, every in (("long", 2048, 1024), ("further", 512, 512), ("short", 512, 512)):
+        proc = run_lander(tmp_path / name, *small, f"total_timesteps={steps}", f"eval.freq={every}")
+        assert proc.returncode == 0, proc.stderr[-3000:]
+    further = lander(f"resume={tmp_path / 'further'}", "total_timesteps=1024")
+    assert further.returncode == 0, further.stderr[-3000:]
+    out = tmp_path / "comparison"
+    found = compare([tmp_path / n for n in ("long", "further", "short")], out)
+    labels = {run.path.name: label for label, runs in found.groups["lunar_lander"].items() for run in runs}
+    assert "total_timesteps=1024" in labels["further"] and "total_timesteps=512" in labels["short"], labels
+    report = (out / "report.md").read_text().splitlines()
+    assert "**1 of 3 runs not compared**" in "\n".join(report[:4]), report[:6]
+    dropped = store.left_out(tmp_path, out)
+    assert [(Path(r["run"]).name, r["why"]) for r in dropped] == [("long", "unevaluated")], dropped
+    assert "1 of 3 runs not compared" in (out / "report.html").read_text()

@@ -4,6 +4,7 @@ W&B side are tested on the serial sweep of ``tests/test_sweep.py``."""
 
 from __future__ import annotations
 
+import shutil
 import signal
 
 from helpers import lander, lander_env, read_json, run_lander
@@ -73,3 +74,31 @@ def test_report_cli_rewrites_a_killed_runs_report(tmp_path):
     note = "metrics/eval.csv: column 'mean' holds 1 value(s) that are not numbers (the first on line 2)"
     assert edited.returncode == 0 and note in edited.stderr and "Traceback" not in edited.stderr
     assert note.replace("'", "&#x27;") in (run_dir / "report.html").read_text()  # said in the report too
+
+
+def test_a_damaged_run_gets_its_report_with_one_line_per_damaged_file(tmp_path):
+    """``lander.report`` of copies of a run with a binary ``config.yaml``, one that is not YAML, and an ``eval.csv``
+    with text values and no ``n`` or ``success_rate`` column: before, each was a traceback and no report; now one
+    line naming the file, exit 0, and the report says so (the learning-rate plot on a log axis, the video with its
+    first frame as a poster, the peak memory of ``summary.json``)."""
+    run_dir = tmp_path / "run"
+    proc = run_lander(run_dir, "n_envs=2", "algo.model.n_steps=256", "total_timesteps=1024", "eval.freq=512",
+                      "eval.episodes=2", "eval.n_envs=2", "video.max_steps=30", "logger=none")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = (run_dir / "report.html").read_text()
+    assert f"<td>{read_json(run_dir / 'summary.json')['peak_rss_mb']}</td>" in report
+    assert 'poster="data:image/png;base64,' in report and '"type":"log"' in report
+    damaged = {
+        "binary": (".hydra/config.yaml", bytes(range(256)), ".hydra/config.yaml is not readable YAML"),
+        "not-yaml": (".hydra/config.yaml", b"a: [1, 2\n  b: :\n", ".hydra/config.yaml is not readable YAML"),
+        "eval": ("metrics/eval.csv", b"timesteps,mean,sem\nabc,x,y\n256,zz,1\n", "lacks the column(s) n, success_rate"),
+    }
+    for name, (path, content, said) in damaged.items():
+        copy = tmp_path / name
+        shutil.copytree(run_dir, copy)
+        (copy / path).write_bytes(content)
+        (copy / "report.html").unlink()
+        written = lander(str(copy), module="lander.report")
+        assert written.returncode == 0, written.stderr[-3000:]
+        assert "Traceback" not in written.stderr and said in written.stderr, written.stderr[-3000:]
+        assert said in (copy / "report.html").read_text()

@@ -49,7 +49,8 @@ def test_a_launched_run_is_watched_to_completed_with_its_metrics_and_files(api):
 
 
 def test_a_run_is_stopped_as_interrupted_and_resumed_from_its_checkpoint(api):
-    """Stop, then two clicks on Resume: the first process is still importing (it has not taken the run's lock yet)
+    """A default run (W&B offline) stopped, then two clicks on Resume (before: refused, 422, for W&B's own links out
+    of the run directory): the first process is still importing (it has not taken the run's lock yet)
     when the second request comes; that one is refused (409) before any process starts (the service allows 3
     running), the run's log stays the first's, and the run goes on from its checkpoint. Paused, it takes no step
     until continued."""
@@ -60,6 +61,8 @@ def test_a_run_is_stopped_as_interrupted_and_resumed_from_its_checkpoint(api):
     assert stopped.status_code == 200, stopped.text
     run = svc.wait_for(f"/api/runs/{run_id}", lambda r: r["status"] not in ("running", "created") and not r["active"])
     assert run["status"] == "interrupted" and (root / run["path"] / "checkpoints").is_dir()
+    run_dir = root / run["path"]  # logged to W&B (the default), whose links lead out of the run directory:
+    assert any(p.is_symlink() and not p.resolve().is_relative_to(run_dir) for p in (run_dir / "wandb").rglob("*"))
     again = svc.post(f"/api/runs/{run_id}/stop", json={})
     assert again.status_code == 409 and "not running" in again.json()["error"]
     resumed = svc.post(f"/api/runs/{run_id}/resume", json={})

@@ -106,6 +106,28 @@ def test_a_launched_run_imports_nothing_from_the_root(served):
     assert not (root / "imported.txt").exists()
 
 
+def test_a_downloaded_folder_runs_no_code_in_the_service_itself(tmp_path):
+    """The documented default, ``python -m lander.serve`` started in the folder it serves: a planted Hydra plugin
+    (``hydra_plugins/``, which Hydra's discovery imports) and a planted tuned config naming ``env.id: evil:...``
+    beside ``evil.py``. Before: the service process imported both (the working directory was first on its
+    ``sys.path``, and its validation imported the env's module before the trust check). Now: neither, and the
+    planted config is refused (422) by the trust check."""
+    root = tmp_path / "downloaded"
+    (root / "hydra_plugins" / "planted").mkdir(parents=True)
+    (root / "hydra_plugins" / "planted" / "__init__.py").write_text(f"open({str(tmp_path / 'plugin.txt')!r}, 'w')\n")
+    (root / "evil.py").write_text(f"open({str(tmp_path / 'evil.txt')!r}, 'w')\n")
+    (root / "conf" / "tuned").mkdir(parents=True)
+    (root / "conf" / "tuned" / "ppo_lunar_lander.yaml").write_text(
+        "# @package _global_\nenv:\n  id: evil:CartPole-v1\n"
+    )
+    with service(root, cwd=root) as svc:
+        planted = svc.post("/api/runs", json={"overrides": ["algo=ppo", "env=lunar_lander", *TINY]})
+        assert planted.status_code == 422 and "evil" in planted.json()["error"], planted.text
+        other = svc.post("/api/runs", json={"overrides": ["algo=a2c", "env=cartpole", *TINY, "logger=none"]})
+        assert other.status_code == 201, other.text
+    assert not (tmp_path / "plugin.txt").exists() and not (tmp_path / "evil.txt").exists()
+
+
 def test_a_rebinding_host_is_refused(served):
     svc, _root = served
     count = launched(svc)

@@ -129,3 +129,16 @@ def test_a_dead_joblib_worker_costs_no_job(tmp_path):
     assert "a joblib worker died" in said and "job(s) 0, 2 run again in a new pool" in said, said[-3000:]
     assert "Traceback" not in said, said[-3000:]
     assert (sweep / "comparison" / "table.csv").is_file()
+
+
+def test_a_sweep_whose_comparison_cannot_be_written_exits_non_zero(tmp_path):
+    """Every job completes, but ``comparison/`` cannot be written (here a file stands in its place; a full disk
+    gives the same OSError): before, Hydra turned the error into a ``UserWarning`` and the sweep exited 0."""
+    sweep = tmp_path / "sweep"
+    sweep.mkdir()
+    (sweep / "comparison").write_text("not a directory")
+    job = tiny("ppo", 512, n_steps=128, eval_every=256, episodes=2, video=False, report=False)
+    proc = lander("--multirun", "seed=0", *job, f"hydra.sweep.dir={sweep}")
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    assert "the sweep did not complete: no comparison" in proc.stderr and "comparison" in proc.stderr
+    assert json.loads((sweep / "0" / "summary.json").read_text())["status"] == "completed"  # the job's record stays

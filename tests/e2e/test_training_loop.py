@@ -93,10 +93,10 @@ def test_a_paused_run_waits_then_goes_on_to_the_same_results(tmp_path):
     assert proc.wait(timeout=300) == 0, proc.stderr[-3000:]
     assert read_json(paused / "summary.json")["status"] == "completed"
     assert_same_results(tmp_path / "plain", paused)
-    clock = pd.read_csv(resources)["wall_time"]
-    assert clock.diff().max() < 1.0, list(clock)  # the 1.5 s pause is not counted (samples are ~0.1 s apart)
     log = (paused / "run.log").read_text()
-    assert "paused at" in log and "continuing at" in log
+    at = re.search(r"paused at (\d+) timesteps", log)
+    assert at and f"continuing at {at[1]} timesteps" in log, log  # no step taken while paused
+    # that its clock stands still is a unit test (test_units.py): a spacing of samples here would depend on the load
 
 
 def test_a_memory_limit_stops_the_run_as_ctrl_c_would_and_it_resumes(tmp_path):
@@ -109,7 +109,7 @@ def test_a_memory_limit_stops_the_run_as_ctrl_c_would_and_it_resumes(tmp_path):
     said = re.search(r"memory_limit_mb=1 is below this run's footprint before training, (\d+) MB", refused.stdout)
     assert said, refused.stderr[-3000:]
     footprint = int(said[1])
-    assert not (tmp_path / "small" / "summary.json").exists()
+    assert not (tmp_path / "small").exists()  # refused: no directory left, as for any bad input
     limit = footprint + 8
     stopped = run_lander(tmp_path / "run", *run, f"memory_limit_mb={limit}")
     assert stopped.returncode == 1, stopped.stderr[-3000:]

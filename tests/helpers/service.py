@@ -23,13 +23,14 @@ import httpx
 
 from helpers.runs import REPO, lander_env, tiny
 
-# a run of a tiny budget, and one long enough to be stopped while it trains
+# a run of a tiny budget, and one long enough to be stopped while it trains, both with the default logger (W&B
+# offline: its files, links among them, are what a user's runs hold; a test that needs none adds logger=none)
 # (the service takes lander's own keys only: the algorithm's size is set without algo=, whatever it is)
-TINY = ["n_envs=2", "algo.model.n_steps=256", *tiny(None, 1024, eval_every=512, episodes=2)]
+TINY = ["n_envs=2", "algo.model.n_steps=256", *tiny(None, 1024, eval_every=512, episodes=2, logger="wandb")]
 LONG = [
     "n_envs=2",
     "algo.model.n_steps=256",
-    *tiny(None, 200000, eval_every=512, episodes=2, checkpoints=512, video=False),
+    *tiny(None, 200000, eval_every=512, episodes=2, checkpoints=512, video=False, logger="wandb"),
 ]
 
 
@@ -77,13 +78,15 @@ class Service:
 
 
 @contextmanager
-def service(root: Path, *args: str, env: dict[str, str] | None = None, keep: bool = False) -> Iterator[Service]:
-    """``python -m lander.serve --root root`` on a free port until the block ends; then what it launched is killed
-    too, unless ``keep`` (for a service restarted over the same root)."""
+def service(
+    root: Path, *args: str, env: dict[str, str] | None = None, keep: bool = False, cwd: Path = REPO
+) -> Iterator[Service]:
+    """``python -m lander.serve --root root`` (started in ``cwd``) on a free port until the block ends; then what it
+    launched is killed too, unless ``keep`` (for a service restarted over the same root)."""
     port = free_port()
     cmd = [sys.executable, "-m", "lander.serve", "--root", str(root), "--port", str(port), *args]
     process = subprocess.Popen(
-        cmd, cwd=REPO, env=env or lander_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        cmd, cwd=cwd, env=env or lander_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
     output: list[str] = []
     reader = threading.Thread(target=lambda: output.extend(process.stdout or []), daemon=True)  # type: ignore[arg-type]

@@ -169,7 +169,7 @@ BAD_INPUT = [
     ),
     (["algo=dqn", "algo.model.buffer_size=10000000000000"], "this run needs about 840,000.0 GB of memory (replay"),
     (["algo.model.n_steps=1000000000000"], "needs about 2,048,000.0 GB of memory (rollout buffer 2,048,000.0 GB"),
-    (["n_envs=10000000"], "(training envs 1,100.0 GB, rollout buffer 1,310.7 GB: from n_envs, algo.model.n_steps"),
+    (["n_envs=10000000"], "(training envs 1,100.0 GB, rollout buffer 1,310.7 GB: from n_envs, eval.n_envs, algo.model"),
     (["logger.mode=online"], "unknown key 'logger.mode' in override 'logger.mode=online': logger holds one node per"),
     (["logger.mode=online"], "Did you mean 'logger.wandb.mode'"),
     (["logger.tensorboard=true"], "trackers are chosen with the logger group (logger=none, logger=tensorboard, "),
@@ -240,7 +240,7 @@ EXITS = [  # one of each kind: lander's value check, Hydra's own error, the W&B 
     (["gamma=abc"], "Value 'abc' of type 'str' could not be converted to Float"),
     (["logger.wandb.mode=online"], "logger.wandb.mode=online needs a W&B API key"),
     (["total_timestep=3000"], "Did you mean 'total_timesteps'?"),
-    (["n_envs=10000000"], "(training envs 1,100.0 GB, rollout buffer 1,310.7 GB: from n_envs, algo.model.n_steps"),
+    (["n_envs=10000000"], "(training envs 1,100.0 GB, rollout buffer 1,310.7 GB: from n_envs, eval.n_envs, algo.model"),
 ]
 
 

@@ -1,0 +1,282 @@
+"""Attacks and faults a new user and an attacker found, each tried in-process on the real code: the service's app
+(FastAPI behind its guard, through Starlette's test client: no socket, milliseconds a case), the config checks, the
+readers of run files. Every test here failed on the code before its fix."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+from fastapi.testclient import TestClient
+from omegaconf import OmegaConf
+
+from helpers import composed
+from lander.config import catalog
+from lander.config.checks import validate
+from lander.config.precheck import check_command
+from lander.config.schema import load_saved
+from lander.errors import ConfigError
+from lander.process import signals
+from lander.service import store
+from lander.service.app import create_app
+from lander.service.files import Unreadable, check_contained
+from lander.service.launcher import alive
+from lander.storage.lock import RunLock, owner_process
+from lander.storage.rundir import remove_unstarted
+from lander.storage.yamlfile import MAX_NODES, YamlBomb, safe_yaml
+
+PORT = 8765
+TOKEN = "t0ken-of-the-test"
+# ten levels of ten aliases: 10**10 nodes in 370 bytes (what PyYAML builds as shared references in a millisecond)
+BOMB = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+    f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join([f'*{chr(97 + i)}'] * 10)}]\n" for i in range(9)
+)
+
+
+def client(root: Path, max_jobs: int = 100) -> TestClient:
+    app = create_app(root, TOKEN, PORT, ["127.0.0.1"], max_jobs=max_jobs)  # as serve.py: the bound address
+    return TestClient(app, base_url=f"http://127.0.0.1:{PORT}", headers={"Authorization": f"Bearer {TOKEN}"})
+
+
+def answered_within(seconds: float, call):
+    """``call()``'s result (or its exception) if it ends within ``seconds`` (in a thread: one that spins is left)."""
+    found: list = []
+
+    def attempt() -> None:
+        try:
+            found.append((call(), None))
+        except Exception as exc:
+            found.append((None, exc))
+
+    worker = threading.Thread(target=attempt, daemon=True)
+    worker.start()
+    worker.join(seconds)
+    assert found, f"no answer within {seconds} s"
+    result, error = found[0]
+    if error is not None:
+        raise error
+    return result
+
+
+def planted_run(root: Path, name: str = "run", status: str = "interrupted") -> Path:
+    run = root / "outputs" / name
+    (run / ".hydra").mkdir(parents=True)
+    (run / ".hydra" / "config.yaml").write_text(OmegaConf.to_yaml(composed("algo=ppo")))
+    (run / ".hydra" / "overrides.yaml").write_text("- algo=ppo\n")
+    (run / "summary.json").write_text(json.dumps({"status": status, "algo": "ppo", "timesteps": 0}))
+    return run
+
+
+def test_a_yaml_alias_bomb_is_one_line_wherever_lander_reads_yaml(tmp_path):
+    """A 370-byte file standing for 10**10 nodes: refused by its count, in a run's files, a saved config, a preset;
+    the service answers about such a run (before: a 4 GiB allocation killed it, or a thread spun forever)."""
+    with pytest.raises(YamlBomb, match=f"expand past {MAX_NODES:,} nodes"):
+        answered_within(10, lambda: safe_yaml(BOMB, "x.yaml"))
+    assert safe_yaml("a: &x {b: 1}\nc: *x\n", "ok.yaml") == {
+        "a": {"b": 1},
+        "c": {"b": 1},
+    }  # aliases themselves are fine
+    (tmp_path / "bomb.yaml").write_text(BOMB)
+    with pytest.raises(ConfigError, match="expand past"):
+        answered_within(10, lambda: load_saved(tmp_path / "bomb.yaml"))
+    (tmp_path / "conf" / "experiment").mkdir(parents=True)
+    (tmp_path / "conf" / "experiment" / "bomb.yaml").write_text(BOMB)
+    listed = answered_within(10, lambda: catalog.presets(tmp_path / "conf"))
+    assert "expand past" in next(p for p in listed if p["name"] == "bomb")["error"]
+    for name in ("overrides.yaml", "config.yaml"):
+        run = planted_run(tmp_path, f"bomb-{name}")
+        (run / ".hydra" / name).write_text(BOMB)
+        with client(tmp_path) as http:
+            answer = answered_within(20, lambda run=run: http.get(f"/api/runs/{store.to_id(tmp_path, run)}"))
+            assert answer.status_code == 200
+            refused = answered_within(
+                20, lambda run=run: http.post(f"/api/runs/{store.to_id(tmp_path, run)}/resume", json={})
+            )
+            if name == "config.yaml":
+                assert refused.status_code == 422 and "expand past" in refused.json()["error"]
+
+
+@pytest.mark.parametrize("key", ["run_name", "algo.name", "env.name"])
+@pytest.mark.parametrize("value", ["../../../../tmp/x", "/tmp/x", "..", "a/b", "a\\b"])
+def test_values_that_become_paths_are_plain_names(tmp_path, key, value):
+    """``run_name='../../x'`` wrote TensorBoard's files wherever the user could write: now refused in one line,
+    by the command line's checks (exit 2, nothing made) and by the service (422)."""
+    cfg = composed(f"{key}='{value}'")
+    with pytest.raises(ConfigError, match=f"{key}=.* a plain name"):
+        validate(cfg)
+    validate(composed(f"{key}='a..b'"))  # dots inside a name do not climb
+    if key == "run_name" and value == "../../../../tmp/x":
+        with client(tmp_path) as http:
+            answer = http.post("/api/runs", json={"overrides": [f"run_name='{value}'"]})
+        assert answer.status_code == 422 and "plain name" in answer.json()["error"]
+        assert not (tmp_path / "outputs").exists()
+
+
+@pytest.mark.parametrize("sweep", ["range(0,10,0.0)", "range(0,10,-1)", "range(0,inf)", "range(0,nan)"])
+def test_ranges_without_values_are_refused_in_one_line(tmp_path, sweep):
+    """Before: 201 then a Hydra traceback in the sweep, an empty sweep, or a 500; on the command line a traceback."""
+    with pytest.raises(ConfigError, match=r"range\("):
+        check_command(["--multirun", f"seed={sweep}"])
+    with client(tmp_path) as http:
+        answer = http.post("/api/sweeps", json={"overrides": [f"seed={sweep}"]})
+    assert answer.status_code == 422, answer.text
+    assert not (tmp_path / "multirun").exists()
+
+
+def test_a_search_counts_its_trials_against_max_jobs(tmp_path):
+    """``hparams_search=ppo_optuna`` is 20 trials of 1M steps: refused by a service started with ``--max-jobs 3``."""
+    with client(tmp_path, max_jobs=3) as http:
+        for endpoint in ("/api/sweeps", "/api/runs"):
+            answer = http.post(endpoint, json={"overrides": ["hparams_search=ppo_optuna"]})
+            assert answer.status_code == 422 and "20 jobs" in answer.json()["error"], answer.text
+    assert not (tmp_path / "multirun").exists() and not (tmp_path / "outputs").exists()
+
+
+@pytest.mark.parametrize(
+    "host",
+    [f"127.0.0.1:{PORT + 1}", f"127.0.0.1:{PORT}.evil.example", f"127.0.0.1:{PORT}@evil.example", "evil.example"],
+)
+def test_the_host_header_names_this_service_on_its_own_port(tmp_path, host):
+    with client(tmp_path) as http:
+        assert http.get("/api/runs", headers={"Host": host}).status_code == 403
+        assert http.get("/api/runs", headers={"Host": f"127.0.0.1:{PORT}"}).status_code == 200
+
+
+def test_the_bearer_scheme_is_case_insensitive_and_the_token_still_required(tmp_path):
+    with client(tmp_path) as http:
+        for scheme in ("bearer", "BEARER", "Bearer"):
+            assert http.get("/api/runs", headers={"Authorization": f"{scheme} {TOKEN}"}).status_code == 200
+        assert http.get("/api/runs", headers={"Authorization": "bearer wrong"}).status_code == 401
+        assert http.get("/api/runs", headers={"Authorization": f"Basic {TOKEN}"}).status_code == 401
+
+
+def test_a_chunked_body_is_refused_before_it_is_read(tmp_path):
+    """``Transfer-Encoding: chunked`` beside ``Content-Length: 20``: a 20 MB body was parsed past the 64 kB bound."""
+    sent = []
+
+    def body():
+        for _ in range(20 * 16):  # 20 MB in 64 kB chunks; the guard answers without reading them
+            sent.append(1)
+            yield b" " * 65536
+
+    with client(tmp_path) as http:
+        answer = http.post(
+            "/api/runs",
+            content=body(),
+            headers={"Content-Type": "application/json", "Content-Length": "20", "Transfer-Encoding": "chunked"},
+        )
+    assert answer.status_code == 411, answer.text
+    assert not (tmp_path / "outputs").exists()
+
+
+def test_a_pause_stops_the_training_clock_for_as_long_as_it_holds():
+    """What the pause guarantees, whatever the machine's load: the run's clock advances by the time it ran, less
+    every second it was held (here at least ``held`` seconds: released only that long after it began)."""
+    held = 0.3
+    signals._pause["requested"] = True
+    released = []
+
+    def on_pause(paused: bool) -> None:
+        if paused:  # the pause has begun: release it no sooner than `held` seconds from now
+            release = threading.Timer(held, lambda: (released.append(1), signals._handle_pause(signal.SIGUSR2, None)))
+            release.start()
+
+    clock, wall = signals.training_clock(), time.perf_counter()
+    signals.hold_while_paused(on_pause)
+    clock, wall = signals.training_clock() - clock, time.perf_counter() - wall
+    assert released and wall - clock >= held
+
+
+def test_a_stray_byte_in_a_metrics_file_keeps_its_rows(tmp_path):
+    """One byte that is not UTF-8 made the whole file 404 (the run's curve vanished); now it is replaced."""
+    path = tmp_path / "eval.csv"
+    path.write_bytes(b"timesteps,mean\n100,1.5\n200,2\xff\n300,3.5\n")
+    found = store.rows(tmp_path, path, "timesteps")
+    assert [r["timesteps"] for r in found] == [100, 200, 300] and found[2]["mean"] == 3.5
+
+
+def test_no_signal_goes_to_a_process_the_lock_file_names_but_did_not_write_it(tmp_path):
+    """A run whose lock is held, but whose lock file names another pid: its pause went to that process as SIGUSR1
+    and killed it; now refused (409) and the other process lives on."""
+    run = planted_run(tmp_path, status="running")
+    lock = RunLock(run).acquire()
+    bystander = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        owner = json.loads(lock.path.read_text())
+        assert owner_process(run) == os.getpid()
+        lock.path.write_text(json.dumps(owner | {"pid": bystander.pid}))  # the flock stays on the file
+        assert owner_process(run) is None
+        with client(tmp_path) as http:
+            for action in ("pause", "stop"):
+                answer = http.post(f"/api/runs/{store.to_id(tmp_path, run)}/{action}", json={})
+                assert answer.status_code == 409 and "no signal was sent" in answer.json()["error"], answer.text
+        time.sleep(0.2)
+        assert bystander.poll() is None
+    finally:
+        bystander.kill()
+        bystander.wait()
+        lock.release()
+
+
+def test_a_launched_process_is_known_by_its_creation_time_not_by_its_pid(tmp_path):
+    """``alive()`` took any lander process newer than the record for the one it started."""
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "lander.run"])
+    try:
+        time.sleep(0.2)
+        assert not alive(other.pid, time.time() - 100)  # a record of another process that had this pid
+        assert not alive(other.pid, None)  # a record without a creation time
+        import psutil
+
+        assert alive(other.pid, psutil.Process(other.pid).create_time())
+    finally:
+        other.kill()
+        other.wait()
+
+
+def test_wandbs_own_links_do_not_stop_a_resume_and_other_links_out_still_do(tmp_path):
+    """W&B 0.31 links ``wandb/offline-run-*/logs/debug-core.log`` to ``~/.cache/wandb``: every default run was
+    refused by the dashboard's Resume (422 "links out of its run directory")."""
+    run = planted_run(tmp_path)
+    outside = tmp_path / "elsewhere.log"
+    outside.write_text("")
+    logs = run / "wandb" / "offline-run-20261125_115626-0zrvjc99" / "logs"
+    logs.mkdir(parents=True)
+    (logs / "debug-core.log").symlink_to(outside)
+    (logs / "debug.log").write_text("")
+    (run / "wandb" / "latest-run").symlink_to("offline-run-20261125_115626-0zrvjc99")
+    (run / "wandb" / "debug.log").symlink_to("offline-run-20261125_115626-0zrvjc99/logs/debug.log")
+    check_contained(tmp_path, run)
+    (logs.parent / "files").mkdir()
+    (logs.parent / "files" / "output.log").symlink_to(outside)  # not one of W&B's: the run might write through it
+    with pytest.raises(Unreadable, match=r"output\.log: links out of its run directory"):
+        check_contained(tmp_path, run)
+
+
+def test_a_refused_new_run_leaves_no_directory_and_a_started_one_is_kept(tmp_path):
+    run = planted_run(tmp_path)
+    (run / "summary.json").unlink()
+    (run / "run.log").write_text("invalid configuration\n")
+    RunLock(run).acquire().release()
+    assert remove_unstarted(run) and not run.exists()
+    kept = planted_run(tmp_path, "kept")  # it has a summary.json: a run that started
+    assert not remove_unstarted(kept) and (kept / "summary.json").is_file()
+
+
+def test_hydra_node_of_a_preset_is_trust_checked(tmp_path):
+    """A preset under the root's ``conf/`` can set Hydra's callbacks, which Hydra instantiates at a run's start."""
+    from lander.config.trust import check_trusted
+
+    cfg = yaml.safe_load(OmegaConf.to_yaml(composed("algo=ppo")))
+    cfg["hydra"] = {"callbacks": {"x": {"_target_": "os.system", "command": "true"}}}
+    with pytest.raises(ConfigError, match=r"hydra\.callbacks\.x makes Hydra import 'os\.system'"):
+        check_trusted(cfg, [])
+    cfg["hydra"] = {"sweeper": {"_target_": "hydra._internal.core_plugins.basic_sweeper.BasicSweeper"}}
+    check_trusted(cfg, [])

@@ -54,15 +54,16 @@ def main(cfg: DictConfig) -> float | None:
         log.warning("job not started: the sweep was stopped")
         return None
     import_for_jobs()  # once here, shared by every job's forked process
+    paths = RunPaths(run_dir)
     try:
-        run_in_child(job, RunPaths(run_dir))
+        run_in_child(job, paths)
     except SystemExit as stop:  # a signal to this process (the basic launcher's, or a worker of another)
         if signals_held():  # a joblib worker lives on (its pool with it), starts no job; the sweep says the rest
             hold_signal(int(stop.code or 0) - 128)
             return None
         log.warning("sweep stopped (exit %s).\n  continue: %s", stop.code, rerun_command(Path(hydra_cfg.sweep.dir)))
         raise
-    summary = RunSummary.load(RunPaths(run_dir))
+    summary = RunSummary.load(paths)
     return summary.final_eval_mean if summary is not None and summary.status == Status.COMPLETED else None
 
 
@@ -82,22 +83,23 @@ def run_job(cfg: DictConfig, run_dir: Path, overrides: list[str], group: str | N
             cfg = resume_config(run_dir, budget[-1] if budget else None)
             for limit in [o.split("=", 1)[1] for o in overrides if o.startswith("memory_limit_mb=")][-1:]:
                 cfg.memory_limit_mb = None if limit == "null" else float(limit)  # the run's limit, this time
+        paths = RunPaths(run_dir)
         if (prefixes := allowed_prefixes()) is not None:  # started by the service: lander's own targets only
-            check_trusted(cfg, prefixes, where=str(RunPaths(run_dir).config) if cfg.resume else "")
+            check_trusted(cfg, prefixes, where=str(paths.config) if cfg.resume else "")
         validate(cfg)  # before importing torch and SB3, so bad input fails in a second
         check_trackers(cfg)
-        if cfg.resume is None and plan_job(RunPaths(run_dir)) == "skip":  # a completed job of a re-run sweep:
-            return continue_job(cfg, RunPaths(run_dir)).final_eval_mean  # type: ignore[union-attr]  # untouched
+        if cfg.resume is None and plan_job(paths) == "skip":  # a completed job of a re-run sweep:
+            return continue_job(cfg, paths).final_eval_mean  # type: ignore[union-attr]  # untouched
         lock = RunLock(run_dir).acquire()  # one writer per run directory, until this process ends
         try:
-            done = continue_job(cfg, RunPaths(run_dir))
+            done = continue_job(cfg, paths)
             if done is not None:
                 return done.final_eval_mean
             from lander.training.finish import run_closing  # torch and SB3 (~2 s): after the cheap checks
             from lander.training.train import train
 
             summary = train(cfg, run_dir, group=group, overrides=overrides)
-            log.info("%s", run_closing(summary, RunPaths(run_dir)))
+            log.info("%s", run_closing(summary, paths))
             return summary.final_eval_mean
         finally:
             lock.release()

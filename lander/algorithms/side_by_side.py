@@ -6,9 +6,11 @@ seeds share is the arithmetic of their networks: SB3 spends most of a small MLP'
 call per layer per minibatch, so here the K networks are one flat parameter tensor ``[K, P]`` and each layer of
 all K is one batched matrix product (:class:`StackedPolicy`), one Adam (:class:`StackedAdam`) updates all K (Adam
 is elementwise: that is K independent Adams, each with its own step count, learning rate and moments), and
-gradient clipping and ``target_kl`` stay per seed. On the CPU the loss and its gradient are written out in NumPy
-(:class:`NumpyLoss`: a minibatch is a few dozen tiny array operations, cheaper without autograd's bookkeeping);
-on a GPU, or with other activations, torch's autograd computes them.
+gradient clipping and ``target_kl`` stay per seed. The loss and its gradient are written out in NumPy, on the CPU
+(:class:`NumpyLoss`: a minibatch is a few dozen tiny array operations, cheaper without autograd's bookkeeping): the
+one implementation on the training path. Its oracle, the same loss differentiated by torch's autograd, is in the
+tests (``tests/unit/test_side_by_side.py``); a GPU device or an activation other than Tanh, ReLU or Identity is
+refused before a run starts (:func:`lander.config.checks.check_side_by_side`).
 
 The seeds run as greenlets (:class:`Lockstep`): each seed's whole training (lander's ``train``, SB3's ``learn`` and
 its callbacks) runs on its own stack, and where SB3 calls the policy for the rollout's actions, or ``train()``, the
@@ -45,6 +47,7 @@ from torch import nn
 log = logging.getLogger(__name__)
 
 ELEMENTWISE = (nn.Tanh, nn.ReLU, nn.ELU, nn.LeakyReLU, nn.GELU, nn.SiLU, nn.Sigmoid, nn.Softplus, nn.Identity)
+ACTIVATION_NAMES = ("torch.nn.Tanh", "torch.nn.ReLU", "torch.nn.Identity")  # what NumpyLoss differentiates
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -138,12 +141,9 @@ class StackedPolicy:
         rows = [self.layout.flatten(dict(policy.named_parameters())) for policy in policies]
         self.flat = torch.stack(rows).to(first.device)
         self.grad = torch.empty_like(self.flat)  # reused: a new [K, P] each step would be a new mmap of the heap
-        # each parameter of all K a view of flat and a leaf of its own: its gradient comes whole from backward,
-        # not scattered into a zero [K, P] per parameter as the gradients of slices of one leaf would be
-        self.params = {
-            name: self.flat[:, start:end].view(self.k, *shape).requires_grad_(True)
-            for name, (start, end, shape) in self.layout.slices.items()
-        }
+        # each parameter of all K a view of flat (NumpyLoss writes its gradient into the same layout of grad)
+        slices = self.layout.slices.items()
+        self.params = {name: self.flat[:, start:end].view(self.k, *shape) for name, (start, end, shape) in slices}
         self.pi = mlp_program(first.mlp_extractor.policy_net, "mlp_extractor.policy_net")
         self.vf = mlp_program(first.mlp_extractor.value_net, "mlp_extractor.value_net")
         self.discrete = isinstance(first.action_space, spaces.Discrete)
@@ -153,13 +153,6 @@ class StackedPolicy:
     def param(self, name: str) -> torch.Tensor:
         """``[K, *shape]``: parameter ``name`` of every copy (a view of :attr:`flat`)."""
         return self.params[name]
-
-    def gradient(self, objective: torch.Tensor) -> torch.Tensor:
-        """``[K, P]``: the gradient of ``objective`` (a scalar) in :attr:`flat`'s layout."""
-        grads = torch.autograd.grad(objective, list(self.params.values()), allow_unused=True)
-        parts = [torch.zeros_like(p).reshape(self.k, -1) if g is None else g.reshape(self.k, -1)
-                 for p, g in zip(self.params.values(), grads, strict=True)]  # fmt: skip
-        return torch.cat(parts, dim=1, out=self.grad)
 
     def heads(self, obs: torch.Tensor, values: bool = True) -> tuple[torch.Tensor, torch.Tensor | None]:
         """``obs [K, B, D]`` -> (logits or means ``[K, B, A]``, values ``[K, B]`` or None if not ``values``)."""
@@ -174,7 +167,7 @@ class StackedPolicy:
             activation = layer.activation
             if layer.linear is not None:
                 weight, bias = self.param(f"{layer.linear}.weight"), self.param(f"{layer.linear}.bias")
-                if not torch.is_grad_enabled() and x.device.type == "cpu" and x.dtype == weight.dtype == torch.float32:
+                if x.device.type == "cpu" and x.dtype == weight.dtype == torch.float32:  # no autograd here
                     tanh = isinstance(activation, nn.Tanh)
                     x = numpy_layer(x, weight, bias, tanh)  # [K, B, out]
                     activation = None if tanh else activation
@@ -187,21 +180,6 @@ class StackedPolicy:
     def log_std(self) -> torch.Tensor:
         """``[K, 1, A]``: the state-independent log standard deviations (Box actions)."""
         return self.param("log_std").unsqueeze(1)
-
-    def evaluate(self, obs: torch.Tensor, actions: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        """SB3's ``evaluate_actions`` for all K: ``obs [K, B, D]``, ``actions [K, B]`` (discrete) or
-        ``[K, B, A]`` -> values, log-probabilities, entropies, each ``[K, B]``."""
-        out, values = self.heads(obs)
-        assert values is not None
-        if self.discrete:
-            log_p = torch.log_softmax(out, dim=-1)
-            log_prob = log_p.gather(-1, actions.long().unsqueeze(-1)).squeeze(-1)
-            entropy = -(log_p.clamp(min=torch.finfo(log_p.dtype).min) * log_p.exp()).sum(-1)
-            return values, log_prob, entropy
-        log_std = self.log_std()
-        log_prob = gaussian_log_prob(actions, out, log_std)
-        entropy = (0.5 + 0.5 * np.log(2 * np.pi) + log_std).sum(-1).expand_as(log_prob)
-        return values, log_prob, entropy
 
     @torch.no_grad()
     def act(self, obs: torch.Tensor, generators: list[torch.Generator]) -> tuple[torch.Tensor, ...]:
@@ -572,7 +550,12 @@ class SeedStack:
         if type(models[0].policy.optimizer) is not torch.optim.Adam or group["weight_decay"] or group["amsgrad"]:
             raise ValueError("side-by-side training implements Adam without weight decay or AMSGrad only")
         self.adam = StackedAdam(self.policy.flat, group["betas"], group["eps"])
-        self.numpy_loss = NumpyLoss(self.policy) if NumpyLoss.supports(self.policy) else None
+        if not NumpyLoss.supports(self.policy):
+            raise ValueError(
+                "side-by-side training computes its update with NumPy on the CPU in float32, for Tanh, ReLU or "
+                "Identity activations only (device=cpu, policy_kwargs.activation_fn)"
+            )
+        self.numpy_loss = NumpyLoss(self.policy)
         for row, model in enumerate(models):  # a loaded model's optimizer state goes on from where it was
             state = model.policy.optimizer.state
             named = dict(model.policy.named_parameters())
@@ -639,8 +622,7 @@ class SeedStack:
             clip[row] = model.clip_range(progress)  # type: ignore[operator]
             if model.clip_range_vf is not None:
                 clip_vf[row] = model.clip_range_vf(progress)  # type: ignore[operator]
-        with torch.enable_grad():  # the hub runs with the grad mode of the seed that switched to it last
-            return self.update(rows, active, lr, clip, clip_vf)
+        return self.update(rows, active, lr, clip, clip_vf)
 
     def update(
         self, rows: list[int], active: torch.Tensor, lr: np.ndarray, clip: torch.Tensor, clip_vf: torch.Tensor
@@ -652,7 +634,7 @@ class SeedStack:
         stats = Statistics(k)
         training = active.clone()  # rows still training (target_kl stops a row for the rest of this update)
         everyone = bool(active.all()) and first.target_kl is None
-        loss = torch.zeros(k)
+        loss = torch.zeros(k)  # each seed's last minibatch loss: SB3 logs the one at which target_kl stopped it
         for _ in range(first.n_epochs):
             stats.start_epoch(training)
             order = torch.from_numpy(np.stack([self.orders[r].permutation(size) if active[r] else np.arange(size)
@@ -660,7 +642,8 @@ class SeedStack:
             shuffled = {key: value[torch.arange(k).unsqueeze(1), order] for key, value in data.items()}
             for start in range(0, size, first.batch_size):
                 batch = {key: value[:, start : start + first.batch_size] for key, value in shuffled.items()}
-                loss, stepping, grad = self.minibatch(batch, first, clip, clip_vf, training, stats)
+                minibatch_loss, stepping, grad = self.minibatch(batch, first, clip, clip_vf, training, stats)
+                loss = torch.where(training, minibatch_loss, loss)  # a seed stopped earlier keeps its own
                 norms = grad.norm(dim=1)  # each seed's clip_grad_norm_
                 grad.mul_(torch.clamp(first.max_grad_norm / (norms + 1e-6), max=1.0).unsqueeze(1))
                 self.adam.step(grad, lr, None if everyone else stepping)
@@ -678,45 +661,21 @@ class SeedStack:
         training: torch.Tensor,
         stats: Statistics,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """One minibatch ``[K, B, ...]`` of every seed: by :class:`NumpyLoss` on the CPU, by torch's autograd
-        elsewhere (a GPU, other activations).
+        """One minibatch ``[K, B, ...]`` of every seed, by :class:`NumpyLoss`.
 
         :return: each seed's loss ``[K]``, which seeds take this step ``[K]`` (those training, less those whose
             KL passed ``1.5 * target_kl`` now, as SB3 breaks before the step), and the gradient ``[K, P]``
         """
-        if self.numpy_loss is not None:
-            coefs = (float(first.ent_coef), float(first.vf_coef), bool(first.normalize_advantage), first.target_kl)
-            loss_, stepping_, stats_ = self.numpy_loss.minibatch(
-                {key: value.numpy() for key, value in batch.items()},
-                coefs,
-                clip.numpy(),
-                None if first.clip_range_vf is None else clip_vf.numpy(),
-                training.numpy(),
-            )
-            stats.add(training, torch.from_numpy(stats_))
-            return torch.from_numpy(loss_), torch.from_numpy(stepping_), self.policy.grad
-        values, log_prob, entropy = self.policy.evaluate(batch["observations"], batch["actions"])
-        advantages = batch["advantages"]
-        if first.normalize_advantage and advantages.shape[1] > 1:
-            advantages = (advantages - advantages.mean(1, keepdim=True)) / (advantages.std(1, keepdim=True) + 1e-8)
-        log_ratio = log_prob - batch["old_log_prob"]
-        ratio = torch.exp(log_ratio)
-        policy_loss = -torch.min(advantages * ratio, advantages * torch.clamp(ratio, 1 - clip, 1 + clip)).mean(1)
-        if first.clip_range_vf is not None:
-            old = batch["old_values"]
-            values = old + torch.clamp(values - old, -clip_vf, clip_vf)
-        value_loss = ((batch["returns"] - values) ** 2).mean(1)
-        entropy_loss = -entropy.mean(1)
-        loss = policy_loss + first.ent_coef * entropy_loss + first.vf_coef * value_loss
-        with torch.no_grad():
-            kl = ((torch.exp(log_ratio) - 1) - log_ratio).mean(1)
-            clipped = ((ratio - 1).abs() > clip).float().mean(1)
-        stepping = training
-        if first.target_kl is not None:
-            stepping = training & ~(kl > 1.5 * first.target_kl)
-        stats.add(training, torch.stack([policy_loss, value_loss, entropy_loss, clipped, kl]).detach())
-        grad = self.policy.gradient(torch.where(stepping, loss, torch.zeros_like(loss)).sum())
-        return loss.detach(), stepping, grad
+        coefs = (float(first.ent_coef), float(first.vf_coef), bool(first.normalize_advantage), first.target_kl)
+        loss, stepping, numbers = self.numpy_loss.minibatch(
+            {key: value.numpy() for key, value in batch.items()},
+            coefs,
+            clip.numpy(),
+            None if first.clip_range_vf is None else clip_vf.numpy(),
+            training.numpy(),
+        )
+        stats.add(training, torch.from_numpy(numbers))
+        return torch.from_numpy(loss), torch.from_numpy(stepping), self.policy.grad
 
     def rollouts(self, rows: list[int]) -> dict[str, torch.Tensor]:
         """The seeds' rollout buffers as SB3's ``RolloutBuffer.get`` flattens them, stacked: ``[K, T, ...]``

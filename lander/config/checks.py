@@ -328,6 +328,17 @@ SIDE_BY_SIDE_KEYS = {
     "stats_window_size", "policy_kwargs", "use_sde", "sde_sample_freq",
 }  # fmt: skip
 SIDE_BY_SIDE_POLICY_KWARGS = {"net_arch", "activation_fn", "ortho_init", "log_std_init"}
+SIDE_BY_SIDE_ACTIVATIONS = ("torch.nn.Tanh", "torch.nn.ReLU", "torch.nn.Identity")  # what its NumPy gradient covers
+
+
+def activation_name(model: DictConfig) -> str:
+    """``policy_kwargs.activation_fn`` as an import path (``torch.nn.Tanh``, SB3's default, where it is not set;
+    ``{_target_: hydra.utils.get_class, path: ...}`` or the path itself)."""
+    value = (model.get("policy_kwargs") or {}).get("activation_fn")
+    if value is None:
+        return "torch.nn.Tanh"
+    path = value.get("path") if isinstance(value, DictConfig) else value
+    return str(path).replace("torch.nn.modules.activation.", "torch.nn.")
 
 
 def check_side_by_side(cfg: DictConfig) -> None:
@@ -356,6 +367,10 @@ def check_side_by_side(cfg: DictConfig) -> None:
             f"algo.model.policy_kwargs.{unknown[0]} is not implemented by it; these are: "
             f"{', '.join(sorted(SIDE_BY_SIDE_POLICY_KWARGS))}"
         )
+    elif (activation := activation_name(model)) not in SIDE_BY_SIDE_ACTIVATIONS:
+        why = f"algo.model.policy_kwargs.activation_fn={activation} is not; {', '.join(SIDE_BY_SIDE_ACTIVATIONS)} are"
+    elif cfg.device != "cpu":
+        why = f"device={cfg.device}: it computes on the CPU (not yet verified on a GPU); device=cpu is"
     if why:
         raise ConfigError(
             f"seeds_per_process={value} trains PPO seeds side by side, and {why} (or seeds_per_process=1)"
@@ -408,7 +423,8 @@ def check_trackers(cfg: DictConfig) -> None:
 
 
 def check_online(node: DictConfig, where: str) -> None:
-    """Online W&B (the node ``where``) needs an API key and a server that answers."""
+    """Online W&B (the node ``where``) needs an API key and a server that answers; with ``offline_fallback`` one
+    that does not is a warning (the tracker goes offline when it starts: :func:`wandb_mode`). Changes nothing."""
     if not has_api_key():
         raise ConfigError(
             f"{where}.mode=online needs a W&B API key: set WANDB_API_KEY or run `wandb login`; "
@@ -420,7 +436,6 @@ def check_online(node: DictConfig, where: str) -> None:
         return
     if node.offline_fallback:
         logging.getLogger(__name__).warning("W&B at %s cannot be reached (%s): logging offline instead", url, problem)
-        node.mode = "offline"
         return
     raise ConfigError(
         f"{where}.mode=online: W&B at {url} cannot be reached ({problem}). Check the network, or use "
@@ -428,6 +443,16 @@ def check_online(node: DictConfig, where: str) -> None:
     )
 
 
+def wandb_mode(mode: str, offline_fallback: bool, connect_timeout: float) -> str:
+    """The mode a W&B tracker starts in: ``mode``, or offline where it is online, ``offline_fallback`` is set and
+    the server does not answer (:func:`unreachable`, asked once a process)."""
+    url = os.environ.get("WANDB_BASE_URL", "https://api.wandb.ai")
+    if mode == "online" and offline_fallback and unreachable(url, connect_timeout) is not None:
+        return "offline"
+    return mode
+
+
+@functools.cache  # one probe a process: the precheck's and the run's checks, and the tracker's start, share it
 def unreachable(url: str, timeout: float) -> str | None:
     """Why the server at ``url`` does not answer within ``timeout`` seconds; None if it answers at all."""
     import urllib.error

@@ -19,7 +19,11 @@ from lander.service.launcher import Launcher
 from lander.service.overrides import Refused
 
 log = logging.getLogger(__name__)
-EXPECTED = 'expected {"overrides": ["key=value", ...]}'
+EXPECTED = {  # what each POST takes, said when a body is not that
+    "comparisons": 'expected {"runs": a list of distinct run ids}',
+    "signal": 'expected {} or {"group": true}',
+    "launch": 'expected {"overrides": a list of strings such as ["algo=ppo", "seed=0"]}',
+}
 # the dashboard is lander's own page: its script from /dashboard.js only, requests to the service only
 PAGE_POLICY = (
     "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
@@ -73,12 +77,17 @@ async def refused(_request: Request, exc: Refused) -> JSONResponse:
     return JSONResponse({"error": str(exc)}, exc.status)
 
 
-async def bad_body(_request: Request, exc: RequestValidationError) -> JSONResponse:
+async def bad_body(request: Request, exc: RequestValidationError) -> JSONResponse:
+    path = request.url.path
+    kind = "comparisons" if path == "/api/comparisons" else "signal" if path.endswith(SIGNALS) else "launch"
     first = exc.errors()[0] if exc.errors() else {}
     if first.get("type") == "json_invalid":
-        return JSONResponse({"error": f"request body: malformed JSON; {EXPECTED}"}, 400)
+        return JSONResponse({"error": f"request body: malformed JSON; {EXPECTED[kind]}"}, 400)
     where = ".".join(map(str, first.get("loc", [])))
-    return JSONResponse({"error": f"request body: {first.get('msg', 'invalid')} at {where}; {EXPECTED}"}, 422)
+    return JSONResponse({"error": f"request body: {first.get('msg', 'invalid')} at {where}; {EXPECTED[kind]}"}, 422)
+
+
+SIGNALS = ("/stop", "/pause", "/continue")
 
 
 async def failed(request: Request, exc: Exception) -> JSONResponse:

@@ -57,19 +57,24 @@ function runRow(run) {
   }
   row.append(files);
   const buttons = el("td");
+  // seeds trained side by side (seeds_per_process) share one process: its signals reach all of them, so the
+  // buttons say so and ask for the group (the service refuses a signal to one seed of a group otherwise)
+  const seeds = (run.process_group || []).length, signal = seeds > 1 ? {group: true} : {};
+  const group = seeds > 1 ? ` all ${seeds} seeds` : "";
+  if (seeds > 1) status.append(el("div", `side by side with ${seeds - 1} other seed(s) in one process`, "muted"));
   if (run.status === "running") {
-    const pause = el("button", "Pause"); pause.className = "pause";
-    pause.onclick = () => action("POST", `/api/runs/${run.id}/pause`, null, d => "pausing " + d.pausing);
+    const pause = el("button", "Pause" + group); pause.className = "pause";
+    pause.onclick = () => action("POST", `/api/runs/${run.id}/pause`, signal, d => "pausing " + d.group.join(", "));
     buttons.append(pause);
   }
   if (run.status === "paused") {
-    const go = el("button", "Continue"); go.className = "continue";
-    go.onclick = () => action("POST", `/api/runs/${run.id}/continue`, null, d => "continuing " + d.continuing);
+    const go = el("button", "Continue" + group); go.className = "continue";
+    go.onclick = () => action("POST", `/api/runs/${run.id}/continue`, signal, d => "continuing " + d.group.join(", "));
     buttons.append(go);
   }
   if (run.status === "running" || run.status === "paused") {
-    const stop = el("button", "Stop"); stop.className = "stop";
-    stop.onclick = () => action("POST", `/api/runs/${run.id}/stop`, null, d => "stopping " + d.stopping);
+    const stop = el("button", "Stop" + group); stop.className = "stop";
+    stop.onclick = () => action("POST", `/api/runs/${run.id}/stop`, signal, d => "stopping " + d.group.join(", "));
     buttons.append(stop);
   }
   if (["interrupted", "failed", "stopped"].includes(run.status) && !run.active) {

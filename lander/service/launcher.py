@@ -177,26 +177,34 @@ class Launcher:
             if process.poll() is not None:
                 del self.children[pid]
 
-    def stop(self, run: Path) -> dict[str, Any]:
+    def stop(self, run: Path, group: bool = False) -> dict[str, Any]:
         """SIGINT to the process training ``run`` (running or paused): it stops as ``interrupted``, after a
-        checkpoint."""
-        pid = self.send(run, (Status.RUNNING, Status.PAUSED), signal.SIGINT, "is not running", "nothing to stop")
-        return {"stopping": str(run.relative_to(self.root)), "pid": pid}
+        checkpoint (with the seeds it trains beside ``run``, if ``group``: :meth:`send`)."""
+        sent = self.send(
+            run, (Status.RUNNING, Status.PAUSED), signal.SIGINT, ("is not running", "nothing to stop"), group
+        )
+        return {"stopping": str(run.relative_to(self.root))} | sent
 
-    def pause(self, run: Path) -> dict[str, Any]:
+    def pause(self, run: Path, group: bool = False) -> dict[str, Any]:
         """SIGUSR1 to the process training ``run``: it waits at its next step as ``paused``
         (:mod:`lander.process.signals`)."""
-        pid = self.send(run, (Status.RUNNING,), signal.SIGUSR1, "is not running", "only a running run can be paused")
-        return {"pausing": str(run.relative_to(self.root)), "pid": pid}
+        sent = self.send(
+            run, (Status.RUNNING,), signal.SIGUSR1, ("is not running", "only a running run can be paused"), group
+        )
+        return {"pausing": str(run.relative_to(self.root))} | sent
 
-    def go_on(self, run: Path) -> dict[str, Any]:
+    def go_on(self, run: Path, group: bool = False) -> dict[str, Any]:
         """SIGUSR2 to the process of the paused ``run``: it goes on from where it paused."""
-        pid = self.send(run, (Status.PAUSED,), signal.SIGUSR2, "is not paused", "nothing to continue")
-        return {"continuing": str(run.relative_to(self.root)), "pid": pid}
+        sent = self.send(run, (Status.PAUSED,), signal.SIGUSR2, ("is not paused", "nothing to continue"), group)
+        return {"continuing": str(run.relative_to(self.root))} | sent
 
-    def send(self, run: Path, statuses: tuple[Status, ...], signum: int, state: str, answer: str) -> int:
+    def send(self, run: Path, statuses: tuple[Status, ...], signum: int, said: tuple[str, str], group: bool) -> dict:
         """Send ``signum`` to the process that holds ``run``, if the run's status is one of ``statuses``; else
-        409 saying ``{run} {state} (status ...): {answer}``. Return the pid."""
+        409 saying ``{run} {state} (status ...): {answer}`` (``said``). A process that trains other seeds beside
+        ``run`` (``seeds_per_process``: :func:`lander.service.store.process_group`) gets the signal only if
+        ``group`` says it is meant for all of them; else 409 naming them. Returns ``{"pid", "group"}``: the pid and
+        every run the signal reaches."""
+        state, answer = said
         lock, current = RunLock(run), status(self.root, run)
         owner = lock.owner() or {}
         if current not in {s.value for s in statuses} or not lock.busy() or not owner.get("pid"):
@@ -210,11 +218,19 @@ class Launcher:
                 "the run (a copied or edited lock file, or a pid reused): no signal was sent",
                 409,
             )
+        seeds = store.process_group(self.root, run)
+        if len(seeds) > 1 and not group:
+            raise Refused(
+                f"{run.name} trains side by side with {len(seeds) - 1} other seed(s) in process {pid} "
+                f"(seeds_per_process): a signal reaches all of them ({', '.join(Path(s).name for s in seeds)}); send "
+                '{"group": true} to act on the group; nothing was sent',
+                409,
+            )
         try:
             os.kill(pid, signum)
         except OSError as exc:  # it ended just now, or is not this user's
             raise Refused(f"{run.name}: process {pid} could not be signalled ({exc.strerror}): {answer}", 409) from exc
-        return pid
+        return {"pid": pid, "group": seeds}
 
     def resume(self, run: Path) -> dict[str, Any]:
         """``python -m lander.run resume=<run>`` for an interrupted, failed or killed run whose saved config

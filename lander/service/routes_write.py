@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Body, Request
+from fastapi import APIRouter, Request
+from pydantic import BaseModel, Field
 
 from lander.service import store
 from lander.service.launcher import Launcher
@@ -18,65 +19,110 @@ from lander.service.overrides import Refused, check_overrides, run_label
 router = APIRouter()
 
 
+class Launch(BaseModel):
+    """What to launch: overrides of lander's config, as data (checked by
+    :func:`lander.service.overrides.check_overrides`)."""
+
+    overrides: list[str] = Field(
+        default_factory=list, description='Hydra overrides, e.g. ["algo=ppo", "seed=0"] (a sweep: "seed=0,1,2")'
+    )
+
+
+class Compare(BaseModel):
+    """The runs to compare, by id (``GET /api/runs``), from any sweeps or none."""
+
+    runs: list[str] = Field(description="2 to --max-jobs distinct run ids")
+
+
+class Signal(BaseModel):
+    """A stop, pause or continue. A run trained side by side with other seeds (``seeds_per_process``) shares its
+    process with them: a signal reaches every seed of it, and is sent only with ``group: true``."""
+
+    group: bool = Field(False, description="act on every seed that shares the run's process (409 otherwise)")
+
+
+class Launched(BaseModel):
+    """A process the service started."""
+
+    id: str = Field(description="the run's, sweep's or comparison's id")
+    pid: int
+    kind: str = Field(description="run, sweep, compare or resume")
+    path: str = Field(description="its directory, under the root")
+    args: list[str] = Field(description="the arguments of python -m lander.run (or lander.compare)")
+    started: float = Field(description="when (Unix time)")
+    created: float | None = Field(None, description="the process's creation time (psutil): the record's identity")
+
+
+class Signalled(BaseModel):
+    """A signal sent: to which process, and every run it reaches."""
+
+    pid: int
+    group: list[str] = Field(description="the runs that share the process (paths under the root)")
+    stopping: str | None = None
+    pausing: str | None = None
+    continuing: str | None = None
+
+
 def launcher_of(request: Request) -> Launcher:
     return request.app.state.launcher
 
 
 @router.post("/api/runs", status_code=201, summary='Start a run: {"overrides": ["algo=ppo", "seed=0"]}')
-def launch_run(request: Request, body: dict[str, Any] = Body(...)) -> dict[str, Any]:  # noqa: B008
+def launch_run(request: Request, body: Launch) -> Launched:
     launcher = launcher_of(request)
     launcher.room()  # before the overrides are composed: a full service answers at once
-    overrides, cfg = check_overrides(body.get("overrides", []), False, launcher.max_jobs, launcher.allowed)
-    entry = launcher.launch_run(overrides, run_label(cfg))
-    return entry | {"id": entry["path"].replace("/", "~")}
+    overrides, cfg = check_overrides(body.overrides, False, launcher.max_jobs, launcher.allowed)
+    return as_launched(launcher.launch_run(overrides, run_label(cfg)))
+
+
+def as_launched(entry: dict[str, Any]) -> Launched:
+    return Launched(**entry, id=entry["path"].replace("/", "~"))
 
 
 @router.post("/api/sweeps", status_code=201, summary='Start a sweep: {"overrides": ["algo=ppo,a2c", "seed=0,1"]}')
-def launch_sweep(request: Request, body: dict[str, Any] = Body(...)) -> dict[str, Any]:  # noqa: B008
+def launch_sweep(request: Request, body: Launch) -> Launched:
     launcher = launcher_of(request)
     launcher.room()
-    overrides, _ = check_overrides(body.get("overrides", []), True, launcher.max_jobs, launcher.allowed)
-    entry = launcher.launch_sweep(overrides)
-    return entry | {"id": entry["path"].replace("/", "~")}
+    overrides, _ = check_overrides(body.overrides, True, launcher.max_jobs, launcher.allowed)
+    return as_launched(launcher.launch_sweep(overrides))
 
 
 @router.post("/api/comparisons", status_code=201, summary='Compare any runs: {"runs": ["<run id>", ...]}')
-def compare_runs(request: Request, body: dict[str, Any] = Body(...)) -> dict[str, Any]:  # noqa: B008
+def compare_runs(request: Request, body: Compare) -> Launched:
     """``python -m lander.compare`` over the chosen runs (from any sweeps, or none): each env's runs at their common
     budget, grouped by configuration, the statistics of a sweep's end."""
     launcher = launcher_of(request)
-    ids = body.get("runs")
-    if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids) or len(set(ids)) != len(ids):
+    ids = body.runs
+    if len(set(ids)) != len(ids):
         raise Refused('"runs" must be a list of distinct run ids (GET /api/runs); nothing was started')
     if not 2 <= len(ids) <= launcher.max_jobs:
         raise Refused(f"compare 2 to {launcher.max_jobs} runs (--max-jobs), not {len(ids)}; nothing was started")
     runs = [store.run_dir(launcher.root, run_id) for run_id in ids]
-    entry = launcher.launch_comparison(runs)
-    return entry | {"id": entry["path"].replace("/", "~")}
+    return as_launched(launcher.launch_comparison(runs))
 
 
 @router.post("/api/runs/{run_id}/stop", summary="Stop a running run (SIGINT: interrupted, with a checkpoint)")
-def stop(request: Request, run_id: str) -> dict[str, Any]:
+def stop(request: Request, run_id: str, body: Signal) -> Signalled:
     launcher = launcher_of(request)
-    return launcher.stop(store.run_dir(launcher.root, run_id))
+    return Signalled(**launcher.stop(store.run_dir(launcher.root, run_id), body.group))
 
 
 @router.post("/api/runs/{run_id}/pause", summary="Pause a running run at its next step (SIGUSR1: paused)")
-def pause(request: Request, run_id: str) -> dict[str, Any]:
+def pause(request: Request, run_id: str, body: Signal) -> Signalled:
     launcher = launcher_of(request)
-    return launcher.pause(store.run_dir(launcher.root, run_id))
+    return Signalled(**launcher.pause(store.run_dir(launcher.root, run_id), body.group))
 
 
 @router.post("/api/runs/{run_id}/continue", summary="Let a paused run go on (SIGUSR2)")
-def go_on(request: Request, run_id: str) -> dict[str, Any]:
+def go_on(request: Request, run_id: str, body: Signal) -> Signalled:
     launcher = launcher_of(request)
-    return launcher.go_on(store.run_dir(launcher.root, run_id))
+    return Signalled(**launcher.go_on(store.run_dir(launcher.root, run_id), body.group))
 
 
 @router.post("/api/runs/{run_id}/resume", status_code=201, summary="Resume an interrupted, failed or killed run")
-def resume(request: Request, run_id: str) -> dict[str, Any]:
+def resume(request: Request, run_id: str) -> Launched:
     launcher = launcher_of(request)
-    return launcher.resume(store.run_dir(launcher.root, run_id)) | {"id": run_id}
+    return Launched(**launcher.resume(store.run_dir(launcher.root, run_id)) | {"id": run_id})
 
 
 @router.get("/api/launched", summary="The processes this root's service started, and whether they run")

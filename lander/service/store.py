@@ -18,7 +18,7 @@ from typing import Any
 
 from lander.service.files import Unreadable, read_bytes, read_text, real_file, servable, shown
 from lander.storage.csvlog import complete_rows
-from lander.storage.lock import RunLock
+from lander.storage.lock import RunLock, owner_process
 from lander.storage.rundir import RunPaths, SweepPaths, find_run_dirs
 
 KiB, MiB = 2**10, 2**20
@@ -56,6 +56,29 @@ SHOWN = (
 
 class NotFound(LookupError):
     """No run, sweep or file by that id under the root."""
+
+
+def process_group(root: Path, run: Path) -> list[str]:
+    """The runs (paths under ``root``) whose process is ``run``'s: the seeds of a sweep trained side by side
+    (``seeds_per_process``) are its directory's siblings, each locked by the same process (pid and creation time);
+    ``[run]`` alone for a run with a process of its own, ``[]`` when no process holds it."""
+    owner = RunLock(run).owner() or {}
+    if owner_process(run) is None:
+        return []
+    shares = [
+        sibling
+        for sibling in sorted(run.parent.iterdir())
+        if sibling == run or (sibling.is_dir() and same_owner(sibling, owner))
+    ]
+    return [str(s.relative_to(root.resolve())) for s in shares]
+
+
+def same_owner(run: Path, owner: dict[str, Any]) -> bool:
+    """Whether ``run`` is held by the process ``owner`` (a lock file's record) names."""
+    theirs = RunLock(run).owner() or {}
+    return (theirs.get("pid"), theirs.get("created")) == (owner.get("pid"), owner.get("created")) and (
+        owner_process(run) is not None
+    )
 
 
 def summary_of(root: Path, run: Path) -> tuple[dict[str, Any], str | None]:
@@ -186,6 +209,7 @@ def run_info(root: Path, path: Path) -> dict[str, Any]:
         "latest_eval": latest,
         "started": started(path),
         "files": [name for name in FILES if servable(root, path / name)],
+        "process_group": process_group(root, path) if active else [],  # >1: seeds side by side in one process
     }
 
 
@@ -221,6 +245,7 @@ def safe_run_info(root: Path, path: Path) -> dict[str, Any]:
             "latest_eval": None,
             "started": started(path),
             "files": [],
+            "process_group": [],
         }
 
 

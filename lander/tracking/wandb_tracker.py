@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from omegaconf import OmegaConf
 
+from lander.config.checks import wandb_mode
 from lander.storage.rundir import RunPaths, RunSummary
 from lander.tracking.base import TrackedRun, Tracker
 
@@ -65,6 +66,7 @@ class WandbTracker(Tracker):
         import wandb
 
         self.wandb = wandb
+        self.mode = wandb_mode(self.mode, self.offline_fallback, self.connect_timeout)  # type: ignore[assignment]
         keep_offline(wandb, self.mode)
         config: dict[str, Any] = OmegaConf.to_container(run.cfg, resolve=True)  # type: ignore[assignment]
         run_id = run.summary.wandb_run_id

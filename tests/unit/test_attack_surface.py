@@ -97,10 +97,9 @@ def test_a_yaml_alias_bomb_is_one_line_wherever_lander_reads_yaml(tmp_path):
         with client(tmp_path) as http:
             answer = answered_within(20, lambda run=run: http.get(f"/api/runs/{store.to_id(tmp_path, run)}"))
             assert answer.status_code == 200
-            refused = answered_within(
-                20, lambda run=run: http.post(f"/api/runs/{store.to_id(tmp_path, run)}/resume", json={})
-            )
-            if name == "config.yaml":
+            if name == "config.yaml":  # the Resume button: refused in one line (a planted overrides.yaml would resume)
+                resume = f"/api/runs/{store.to_id(tmp_path, run)}/resume"
+                refused = answered_within(20, lambda resume=resume: http.post(resume, json={}))
                 assert refused.status_code == 422 and "expand past" in refused.json()["error"]
 
 
@@ -280,3 +279,60 @@ def test_hydra_node_of_a_preset_is_trust_checked(tmp_path):
         check_trusted(cfg, [])
     cfg["hydra"] = {"sweeper": {"_target_": "hydra._internal.core_plugins.basic_sweeper.BasicSweeper"}}
     check_trusted(cfg, [])
+
+
+HOLDER = """
+import signal, sys, time
+from pathlib import Path
+from lander.storage.lock import RunLock
+locks = [RunLock(Path(p)).acquire() for p in sys.argv[1:]]  # as a process of seeds side by side holds each seed's
+signal.signal(signal.SIGUSR1, lambda *_: Path(sys.argv[1], "paused.txt").write_text("paused"))
+print("ready", flush=True)
+time.sleep(60)
+"""
+
+
+def test_a_signal_to_one_seed_of_a_process_is_refused_unless_meant_for_all_of_them(tmp_path):
+    """Seeds side by side (``seeds_per_process``) share a process: a pause of one seed paused all of them silently.
+    Now the API lists the seeds that share the run's process, refuses a signal to one of them (409, naming the
+    others, nothing sent), and sends it with ``{"group": true}``, saying which runs it reaches."""
+    seeds = []
+    for job in ("0", "1"):
+        run = planted_run(tmp_path, job, status="running")
+        sweep_job = tmp_path / "multirun" / "sweep" / job
+        sweep_job.parent.mkdir(parents=True, exist_ok=True)
+        run.rename(sweep_job)
+        seeds.append(sweep_job)
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, *map(str, seeds)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
+        ids = [store.to_id(tmp_path, s) for s in seeds]
+        with client(tmp_path) as http:
+            listed = {r["id"]: r for r in http.get("/api/runs").json()}
+            assert listed[ids[0]]["process_group"] == ["multirun/sweep/0", "multirun/sweep/1"]
+            one = http.post(f"/api/runs/{ids[0]}/pause", json={})
+            assert one.status_code == 409 and "side by side with 1 other seed" in one.json()["error"], one.text
+            time.sleep(0.3)
+            assert not (seeds[0] / "paused.txt").exists() and holder.poll() is None
+            both = http.post(f"/api/runs/{ids[0]}/pause", json={"group": True})
+            assert both.status_code == 200, both.text
+            assert both.json()["group"] == ["multirun/sweep/0", "multirun/sweep/1"]
+        for _ in range(50):
+            if (seeds[0] / "paused.txt").exists():
+                break
+            time.sleep(0.1)
+        assert (seeds[0] / "paused.txt").read_text() == "paused"
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_request_and_response_bodies_are_documented_in_the_openapi_schema(tmp_path):
+    with client(tmp_path) as http:
+        schema = http.get("/openapi.json").json()
+    models = schema["components"]["schemas"]
+    assert {"Launch", "Compare", "Signal", "Launched", "Signalled"} <= set(models)
+    assert models["Launch"]["properties"]["overrides"]["type"] == "array"
+    assert models["Signal"]["properties"]["group"]["type"] == "boolean"
+    launch = schema["paths"]["/api/runs"]["post"]
+    assert launch["requestBody"]["content"]["application/json"]["schema"]["$ref"].endswith("/Launch")

@@ -113,6 +113,7 @@ def test_wrong_type_is_rejected_by_the_schema():
 
 
 # (overrides, text the error must contain)
+GET_CLASS, ELU = "hydra.utils.get_class", "torch.nn.ELU"
 BAD_INPUT = [
     (["gamma=1.5"], "gamma=1.5 is not allowed: gamma must be null or in (0, 1]"),
     (["gamma=0"], "gamma=0.0 is not allowed"),
@@ -185,6 +186,11 @@ BAD_INPUT = [
     (
         ["seeds_per_process=2", "+algo.model.policy_kwargs={share_features_extractor:false}"],
         "algo.model.policy_kwargs.share_features_extractor is not implemented by it; these are: activation_fn,",
+    ),
+    (["seeds_per_process=2", "device=auto"], "device=auto: it computes on the CPU (not yet verified on a GPU)"),
+    (
+        ["seeds_per_process=2", f"+algo.model.policy_kwargs={{activation_fn:{{_target_:{GET_CLASS},path:{ELU}}}}}"],
+        "algo.model.policy_kwargs.activation_fn=torch.nn.ELU is not; torch.nn.Tanh, torch.nn.ReLU",
     ),
     (
         ["--multirun", "seed=0,1", "seeds_per_process=2", "hydra/launcher=joblib"],

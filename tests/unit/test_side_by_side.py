@@ -10,10 +10,19 @@ import numpy as np
 import pytest
 import torch
 from stable_baselines3 import PPO
+from stable_baselines3.common.buffers import RolloutBuffer
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.logger import configure
 
-from lander.algorithms.side_by_side import Lockstep, SeedStack, SideBySidePPO, in_lockstep
+from lander.algorithms.side_by_side import (
+    Layer,
+    Lockstep,
+    NumpyLoss,
+    SeedStack,
+    SideBySidePPO,
+    StackedPolicy,
+    in_lockstep,
+)
 
 CASES = {
     "discrete": ("CartPole-v1", {"ent_coef": 0.01}),  # the entropy bonus: SB3's default 0.0 leaves it untested
@@ -24,8 +33,6 @@ CASES = {
         "Pendulum-v1",
         {"normalize_advantage": False, "policy_kwargs": {"activation_fn": torch.nn.ReLU, "ortho_init": False}},
     ),
-    # an activation NumpyLoss does not write out: torch's autograd computes the update (as on a GPU)
-    "elu-by-autograd": ("CartPole-v1", {"policy_kwargs": {"activation_fn": torch.nn.ELU}}),
 }
 
 
@@ -67,8 +74,6 @@ def test_one_update_is_sb3s_update(case: str) -> None:
     batched._current_progress_remaining = sb3._current_progress_remaining
     sb3.train()
     batched.train()
-    by_numpy = batched.__dict__["_alone"].numpy_loss is not None  # the stack of a model trained alone
-    assert by_numpy == (case != "elu-by-autograd")
     for (name, a), b in zip(sb3.policy.named_parameters(), batched.policy.parameters(), strict=True):
         assert torch.allclose(a, b, rtol=1e-4, atol=1e-6), name
         assert not torch.equal(a, sb3.policy.optimizer.state[a]["exp_avg"] * 0), name  # it did train
@@ -254,3 +259,182 @@ def test_side_by_side_learns_cartpole_as_sb3_does() -> None:
         torch.set_num_threads(threads)
     assert min(sb3) > 150 and min(batched) > 150, (sb3, batched)  # untrained: 9-60
     assert abs(np.mean(batched) - np.mean(sb3)) < 120, (sb3, batched)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The oracle: the same loss differentiated by torch's autograd, and SB3's own update with the same minibatches
+
+
+def autograd_minibatch(
+    policy: StackedPolicy,
+    batch: dict[str, torch.Tensor],
+    coefs: tuple,
+    clip: torch.Tensor,
+    clip_vf: torch.Tensor | None,
+    training: torch.Tensor,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """SB3's PPO loss of every seed's minibatch ``[K, B, ...]``, differentiated by autograd: each seed's loss
+    ``[K]``, which seeds step ``[K]`` (KL within ``1.5 * target_kl``) and the gradient ``[K, P]`` of the sum of the
+    stepping seeds' losses, in the layout of ``policy.flat``."""
+    ent_coef, vf_coef, normalize, target_kl = coefs
+    params = {name: policy.param(name).detach().clone().requires_grad_(True) for name in policy.layout.slices}
+
+    def mlp(x: torch.Tensor, program: list[Layer]) -> torch.Tensor:
+        for layer in program:
+            if layer.linear is not None:
+                weight, bias = params[f"{layer.linear}.weight"], params[f"{layer.linear}.bias"]
+                x = torch.baddbmm(bias.unsqueeze(1), x, weight.transpose(1, 2))
+            if layer.activation is not None:
+                x = layer.activation(x)
+        return x
+
+    obs = batch["observations"]
+    features = obs.reshape(policy.k, obs.shape[1], -1).float()
+    out = mlp(mlp(features, policy.pi), [Layer("action_net")])
+    values = mlp(mlp(features, policy.vf), [Layer("value_net")]).squeeze(-1)
+    if policy.discrete:
+        log_p = torch.log_softmax(out, dim=-1)
+        log_prob = log_p.gather(-1, batch["actions"].long().unsqueeze(-1)).squeeze(-1)
+        entropy = -(log_p * log_p.exp()).sum(-1)
+    else:
+        log_std = params["log_std"].unsqueeze(1)
+        distribution = torch.distributions.Normal(out, log_std.exp())
+        log_prob = distribution.log_prob(batch["actions"]).sum(-1)
+        entropy = distribution.entropy().sum(-1)
+    advantages = batch["advantages"]
+    if normalize:
+        advantages = (advantages - advantages.mean(1, keepdim=True)) / (advantages.std(1, keepdim=True) + 1e-8)
+    log_ratio = log_prob - batch["old_log_prob"]
+    ratio = torch.exp(log_ratio)
+    policy_loss = -torch.min(advantages * ratio, advantages * torch.clamp(ratio, 1 - clip, 1 + clip)).mean(1)
+    if clip_vf is not None:
+        values = batch["old_values"] + torch.clamp(values - batch["old_values"], -clip_vf, clip_vf)
+    value_loss = ((batch["returns"] - values) ** 2).mean(1)
+    loss = policy_loss + ent_coef * -entropy.mean(1) + vf_coef * value_loss
+    kl = ((ratio - 1) - log_ratio).mean(1).detach()
+    stepping = training if target_kl is None else training & ~(kl > 1.5 * target_kl)
+    grads = torch.autograd.grad(torch.where(stepping, loss, torch.zeros_like(loss)).sum(), list(params.values()))
+    return loss.detach(), stepping, torch.cat([g.reshape(policy.k, -1) for g in grads], dim=1)
+
+
+@pytest.mark.parametrize("env_id", ["CartPole-v1", "Pendulum-v1"])
+def test_the_numpy_gradient_is_the_autograd_oracles_where_ratios_and_values_clip(env_id: str) -> None:
+    """Three seeds (their own weights and clip ranges) on a minibatch where every seed's ratios leave the clip range
+    on both sides with advantages of both signs, its values leave the value clip range on both sides, and seed 2's
+    KL passes ``1.5 * target_kl``: NumPy's loss, stepping and gradient equal autograd's (seed 2's gradient zero)."""
+    seeds = [cartpole_or_pendulum(env_id, seed) for seed in (0, 1, 2)]
+    policy = StackedPolicy([m.policy for m in seeds])
+    k, b, rng = 3, 64, np.random.default_rng(0)
+    obs = torch.from_numpy(rng.normal(size=(k, b, *seeds[0].observation_space.shape)).astype(np.float32))
+    if policy.discrete:
+        actions = torch.from_numpy(rng.integers(0, 2, size=(k, b)).astype(np.float32))
+    else:
+        actions = torch.from_numpy(rng.normal(size=(k, b, 1)).astype(np.float32))
+    batch = {"observations": obs, "actions": actions, "advantages": torch.from_numpy(rng.normal(size=(k, b)))}
+    zero_grad = {"old_log_prob": torch.zeros(k, b), "old_values": torch.zeros(k, b), "returns": torch.zeros(k, b)}
+    current, _, _ = autograd_minibatch(policy, batch | zero_grad, (0.0, 0.0, True, None), torch.ones(k, 1), None,
+                                       torch.ones(k, dtype=torch.bool))  # fmt: skip
+    del current
+    log_prob, values = current_log_prob_and_values(policy, batch)
+    spread = torch.tensor([[0.6], [0.6], [2.0]])  # seed 2's ratios far apart: its KL passes the threshold
+    batch |= {
+        "old_log_prob": log_prob - spread * (2 * torch.from_numpy(rng.random((k, b))).float() - 1),
+        "old_values": values + (2 * torch.from_numpy(rng.random((k, b))).float() - 1),
+        "returns": values + torch.from_numpy(rng.normal(size=(k, b))).float(),
+    }
+    batch = {key: value.float() for key, value in batch.items()}
+    clip, clip_vf = torch.tensor([[0.1], [0.2], [0.3]]), torch.tensor([[0.2], [0.1], [0.2]])
+    coefs, training = (0.01, 0.5, True, 0.2), torch.ones(k, dtype=torch.bool)
+    ratio = torch.exp(log_prob - batch["old_log_prob"])
+    for row in range(k):  # the case this test is about
+        for side in (ratio[row] < 1 - clip[row], ratio[row] > 1 + clip[row]):
+            assert (side & (batch["advantages"][row] > 0)).any() and (side & (batch["advantages"][row] < 0)).any()
+        change = values[row] - batch["old_values"][row]
+        assert (change > clip_vf[row]).any() and (change < -clip_vf[row]).any()
+    loss, stepping, grad = autograd_minibatch(policy, batch, coefs, clip, clip_vf, training)
+    assert stepping.tolist() == [True, True, False]
+    numpy_loss = NumpyLoss(policy)
+    got_loss, got_stepping, _ = numpy_loss.minibatch({key: value.numpy() for key, value in batch.items()}, coefs,
+                                                     clip.numpy(), clip_vf.numpy(), training.numpy())  # fmt: skip
+    assert got_stepping.tolist() == stepping.tolist()
+    np.testing.assert_allclose(got_loss, loss.numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(policy.grad.numpy(), grad.numpy(), rtol=1e-4, atol=1e-6)
+    assert not policy.grad[2].any() and policy.grad[:2].abs().sum() > 0
+
+
+def cartpole_or_pendulum(env_id: str, seed: int) -> SideBySidePPO:
+    kwargs = {"policy_kwargs": {"log_std_init": -0.5}} if env_id == "Pendulum-v1" else {}
+    return SideBySidePPO("MlpPolicy", make_vec_env(env_id, n_envs=2, seed=seed), n_steps=32, seed=seed, **kwargs)
+
+
+@torch.no_grad()
+def current_log_prob_and_values(policy: StackedPolicy, batch: dict) -> tuple[torch.Tensor, torch.Tensor]:
+    """The log-probabilities of the batch's actions and the values, by the policy as it is (no gradient)."""
+    ones = torch.ones(policy.k, batch["advantages"].shape[1])
+    probe = batch | {"old_log_prob": ones * 0, "old_values": ones * 0, "returns": ones * 0}
+    out, values = policy.heads(probe["observations"])
+    if policy.discrete:
+        log_prob = torch.log_softmax(out, -1).gather(-1, batch["actions"].long().unsqueeze(-1)).squeeze(-1)
+    else:
+        std = policy.param("log_std").unsqueeze(1).exp()
+        log_prob = torch.distributions.Normal(out, std).log_prob(batch["actions"]).sum(-1)
+    assert values is not None
+    return log_prob.float(), values.float()
+
+
+class OrderedRolloutBuffer(RolloutBuffer):
+    """SB3's rollout buffer whose minibatch order comes from a NumPy generator of its own (``order``), the stream
+    a seed side by side draws its order from: SB3's update with the same minibatches (SB3's ``get`` as it is, but
+    for where the permutation comes from)."""
+
+    order: np.random.Generator
+
+    def get(self, batch_size: int | None = None):  # type: ignore[override]
+        assert self.full
+        indices = self.order.permutation(self.buffer_size * self.n_envs)
+        if not self.generator_ready:
+            for name in ("observations", "actions", "values", "log_probs", "advantages", "returns"):
+                self.__dict__[name] = self.swap_and_flatten(self.__dict__[name])
+            self.generator_ready = True
+        size = batch_size or self.buffer_size * self.n_envs
+        for start in range(0, self.buffer_size * self.n_envs, size):
+            yield self._get_samples(indices[start : start + size])
+
+
+def test_three_seeds_with_their_own_learning_rates_take_sb3s_update_each() -> None:
+    """K = 3 seeds with learning rates 3e-4, 1e-3 and 1e-2, four minibatches an epoch, clip ranges small enough to
+    clip (0.1, and 0.1 for the values), ``target_kl`` that stops the fast seed mid-update while the others go on:
+    each seed ends where SB3's own update of it does (the same minibatches), parameters and Adam state, with SB3's
+    ``train/loss`` (the stopping minibatch's) and update count."""
+    rates, common = (3e-4, 1e-3, 1e-2), {"n_steps": 64, "batch_size": 64, "n_epochs": 4, "clip_range": 0.1,
+                                         "clip_range_vf": 0.1, "target_kl": 0.002, "ent_coef": 0.01}  # fmt: skip
+    sb3s, batched = [], []
+    for seed, rate in enumerate(rates):
+        sb3 = PPO("MlpPolicy", make_vec_env("CartPole-v1", n_envs=4, seed=seed), seed=seed, learning_rate=rate,
+                  rollout_buffer_class=OrderedRolloutBuffer, **common)  # fmt: skip
+        mine = SideBySidePPO("MlpPolicy", make_vec_env("CartPole-v1", n_envs=4, seed=seed), seed=seed,
+                             learning_rate=rate, **common)  # fmt: skip
+        for model in (sb3, mine):
+            model.set_logger(configure(None, []))
+        rollout(sb3)
+        mine.rollout_buffer = copy.deepcopy(sb3.rollout_buffer)
+        mine._current_progress_remaining = sb3._current_progress_remaining
+        sb3.rollout_buffer.order = np.random.default_rng(seed)  # the stream SeedStack gives this seed
+        sb3s.append(sb3)
+        batched.append(mine)
+    for sb3 in sb3s:
+        sb3.train()
+    records = SeedStack(batched).train([0, 1, 2])
+    updates = [sb3._n_updates for sb3 in sb3s]
+    assert updates[0] == 4 and updates[2] < 4, updates  # the slow seed trains every epoch, the fast one stops
+    for seed, (sb3, mine) in enumerate(zip(sb3s, batched, strict=True)):
+        logged = sb3.logger.name_to_value
+        assert logged["train/clip_fraction"] > 0  # the clip really clipped
+        assert mine._n_updates == sb3._n_updates and records[seed]["n_updates"] == sb3._n_updates
+        assert records[seed]["loss"] == pytest.approx(logged["train/loss"], rel=1e-4, abs=1e-6), seed
+        for (name, a), b in zip(sb3.policy.named_parameters(), mine.policy.parameters(), strict=True):
+            assert torch.allclose(a, b, rtol=1e-4, atol=1e-6), (seed, name)
+            state_a, state_b = sb3.policy.optimizer.state[a], mine.policy.optimizer.state[b]
+            assert float(state_a["step"]) == float(state_b["step"]), (seed, name)
+            assert torch.allclose(state_a["exp_avg"], state_b["exp_avg"], rtol=1e-4, atol=1e-7), (seed, name)
+            assert torch.allclose(state_a["exp_avg_sq"], state_b["exp_avg_sq"], rtol=1e-3, atol=1e-10), (seed, name)

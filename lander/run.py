@@ -21,12 +21,11 @@ from lander.config.checks import check_trackers, validate
 from lander.config.schema import register_configs
 from lander.config.trust import allowed_prefixes, check_trusted
 from lander.errors import ConfigError, RunFileError
-from lander.process.isolate import run_in_child
 from lander.process.signals import Interrupted
 from lander.storage.lock import RunLock
-from lander.storage.rundir import RunPaths, RunSummary, Status, remove_unstarted
-from lander.sweeps.launcher import hold_signal, import_for_jobs, signals_held, worker_stopped
-from lander.sweeps.rerun import continue_job, plan_job, rerun_command
+from lander.storage.rundir import RunPaths, remove_unstarted
+from lander.sweeps.launcher import run_sweep_job
+from lander.sweeps.rerun import continue_job, plan_job
 
 log = logging.getLogger("lander")
 register_configs()
@@ -36,8 +35,8 @@ register_configs()
 def main(cfg: DictConfig) -> float | None:
     """Train one run in Hydra's output directory; return the final eval mean (for Hydra sweepers).
 
-    In a sweep, each job runs in a process of its own (forked by lander's launcher, :mod:`lander.sweeps.launcher`,
-    or here for another launcher, :mod:`lander.process.isolate`): one that dies takes no other job with it.
+    In a sweep, each job runs in a process of its own, whatever the launcher
+    (:func:`lander.sweeps.launcher.run_sweep_job`): one that dies takes no other job with it.
     """
     hydra_cfg = HydraConfig.get()
     run_dir = Path(hydra_cfg.runtime.output_dir)
@@ -48,23 +47,7 @@ def main(cfg: DictConfig) -> float | None:
     if hydra_cfg.launcher.get("n_jobs", 1) != 1 or cfg.get("seeds_per_process", 1) > 1:
         cfg.progress_bar = False  # parallel jobs' progress bars would overwrite each other on one console
     job = partial(run_job, cfg, run_dir, list(hydra_cfg.overrides.task), sweep_group(hydra_cfg.sweep.dir))
-    if str(hydra_cfg.launcher.get("_target_", "")).endswith((".ParallelLauncher", ".RayLauncher")):
-        return job()  # lander's launcher forked this job's process already, or it is a Ray worker's own task
-    if worker_stopped():  # a joblib worker (lander.sweeps.launcher.JoblibLauncher) of a stopped sweep
-        log.warning("job not started: the sweep was stopped")
-        return None
-    import_for_jobs()  # once here, shared by every job's forked process
-    paths = RunPaths(run_dir)
-    try:
-        run_in_child(job, paths)
-    except SystemExit as stop:  # a signal to this process (the basic launcher's, or a worker of another)
-        if signals_held():  # a joblib worker lives on (its pool with it), starts no job; the sweep says the rest
-            hold_signal(int(stop.code or 0) - 128)
-            return None
-        log.warning("sweep stopped (exit %s).\n  continue: %s", stop.code, rerun_command(Path(hydra_cfg.sweep.dir)))
-        raise
-    summary = RunSummary.load(paths)
-    return summary.final_eval_mean if summary is not None and summary.status == Status.COMPLETED else None
+    return run_sweep_job(job, hydra_cfg.launcher, RunPaths(run_dir), Path(hydra_cfg.sweep.dir))
 
 
 def run_job(cfg: DictConfig, run_dir: Path, overrides: list[str], group: str | None) -> float | None:

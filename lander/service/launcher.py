@@ -265,10 +265,10 @@ def created(pid: int) -> float | None:
         return None
 
 
-def alive(pid: int, created: object) -> bool:
-    """True if ``pid`` is the very process the record names (its creation time, :func:`created`) and still runs
-    lander (:data:`MODULES`): a pid reused by another process, or a record without its creation time, is not ours."""
-    if not same_process(pid, created):
+def alive(pid: int, recorded: object) -> bool:
+    """True if ``pid`` is the very process the record names (its creation time ``recorded``, :func:`created`) and
+    still runs lander (:data:`MODULES`): a pid reused by another process, or a record without it, is not ours."""
+    if not same_process(pid, recorded):
         return False
     try:
         command = Path(f"/proc/{pid}/cmdline").read_bytes()

@@ -27,7 +27,7 @@ import os
 import signal
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -36,19 +36,49 @@ from typing import Any
 from hydra.core.utils import JobReturn, JobStatus, configure_log, run_job, setup_globals
 from hydra.plugins.launcher import Launcher
 from hydra.types import HydraContext, TaskFunction
+from hydra.utils import get_class
 from hydra_plugins.hydra_joblib_launcher.joblib_launcher import JoblibLauncher as HydraJoblibLauncher
 from hydra_plugins.hydra_submitit_launcher.submitit_launcher import LocalLauncher as HydraSubmititLocalLauncher
 from omegaconf import DictConfig, open_dict, read_write
 
 from lander.config.schema import quiet_hydra_warnings
 from lander.errors import RunFileError
-from lander.process.isolate import GRACE_SECONDS, fork, record_killed, record_lost
+from lander.process.isolate import GRACE_SECONDS, fork, record_killed, record_lost, run_in_child
 from lander.process.signals import Interrupted, LimitReached, exit_on_signals, handling, stop_on_signals
 from lander.storage.lock import RunLock
 from lander.storage.rundir import RunPaths, RunSummary, Status
 from lander.sweeps.rerun import rerun_command
 
 log = logging.getLogger("lander")
+
+
+def run_sweep_job(
+    job: Callable[[], float | None], launcher: DictConfig, paths: RunPaths, sweep_dir: Path
+) -> float | None:
+    """One job of a sweep (``job``: ``lander.run``'s, for the run directory ``paths``), in a process of its own
+    whatever the launcher (``launcher``: Hydra's ``hydra.launcher`` node): where the launcher gives each job one
+    already (lander's, Ray's), here; else (basic, joblib, submitit) in a process forked for it
+    (:func:`lander.process.isolate.run_in_child`), so that a job that dies takes no other with it.
+
+    :return: the job's final evaluation mean if it completed, else None
+    """
+    target = str(launcher.get("_target_", ""))
+    if getattr(get_class(target) if target else None, "forks_its_jobs", False):
+        return job()
+    if worker_stopped():  # a joblib worker (JoblibLauncher) of a stopped sweep
+        log.warning("job not started: the sweep was stopped")
+        return None
+    import_for_jobs()  # once here, shared by every job's forked process
+    try:
+        run_in_child(job, paths)
+    except SystemExit as stop:  # a signal to this process (the basic launcher's, or a worker of another)
+        if signals_held():  # a joblib worker lives on (its pool with it), starts no job; the sweep says the rest
+            hold_signal(int(stop.code or 0) - 128)
+            return None
+        log.warning("sweep stopped (exit %s).\n  continue: %s", stop.code, rerun_command(sweep_dir))
+        raise
+    summary = RunSummary.load(paths)
+    return summary.final_eval_mean if summary is not None and summary.status == Status.COMPLETED else None
 
 
 def import_for_jobs() -> None:
@@ -121,6 +151,8 @@ class ParallelLauncher(HydraSetup):
 
     :param n_jobs: jobs at once; -1 = one per CPU core
     """
+
+    forks_its_jobs = True  # each job already runs in a process of its own (:func:`run_sweep_job`)
 
     def __init__(self, n_jobs: int = -1) -> None:
         super().__init__()
@@ -524,6 +556,8 @@ class RayLauncher(HydraSetup):
 
     :param ray: ``{"init": {...}, "remote": {...}}``
     """
+
+    forks_its_jobs = True  # each job is a Ray task: a worker process of Ray's
 
     def __init__(self, ray: dict[str, Any] | None = None) -> None:
         super().__init__()

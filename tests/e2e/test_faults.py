@@ -123,12 +123,25 @@ def test_a_signal_during_the_wandb_upload_leaves_the_run_completed(tmp_path):
     assert_consistent(run_dir, "completed", BUDGET)
 
 
+def sigint_caught(pid: int) -> bool:
+    """Whether process ``pid`` has a handler for SIGINT (``SigCgt`` in ``/proc/<pid>/status``)."""
+    status = Path(f"/proc/{pid}/status").read_text()
+    caught = int(next(line.split()[1] for line in status.splitlines() if line.startswith("SigCgt:")), 16)
+    return bool(caught & (1 << (signal.SIGINT - 1)))
+
+
 def test_a_background_run_stops_on_sigint_from_its_first_moment(tmp_path):
     run_dir = tmp_path / "run"
     cmd = [sys.executable, "-m", "lander.run", *RUN, f"hydra.run.dir={run_dir}"]
     ignore_sigint = lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)  # noqa: E731  # as `cmd &` in a script
     proc = subprocess.Popen(cmd, cwd=REPO, env=lander_env(), preexec_fn=ignore_sigint, stderr=subprocess.PIPE)
-    time.sleep(0.5)  # still importing
+    # as soon as lander.run's first line has installed its handler (the kernel says SIGINT is caught), while it is
+    # still importing: a fixed sleep raced the interpreter's start-up on a busy machine (the signal came first and
+    # was ignored, as it should be before lander runs at all)
+    deadline = time.monotonic() + 60
+    while not sigint_caught(proc.pid):
+        assert proc.poll() is None and time.monotonic() < deadline
+        time.sleep(0.005)
     proc.send_signal(signal.SIGINT)
     assert proc.wait(timeout=60) == 130, proc.communicate()[1].decode(errors="replace")[-3000:]
     assert not (run_dir / "summary.json").is_file() or read_json(run_dir / "summary.json")["status"] != "running"

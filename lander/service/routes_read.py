@@ -78,6 +78,7 @@ def run(request: Request, run_id: str) -> dict[str, Any]:
     paths = RunPaths(path)
     summary, _problem = store.summary_of(root, path)
     return store.safe_run_info(root, path) | {
+        "process_group": store.process_group(root, path),
         "summary": summary,
         "config": shown_config(root, paths.config),
         "overrides": yaml_file(root, paths.overrides) or [],

@@ -209,7 +209,7 @@ def run_info(root: Path, path: Path) -> dict[str, Any]:
         "latest_eval": latest,
         "started": started(path),
         "files": [name for name in FILES if servable(root, path / name)],
-        "process_group": process_group(root, path) if active else [],  # >1: seeds side by side in one process
+        "process_group": [],  # the runs its process trains (>1: seeds side by side), set by its callers
     }
 
 
@@ -226,6 +226,14 @@ def list_runs(root: Path) -> list[dict[str, Any]]:
     """Every run under ``root/outputs`` and ``root/multirun``, newest first."""
     places = [root / p for p in PLACES if (root / p).is_dir()]
     runs = [safe_run_info(root, p) for p in find_run_dirs(places) if p.resolve().is_relative_to(root.resolve())]
+    by_process: dict[tuple[Any, Any], list[dict[str, Any]]] = {}
+    for run in (r for r in runs if r["active"]):  # the active runs by the process holding them (seeds side by
+        owner = RunLock(root / run["path"]).owner() or {}  # side share one)
+        if owner_process(root / run["path"]) is not None:
+            by_process.setdefault((owner.get("pid"), owner.get("created")), []).append(run)
+    for shared in by_process.values():
+        for run in shared:
+            run["process_group"] = sorted(r["path"] for r in shared)
     return sorted(runs, key=lambda r: r["started"], reverse=True)
 
 

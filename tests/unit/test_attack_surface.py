@@ -336,3 +336,26 @@ def test_request_and_response_bodies_are_documented_in_the_openapi_schema(tmp_pa
     assert models["Signal"]["properties"]["group"]["type"] == "boolean"
     launch = schema["paths"]["/api/runs"]["post"]
     assert launch["requestBody"]["content"]["application/json"]["schema"]["$ref"].endswith("/Launch")
+
+
+LIMITED = """
+import resource, sys
+resource.setrlimit(resource.RLIMIT_AS, (4_000_000_000, resource.RLIM_INFINITY))
+from lander.config.precheck import check_command
+from lander.errors import ConfigError
+try:
+    check_command(sys.argv[1:])
+except ConfigError as exc:
+    print(exc)
+"""
+
+
+@pytest.mark.parametrize("override", ["eval.n_envs=20000", "n_envs=30000"])
+def test_envs_are_counted_against_the_processs_own_address_space_limit(tmp_path, override):
+    """Under ``ulimit -v`` (4 GB here) the estimate used the machine's free memory and left out the evaluation
+    envs: ``n_envs=30000`` or ``eval.n_envs=20000`` passed, then died in ``std::bad_alloc`` in a directory."""
+    run_dir = tmp_path / "run"
+    said = subprocess.run([sys.executable, "-c", LIMITED, override, "total_timesteps=512", f"hydra.run.dir={run_dir}"],
+                          capture_output=True, text=True, timeout=120).stdout  # fmt: skip
+    assert "address-space limit (ulimit -v) leaves" in said, said
+    assert not run_dir.exists()

@@ -18,7 +18,7 @@ import yaml
 from fastapi.testclient import TestClient
 from omegaconf import OmegaConf
 
-from helpers import composed
+from helpers import REPO, composed
 from lander.config import catalog
 from lander.config.checks import validate
 from lander.config.precheck import check_command
@@ -359,3 +359,13 @@ def test_envs_are_counted_against_the_processs_own_address_space_limit(tmp_path,
                           capture_output=True, text=True, timeout=120).stdout  # fmt: skip
     assert "address-space limit (ulimit -v) leaves" in said, said
     assert not run_dir.exists()
+
+
+def test_serve_help_is_whole_and_warns_that_a_token_on_the_command_line_is_visible():
+    """``--help`` stopped mid-sentence ("It finds") and offered ``--token`` without a word about ``/proc``."""
+    from lander.serve import parser
+
+    text = " ".join(parser().format_help().split())
+    assert "It finds" not in text and "(FastAPI, uvicorn)." in text
+    assert "readable by every user of this machine in the process list (/proc/<pid>/cmdline)" in text
+    assert "comparisons/" in (REPO / ".gitignore").read_text().splitlines()  # what the service writes into a root

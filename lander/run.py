@@ -21,10 +21,10 @@ from lander.config.checks import check_trackers, validate
 from lander.config.schema import register_configs
 from lander.config.trust import allowed_prefixes, check_trusted
 from lander.errors import ConfigError, RunFileError
+from lander.execution.jobs import run_sweep_job
 from lander.process.signals import Interrupted
 from lander.storage.lock import RunLock
 from lander.storage.rundir import RunPaths, remove_unstarted
-from lander.sweeps.launcher import run_sweep_job
 from lander.sweeps.rerun import continue_job, plan_job
 
 log = logging.getLogger("lander")
@@ -36,7 +36,7 @@ def main(cfg: DictConfig) -> float | None:
     """Train one run in Hydra's output directory; return the final eval mean (for Hydra sweepers).
 
     In a sweep, each job runs in a process of its own, whatever the launcher
-    (:func:`lander.sweeps.launcher.run_sweep_job`): one that dies takes no other job with it.
+    (:func:`lander.execution.jobs.run_sweep_job`): one that dies takes no other job with it.
     """
     hydra_cfg = HydraConfig.get()
     run_dir = Path(hydra_cfg.runtime.output_dir)

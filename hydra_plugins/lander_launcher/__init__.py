@@ -1,33 +1,33 @@
 """lander's Hydra launchers, where Hydra looks for plugins (``hydra_plugins``): ``hydra/launcher=parallel``
-(``lander/conf/hydra/launcher/parallel.yaml``) chooses :class:`lander.sweeps.launcher.ParallelLauncher`, and
+(``lander/conf/hydra/launcher/parallel.yaml``) chooses :class:`lander.execution.parallel.ParallelLauncher`, and
 ``hydra/launcher=joblib`` (``lander/conf/hydra/launcher/joblib.yaml``) Hydra's joblib launcher with lander's signal
-handling, :class:`lander.sweeps.launcher.JoblibLauncher`; ``hydra/launcher=submitit_local`` likewise
-:class:`lander.sweeps.launcher.SubmititLocalLauncher`; ``hydra/launcher=ray`` each job a Ray task,
-:class:`lander.sweeps.launcher.RayLauncher`. ``hydra/sweeper=checked`` (the default) is Hydra's basic sweeper
+handling, :class:`lander.execution.joblib.JoblibLauncher`; ``hydra/launcher=submitit_local`` likewise
+:class:`lander.execution.submitit.SubmititLocalLauncher`; ``hydra/launcher=ray`` each job a Ray task,
+:class:`lander.execution.ray.RayLauncher`. ``hydra/sweeper=checked`` (the default) is Hydra's basic sweeper
 trusting lander's precheck, :class:`lander.sweeps.sweeper.CheckedBasicSweeper`."""
 
-from lander.sweeps.launcher import JoblibLauncher as _JoblibLauncher
-from lander.sweeps.launcher import ParallelLauncher as _ParallelLauncher
-from lander.sweeps.launcher import RayLauncher as _RayLauncher
-from lander.sweeps.launcher import SubmititLocalLauncher as _SubmititLocalLauncher
+from lander.execution.joblib import JoblibLauncher as _JoblibLauncher
+from lander.execution.parallel import ParallelLauncher as _ParallelLauncher
+from lander.execution.ray import RayLauncher as _RayLauncher
+from lander.execution.submitit import SubmititLocalLauncher as _SubmititLocalLauncher
 from lander.sweeps.sweeper import CheckedBasicSweeper as _CheckedBasicSweeper
 
 
 class ParallelLauncher(_ParallelLauncher):
-    """A sweep's jobs in parallel on this machine, each in a process of its own (:mod:`lander.sweeps.launcher`)."""
+    """A sweep's jobs in parallel on this machine, each in a process of its own (:mod:`lander.execution.parallel`)."""
 
 
 class JoblibLauncher(_JoblibLauncher):
-    """Hydra's joblib launcher whose pool outlives Ctrl-C (:class:`lander.sweeps.launcher.JoblibLauncher`)."""
+    """Hydra's joblib launcher whose pool outlives Ctrl-C (:class:`lander.execution.joblib.JoblibLauncher`)."""
 
 
 class SubmititLocalLauncher(_SubmititLocalLauncher):
     """Hydra's submitit launcher on this machine, quiet under Ctrl-C
-    (:class:`lander.sweeps.launcher.SubmititLocalLauncher`)."""
+    (:class:`lander.execution.submitit.SubmititLocalLauncher`)."""
 
 
 class RayLauncher(_RayLauncher):
-    """A sweep's jobs as Ray tasks, locally or on a cluster (:class:`lander.sweeps.launcher.RayLauncher`)."""
+    """A sweep's jobs as Ray tasks, locally or on a cluster (:class:`lander.execution.ray.RayLauncher`)."""
 
 
 class CheckedBasicSweeper(_CheckedBasicSweeper):

@@ -39,7 +39,9 @@ def plan_job(paths: RunPaths) -> Plan:
         return "fresh"
     if summary.status == Status.COMPLETED:
         return "skip"
-    killed = summary.status == Status.FAILED and (summary.error or "").startswith("killed by")  # lander.process.isolate
+    killed = summary.status == Status.FAILED and (summary.error or "").startswith(
+        "killed by"
+    )  # lander.execution.isolate
     if (summary.status.alive or summary.status == Status.INTERRUPTED or killed) and find_checkpoints(paths.checkpoints):
         return "resume"
     return "retry"

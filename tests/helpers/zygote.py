@@ -4,7 +4,7 @@ It imports what every lander process imports (Hydra, torch, SB3, gymnasium, W&B,
 5 s of a tiny run's 10), then forks one child per request, which runs ``lander.<command>`` as ``__main__`` exactly as
 ``python -m`` would (``runpy``, its own argv, cwd, environment, stdout and stderr files) and exits as the interpreter
 would: the exit code, or the signal that killed it. lander forks its own sweep jobs the same way
-(:mod:`lander.process.isolate`), after importing the same modules.
+(:mod:`lander.execution.isolate`), after importing the same modules.
 
 Protocol, one JSON object a line: request ``{"module", "args", "cwd", "env", "stdout", "stderr", "session"}`` on
 stdin (``stderr`` null: into stdout); replies ``{"pid": N}`` once the child exists, then ``{"status": wait status}``

@@ -39,6 +39,8 @@ LAYERS: dict[str, set[str]] = {
         "reports",
     },
     "sweeps": {"errors", "storage", "config", "process", "tracking", "analysis", "reports", "algorithms", "training"},
+    # how a job runs: forking, signals held, each launcher; above the sweeps' comparison and re-run it ends with
+    "execution": {"errors", "storage", "config", "process", "algorithms", "training", "sweeps"},
     "service": {"errors", "storage", "config"},
 }
 ENTRY_POINTS = {"run", "evaluate", "compare", "report", "serve", "api"}  # on top: they may import any part
@@ -55,11 +57,9 @@ LATE_IMPORTS = {
     "lander.sweeps.callback": {"lander.reports.sweep_report", "lander.tracking.wandb_tracker"},  # Hydra imports
     # the callback in every run; only a sweep's end needs the analysis and W&B (3.3 s, python -X importtime)
     "lander.serve": {"lander.service.app"},
-    "lander.sweeps.launcher": {
-        "lander.training.train",
-        "lander.algorithms.side_by_side",
-    },  # Hydra imports its launcher plugins in every process;
-    # torch and SB3 (~2 s) only when a sweep launches its jobs
+    "lander.execution.jobs": {"lander.training.train"},  # Hydra imports its launcher plugins in every process;
+    "lander.execution.parallel": {"lander.algorithms.side_by_side"},  # torch and SB3 (~2 s) only when a sweep
+    # launches its jobs
 }
 
 

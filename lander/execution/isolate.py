@@ -1,6 +1,6 @@
 """One process per sweep job: whatever kills a job's process (``kill -9``, the OOM killer, a segfault in an
 env), the launcher's process goes on with the other jobs, under Hydra's launchers (basic, joblib, submitit);
-lander's own (:mod:`lander.sweeps.launcher`) forks each job itself.
+lander's own (:mod:`lander.execution.parallel`) forks each job itself.
 
 The job process is forked from the launcher's worker after torch and SB3 are imported (each job starts in
 milliseconds, sharing those imports) and before torch has started a thread. A job killed by a signal is

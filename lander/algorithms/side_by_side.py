@@ -12,10 +12,11 @@ one implementation on the training path. Its oracle, the same loss differentiate
 tests (``tests/unit/test_side_by_side.py``); a GPU device or an activation other than Tanh, ReLU or Identity is
 refused before a run starts (:func:`lander.config.checks.check_side_by_side`).
 
-The seeds run as greenlets (:class:`Lockstep`): each seed's whole training (lander's ``train``, SB3's ``learn`` and
-its callbacks) runs on its own stack, and where SB3 calls the policy for the rollout's actions, or ``train()``, the
-seed hands the work to the lockstep and waits; once every seed waits, the lockstep does the work of all of them in
-one batched call and gives each its part. Nothing runs in parallel: one thread, so signals, logging and SB3 behave
+The seeds run as greenlets (:class:`lander.execution.lockstep.Lockstep`, the execution layer's): each seed's whole
+training (lander's ``train``, SB3's ``learn`` and its callbacks) runs on its own stack, and where SB3 calls the policy
+for the rollout's actions, or ``train()``, the seed hands the work to the lockstep (:func:`request`) and waits; once
+every seed waits, the lockstep does the work of all of them in one batched call (:class:`SeedStack`) and gives each
+its part. Nothing runs in parallel: one thread, so signals, logging and SB3 behave
 as in a single run.
 
 The update is SB3's ``PPO.train`` term by term (GAE from SB3's own buffer, advantage normalisation per minibatch,
@@ -28,14 +29,12 @@ Batched kernels round differently from SB3's, so results are statistically equiv
 from __future__ import annotations
 
 import logging
-import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import torch
-from greenlet import getcurrent, greenlet
+from greenlet import getcurrent
 from gymnasium import spaces
 from stable_baselines3 import PPO
 from stable_baselines3.common.buffers import RolloutBuffer
@@ -451,7 +450,8 @@ class StackedAdam:
 
 class SideBySidePPO(PPO):
     """SB3's PPO whose rollout actions and updates are computed together with the other seeds of its process
-    (:class:`Lockstep`), or alone (a run resumed by itself). Saved and loaded exactly as SB3's ``PPO``."""
+    (:class:`lander.execution.lockstep.Lockstep`), or alone (a run resumed by itself). Saved and loaded exactly as
+    SB3's ``PPO``."""
 
     def _excluded_save_params(self) -> list[str]:
         return [*super()._excluded_save_params(), "_alone"]
@@ -508,20 +508,15 @@ class SideBySidePPO(PPO):
             self.logger.record("train/std", torch.exp(self.policy.log_std).mean().item())
 
 
-def cpu_time() -> float:
-    """:func:`time.process_time`, or in a job side by side (:class:`Lockstep`) that job's CPU seconds: what it ran
-    itself and its share of the batched work."""
-    lockstep = getattr(getcurrent(), "lockstep", None)
-    return lockstep.cpu_seconds(getcurrent()) if isinstance(lockstep, Lockstep) else time.process_time()
-
-
 def in_lockstep() -> bool:
-    """Whether this code runs in a job of a :class:`Lockstep` (not alone, not in the lockstep's own work)."""
-    return isinstance(getattr(getcurrent(), "lockstep", None), Lockstep) and getcurrent().parent is not None
+    """Whether this code runs in a job of a lockstep (:class:`lander.execution.lockstep.Lockstep` marks its jobs'
+    greenlets with ``lockstep``), not alone and not in the lockstep's own work: its parent greenlet then does the
+    batched work (:func:`request`)."""
+    return getattr(getcurrent(), "lockstep", None) is not None and getcurrent().parent is not None
 
 
 def request(model: SideBySidePPO, work: tuple[str, Any]) -> Any:
-    """Hand ``work`` for ``model`` to the process's :class:`Lockstep` and wait for this seed's part of the result;
+    """Hand ``work`` for ``model`` to the process's lockstep and wait for this seed's part of the result;
     without one (a run alone), do it here."""
     hub = getcurrent().parent
     if in_lockstep() and hub is not None:
@@ -771,116 +766,3 @@ class Statistics:
 
 # ---------------------------------------------------------------------------------------------------------------
 # the seeds' stacks, side by side
-
-
-class Lockstep:
-    """Runs the seeds' jobs as greenlets of this thread and does their waiting work together.
-
-    ``run(jobs)`` starts each job (a seed's whole run: lander's ``train`` in it); a job runs until it needs its
-    policy's actions or an update (:func:`request`), then the next one runs; once every job waits, their work
-    is done in one batched call (:class:`SeedStack`) and each goes on with its part. A job that ends (done,
-    failed) leaves the others to go on; ``ended`` may return an exception to raise in the others too (a signal
-    that stopped one job stops all: each records its own stop). A signal while the batched work runs is raised in
-    every job.
-
-    :param switched: called on every switch between jobs with ``(from, to)`` greenlets (per-job logging)
-    """
-
-    def __init__(self, switched: Callable[[greenlet, greenlet], None] | None = None) -> None:
-        self.switched = switched
-        self.stack: SeedStack | None = None
-        self.rows: dict[int, int] = {}  # job index -> its row in the stack
-        self.grad_modes: dict[greenlet, bool] = {}
-        self.lets: list[greenlet] = []
-        self.waiting: dict[int, tuple[SideBySidePPO, tuple[str, Any]]] = {}  # job index -> its model and work
-        self.codes: dict[int, int] = {}
-        self.cpu: dict[greenlet, float] = {}  # CPU seconds each greenlet ran (the hub's: the batched work)
-        self.cpu_mark = time.process_time()
-        self.hub: greenlet | None = None
-
-    def cpu_seconds(self, let: greenlet) -> float:
-        """CPU seconds of job ``let`` so far: its own, and its share of the batched work (split evenly)."""
-        hub = self.cpu.get(self.hub, 0.0)
-        own = self.cpu.get(let, 0.0) + (time.process_time() - self.cpu_mark if let is getcurrent() else 0.0)
-        return own + hub / max(len(self.rows), 1)
-
-    def run(self, jobs: list[Callable[[], int]], ended: Callable[[int, int], BaseException | None]) -> list[int]:
-        """Run ``jobs`` side by side; return their exit codes (``ended(index, code)`` as each ends)."""
-        self.lets, self.waiting, self.codes = [greenlet(job) for job in jobs], {}, {}
-        self.hub, self.cpu_mark = getcurrent(), time.process_time()
-        for let in self.lets:
-            let.lockstep = self  # type: ignore[attr-defined]
-        stop: BaseException | None = None
-        previous = greenlet.settrace(self._trace)
-        try:
-            for index in range(len(self.lets)):
-                stop = self.resume(index, ended) or stop
-            while self.waiting:
-                try:
-                    if stop is not None:  # the same exception raised in each job, which records its stop
-                        thrown, stop = stop, None
-                        for index in list(self.waiting):
-                            self.resume(index, ended, throw=thrown)
-                        continue
-                    for index, result in self.do(self.waiting).items():
-                        if stop is not None:  # a job that ended meanwhile stops the others
-                            break
-                        stop = self.resume(index, ended, result) or stop
-                except BaseException as exc:  # a signal (Interrupted) while this hub ran: every job stops
-                    log.debug("stopping every seed", exc_info=exc)
-                    stop = exc
-        finally:
-            greenlet.settrace(previous)
-        return [self.codes.get(index, 1) for index in range(len(jobs))]
-
-    def resume(
-        self,
-        index: int,
-        ended: Callable[[int, int], BaseException | None],
-        value: Any = None,
-        throw: BaseException | None = None,
-    ) -> BaseException | None:
-        """Let job ``index`` go on (with ``value``, or ``throw`` raised in it) until it waits again or ends; what
-        ``ended`` returns for a job that ended."""
-        let = self.lets[index]
-        try:
-            started = bool(let)  # a greenlet not started yet takes no value
-            out = let.throw(throw) if throw is not None else let.switch(value) if started else let.switch()
-        except BaseException as exc:  # the job ended by an exception of its own
-            if exc is not throw:
-                log.error("seed %d failed", index, exc_info=exc)
-            out = getattr(exc, "exit_code", 1)
-        self.waiting.pop(index, None)
-        if let.dead:
-            self.codes[index] = int(out)
-            return ended(index, int(out))
-        self.waiting[index] = out
-        return None
-
-    def do(self, waiting: dict[int, tuple[SideBySidePPO, tuple[str, Any]]]) -> dict[int, Any]:
-        """The waiting jobs' work, batched: job index -> result, for the jobs whose work was done (the others
-        wait on)."""
-        if self.stack is None:  # the first work: every job still running waits now, with its model
-            order = sorted(waiting)
-            self.rows = {index: row for row, index in enumerate(order)}
-            self.stack = SeedStack([waiting[index][0] for index in order])
-            log.info("training %d seeds side by side in process", len(order))
-        # an update waits until every job waits for one, so that each update is every seed's at once: a seed that
-        # evaluates, or finished its evaluation first, may be a rollout step ahead of or behind the others
-        serving = {index: each for index, each in waiting.items() if each[1][0] != "train"} or waiting
-        results = self.stack.do({self.rows[index]: work for index, (_, work) in serving.items()})
-        return {index: results[self.rows[index]] for index in serving}
-
-    def _trace(self, event: str, args: tuple[greenlet, greenlet]) -> None:
-        """Each greenlet keeps its own torch grad mode (thread state: SB3's ``no_grad`` blocks of one seed must not
-        reach another) and, through ``switched``, its own logging."""
-        if event not in ("switch", "throw"):
-            return
-        origin, target = args
-        now = time.process_time()
-        self.cpu[origin] = self.cpu.get(origin, 0.0) + now - self.cpu_mark
-        self.cpu_mark = now
-        self.grad_modes[origin] = torch.is_grad_enabled()
-        torch.set_grad_enabled(self.grad_modes.get(target, True))
-        if self.switched is not None:
-            self.switched(origin, target)

@@ -133,12 +133,12 @@ class ParallelLauncher(HydraSetup):
 
 
 def run_side_by_side(context: HydraContext, task: TaskFunction, jobs: list[Job]) -> None:
-    """Several seeds' jobs in this process, side by side (:class:`lander.algorithms.side_by_side.Lockstep`):
+    """Several seeds' jobs in this process, side by side (:class:`lander.execution.lockstep.Lockstep`):
     each job is Hydra's, as the basic launcher runs it, with its own ``run.log`` and Hydra config; a signal
     stops every job with a checkpoint; exits with 128 + the signal then, else 0."""
     from hydra.core.hydra_config import HydraConfig
 
-    from lander.algorithms.side_by_side import Lockstep
+    from lander.execution.lockstep import Lockstep  # torch and SB3 (~2 s): only where seeds share a process
 
     handlers: dict[Any, list[logging.Handler]] = {}
     hydra_configs: dict[Any, Any] = {}

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import errno
 import logging
+import re
 from pathlib import Path
 from typing import Any
 
@@ -17,9 +18,9 @@ from omegaconf import OmegaConf
 
 from lander.errors import RunFileError
 from lander.reports.figures import missing_columns, run_figures
-from lander.reports.html import esc, figure, pairs, pre, table, video, write_page
+from lander.reports.html import esc, figure, number, pairs, pre, table, video, write_page
 from lander.storage.csvlog import read_complete
-from lander.storage.rundir import RunPaths, RunSummary, read_json
+from lander.storage.rundir import RunPaths, RunSummary, read_json, write_text
 from lander.storage.yamlfile import check_aliases, safe_yaml
 
 log = logging.getLogger(__name__)
@@ -199,6 +200,16 @@ def write_run_report(run_dir: Path) -> Path:
     path = write_page(paths.report, f"lander run: {title}", sections, header(summary, paths) + warnings)
     log.info("report.html written (%.1f MB)", path.stat().st_size / 2**20)
     return path
+
+
+def restate_result(paths: RunPaths, key: str, value: Any) -> None:
+    """Put ``value`` in the cell of ``report.html``'s results that shows ``summary.json``'s ``key`` (:data:`RESULTS`):
+    the peak memory, which writing the report itself may raise, so that the report and the summary say the same."""
+    text = paths.report.read_text()
+    cell = re.compile(rf"(<th>{re.escape(esc(RESULTS[key]))}</th><td>)[^<]*(</td>)")
+    changed = cell.sub(lambda found: found.group(1) + esc(number(value)) + found.group(2), text, count=1)
+    if changed != text:
+        write_text(paths.report, changed)
 
 
 def try_run_report(run_dir: Path, full_disk_fails: bool = False) -> Path | None:

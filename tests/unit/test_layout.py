@@ -58,7 +58,7 @@ LATE_IMPORTS = {
     # the callback in every run; only a sweep's end needs the analysis and W&B (3.3 s, python -X importtime)
     "lander.serve": {"lander.service.app"},
     "lander.execution.jobs": {"lander.training.train"},  # Hydra imports its launcher plugins in every process;
-    "lander.execution.parallel": {"lander.algorithms.side_by_side"},  # torch and SB3 (~2 s) only when a sweep
+    "lander.execution.parallel": {"lander.execution.lockstep"},  # torch and SB3 (~2 s) only when a sweep
     # launches its jobs
 }
 

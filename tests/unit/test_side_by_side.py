@@ -16,13 +16,13 @@ from stable_baselines3.common.logger import configure
 
 from lander.algorithms.side_by_side import (
     Layer,
-    Lockstep,
     NumpyLoss,
     SeedStack,
     SideBySidePPO,
     StackedPolicy,
     in_lockstep,
 )
+from lander.execution.lockstep import Lockstep
 
 CASES = {
     "discrete": ("CartPole-v1", {"ent_coef": 0.01}),  # the entropy bonus: SB3's default 0.0 leaves it untested

@@ -1,0 +1,144 @@
+"""Seeds side by side in one process: each seed's whole run a greenlet of this thread, their waiting work (a
+rollout's actions, an update) done together by :class:`lander.algorithms.side_by_side.SeedStack` (``lander.run``'s
+``seeds_per_process``, started by :func:`lander.execution.parallel.run_side_by_side`). What each job owns of the
+thread's state (torch's grad mode, logging, Hydra's config, its CPU clock) is swapped at every switch here, so
+that neither the training code nor SB3 knows it shares a process.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from greenlet import getcurrent, greenlet
+
+from lander.algorithms.side_by_side import SeedStack, SideBySidePPO
+from lander.process.clock import using_cpu_clock
+
+log = logging.getLogger(__name__)
+
+
+class Lockstep:
+    """Runs the seeds' jobs as greenlets of this thread and does their waiting work together.
+
+    ``run(jobs)`` starts each job (a seed's whole run: lander's ``train`` in it); a job runs until it needs its
+    policy's actions or an update (:func:`request`), then the next one runs; once every job waits, their work
+    is done in one batched call (:class:`SeedStack`) and each goes on with its part. A job that ends (done,
+    failed) leaves the others to go on; ``ended`` may return an exception to raise in the others too (a signal
+    that stopped one job stops all: each records its own stop). A signal while the batched work runs is raised in
+    every job.
+
+    :param switched: called on every switch between jobs with ``(from, to)`` greenlets (per-job logging)
+    """
+
+    def __init__(self, switched: Callable[[greenlet, greenlet], None] | None = None) -> None:
+        self.switched = switched
+        self.stack: SeedStack | None = None
+        self.rows: dict[int, int] = {}  # job index -> its row in the stack
+        self.grad_modes: dict[greenlet, bool] = {}
+        self.lets: list[greenlet] = []
+        self.waiting: dict[int, tuple[SideBySidePPO, tuple[str, Any]]] = {}  # job index -> its model and work
+        self.codes: dict[int, int] = {}
+        self.cpu: dict[greenlet, float] = {}  # CPU seconds each greenlet ran (the hub's: the batched work)
+        self.cpu_mark = time.process_time()
+        self.hub: greenlet | None = None
+
+    def cpu_seconds(self, let: greenlet) -> float:
+        """CPU seconds of job ``let`` so far: its own, and its share of the batched work (split evenly)."""
+        hub = self.cpu.get(self.hub, 0.0)
+        own = self.cpu.get(let, 0.0) + (time.process_time() - self.cpu_mark if let is getcurrent() else 0.0)
+        return own + hub / max(len(self.rows), 1)
+
+    def run(self, jobs: list[Callable[[], int]], ended: Callable[[int, int], BaseException | None]) -> list[int]:
+        """Run ``jobs`` side by side; return their exit codes (``ended(index, code)`` as each ends)."""
+        self.lets, self.waiting, self.codes = [greenlet(job) for job in jobs], {}, {}
+        self.hub, self.cpu_mark = getcurrent(), time.process_time()
+        for let in self.lets:
+            let.lockstep = self  # type: ignore[attr-defined]
+        previous = greenlet.settrace(self._trace)
+        try:
+            with using_cpu_clock(self.job_cpu_seconds):
+                self.serve(ended)
+        finally:
+            greenlet.settrace(previous)
+        return [self.codes.get(index, 1) for index in range(len(jobs))]
+
+    def job_cpu_seconds(self) -> float:
+        """The CPU seconds of the job running now (:meth:`cpu_seconds`); the process's outside the jobs."""
+        let = getcurrent()
+        return self.cpu_seconds(let) if getattr(let, "lockstep", None) is self else time.process_time()
+
+    def serve(self, ended: Callable[[int, int], BaseException | None]) -> None:
+        """Start every job, then do their waiting work until every job has ended (:meth:`run`)."""
+        stop: BaseException | None = None
+        for index in range(len(self.lets)):
+            stop = self.resume(index, ended) or stop
+        while self.waiting:
+            try:
+                if stop is not None:  # the same exception raised in each job, which records its stop
+                    thrown, stop = stop, None
+                    for index in list(self.waiting):
+                        self.resume(index, ended, throw=thrown)
+                    continue
+                for index, result in self.do(self.waiting).items():
+                    if stop is not None:  # a job that ended meanwhile stops the others
+                        break
+                    stop = self.resume(index, ended, result) or stop
+            except BaseException as exc:  # a signal (Interrupted) while this hub ran: every job stops
+                log.debug("stopping every seed", exc_info=exc)
+                stop = exc
+
+    def resume(
+        self,
+        index: int,
+        ended: Callable[[int, int], BaseException | None],
+        value: Any = None,
+        throw: BaseException | None = None,
+    ) -> BaseException | None:
+        """Let job ``index`` go on (with ``value``, or ``throw`` raised in it) until it waits again or ends; what
+        ``ended`` returns for a job that ended."""
+        let = self.lets[index]
+        try:
+            started = bool(let)  # a greenlet not started yet takes no value
+            out = let.throw(throw) if throw is not None else let.switch(value) if started else let.switch()
+        except BaseException as exc:  # the job ended by an exception of its own
+            if exc is not throw:
+                log.error("seed %d failed", index, exc_info=exc)
+            out = getattr(exc, "exit_code", 1)
+        self.waiting.pop(index, None)
+        if let.dead:
+            self.codes[index] = int(out)
+            return ended(index, int(out))
+        self.waiting[index] = out
+        return None
+
+    def do(self, waiting: dict[int, tuple[SideBySidePPO, tuple[str, Any]]]) -> dict[int, Any]:
+        """The waiting jobs' work, batched: job index -> result, for the jobs whose work was done (the others
+        wait on)."""
+        if self.stack is None:  # the first work: every job still running waits now, with its model
+            order = sorted(waiting)
+            self.rows = {index: row for row, index in enumerate(order)}
+            self.stack = SeedStack([waiting[index][0] for index in order])
+            log.info("training %d seeds side by side in process", len(order))
+        # an update waits until every job waits for one, so that each update is every seed's at once: a seed that
+        # evaluates, or finished its evaluation first, may be a rollout step ahead of or behind the others
+        serving = {index: each for index, each in waiting.items() if each[1][0] != "train"} or waiting
+        results = self.stack.do({self.rows[index]: work for index, (_, work) in serving.items()})
+        return {index: results[self.rows[index]] for index in serving}
+
+    def _trace(self, event: str, args: tuple[greenlet, greenlet]) -> None:
+        """Each greenlet keeps its own torch grad mode (thread state: SB3's ``no_grad`` blocks of one seed must not
+        reach another) and, through ``switched``, its own logging."""
+        if event not in ("switch", "throw"):
+            return
+        origin, target = args
+        now = time.process_time()
+        self.cpu[origin] = self.cpu.get(origin, 0.0) + now - self.cpu_mark
+        self.cpu_mark = now
+        self.grad_modes[origin] = torch.is_grad_enabled()
+        torch.set_grad_enabled(self.grad_modes.get(target, True))
+        if self.switched is not None:
+            self.switched(origin, target)

@@ -58,27 +58,24 @@ class NotFound(LookupError):
     """No run, sweep or file by that id under the root."""
 
 
+def owner_key(run: Path) -> tuple[Any, Any] | None:
+    """``(pid, creation time)`` of the live process holding ``run``'s lock, the one its lock file names; None
+    where none does (:func:`lander.storage.lock.owner_process`)."""
+    if owner_process(run) is None:
+        return None
+    owner = RunLock(run).owner() or {}
+    return owner.get("pid"), owner.get("created")
+
+
 def process_group(root: Path, run: Path) -> list[str]:
     """The runs (paths under ``root``) whose process is ``run``'s: the seeds of a sweep trained side by side
-    (``seeds_per_process``) are its directory's siblings, each locked by the same process (pid and creation time);
+    (``seeds_per_process``) are its directory's siblings, each held by the same process (:func:`owner_key`);
     ``[run]`` alone for a run with a process of its own, ``[]`` when no process holds it."""
-    owner = RunLock(run).owner() or {}
-    if owner_process(run) is None:
+    key = owner_key(run)
+    if key is None:
         return []
-    shares = [
-        sibling
-        for sibling in sorted(run.parent.iterdir())
-        if sibling == run or (sibling.is_dir() and same_owner(sibling, owner))
-    ]
+    shares = [s for s in sorted(run.parent.iterdir()) if s == run or (s.is_dir() and owner_key(s) == key)]
     return [str(s.relative_to(root.resolve())) for s in shares]
-
-
-def same_owner(run: Path, owner: dict[str, Any]) -> bool:
-    """Whether ``run`` is held by the process ``owner`` (a lock file's record) names."""
-    theirs = RunLock(run).owner() or {}
-    return (theirs.get("pid"), theirs.get("created")) == (owner.get("pid"), owner.get("created")) and (
-        owner_process(run) is not None
-    )
 
 
 def summary_of(root: Path, run: Path) -> tuple[dict[str, Any], str | None]:
@@ -228,9 +225,8 @@ def list_runs(root: Path) -> list[dict[str, Any]]:
     runs = [safe_run_info(root, p) for p in find_run_dirs(places) if p.resolve().is_relative_to(root.resolve())]
     by_process: dict[tuple[Any, Any], list[dict[str, Any]]] = {}
     for run in (r for r in runs if r["active"]):  # the active runs by the process holding them (seeds side by
-        owner = RunLock(root / run["path"]).owner() or {}  # side share one)
-        if owner_process(root / run["path"]) is not None:
-            by_process.setdefault((owner.get("pid"), owner.get("created")), []).append(run)
+        if (key := owner_key(root / run["path"])) is not None:  # side share one)
+            by_process.setdefault(key, []).append(run)
     for shared in by_process.values():
         for run in shared:
             run["process_group"] = sorted(r["path"] for r in shared)

@@ -95,18 +95,13 @@ def report_lines(
 ) -> list[str]:
     """``report.md``: per env the budget, the table, what its seeds allow and the best; then the runs left out."""
     compared = sum(len(g) for by_label in groups.values() for g in by_label.values())
-    names = {
-        "failed": "failed",
-        "unfinished": "not finished" if at_timesteps is None else "short of the budget",
-        "unevaluated": "not evaluated by then",
-        "duplicates": "duplicates not counted",
-    }
+    names = LEFT_OUT | {"unfinished": "not finished" if at_timesteps is None else "short of the budget"}
     counts = "; ".join(f"{names[key]}: {len(items)}" for key, items in left_out.items())
-    dropped = sum(len(items) for items in left_out.values())
+    dropped = any(left_out.values())
     report = [
         "# Comparison",
         "",
-        *([f"**{dropped} of {len(runs)} runs not compared**: see *Runs left out* below.", ""] if dropped else []),
+        *([left_out_line(left_out, len(runs)), ""] if dropped else []),
         f"Runs: {len(runs)}; compared: {compared}; {counts}.",
         "",
         "Every statistic is over runs: a run's score is the mean return of its evaluation episodes at the compared "
@@ -155,13 +150,19 @@ def report_lines(
     return report
 
 
-def left_out_line(records: list[dict[str, str]], runs: int) -> str:
-    """One line saying how many runs were not compared and why (``Comparison.left_out_records``)."""
-    why = {"failed": "failed", "unfinished": "not finished", "unevaluated": "not evaluated by then",
-           "duplicate": "duplicates"}  # fmt: skip
-    counts = {w: sum(r["why"] == w for r in records) for w in why}
-    said = ", ".join(f"{why[w]}: {n}" for w, n in counts.items() if n)
-    return f"**{len(records)} of {runs} runs not compared** ({said}): each is listed under *Runs left out*."
+LEFT_OUT = {  # why a run was not compared (``Comparison.left_out``'s keys), in words
+    "failed": "failed",
+    "unfinished": "not finished",
+    "unevaluated": "not evaluated by then",
+    "duplicates": "duplicates not counted",
+}
+
+
+def left_out_line(left_out: dict[str, list], runs: int) -> str:
+    """One line saying how many of ``runs`` runs were not compared and why (``left_out``: ``Comparison.left_out``)."""
+    said = ", ".join(f"{LEFT_OUT.get(key, key)}: {len(items)}" for key, items in left_out.items() if items)
+    dropped = sum(len(items) for items in left_out.values())
+    return f"**{dropped} of {runs} runs not compared** ({said}): each is listed under *Runs left out*."
 
 
 def run_line(run: Run) -> str:

@@ -93,8 +93,9 @@ def write_sweep_report(found: Comparison, path: Path, band: str = "seeds") -> Pa
         f"finished: {counts.get('unfinished', 0)}; not evaluated by then: {counts.get('unevaluated', 0)}; "
         f"duplicates: {counts.get('duplicates', 0)}.</p>"
     )
-    if dropped := found.left_out_records():
-        summary = f'<div class="error">{inline_markdown(left_out_line(dropped, len(found.runs)))}</div>' + summary
+    if any(found.left_out.values()):
+        warning = inline_markdown(left_out_line(found.left_out, len(found.runs)))
+        summary = f'<div class="error">{warning}</div>' + summary
     sections = [
         ("comparison", "Comparison", summary + compared),
         ("runs", "Runs", runs_table(found.runs, path)),

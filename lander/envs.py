@@ -52,7 +52,7 @@ def route_mujoco_warnings(env_id: str) -> None:
     except Exception:  # an id gymnasium cannot look up yet ("module:Id") is no MuJoCo env of gymnasium's
         return
     if "mujoco" in entry_point:
-        import mujoco
+        import mujoco  # optional (gymnasium[mujoco]), 0.18 s: only for MuJoCo's envs
 
         mujoco.set_mju_user_warning(lambda text: logging.getLogger("mujoco").warning(text.strip()))
 

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import hydra
+from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig, OmegaConf
 
 from lander.config.keys import did_you_mean
@@ -46,8 +47,6 @@ def check_command(argv: list[str]) -> None:
 
     :raise ConfigError: an unknown key (with the closest one), a wrong type, a bad value, a sweep (``--multirun``)
     """
-    from hydra import compose, initialize_config_dir  # the composition API: only for this check
-
     if {"-m", "--multirun"} & set(argv):
         raise ConfigError("lander.evaluate takes one run= (a sweep directory evaluates every job in it): no --multirun")
     if {"-h", "--help", "--hydra-help", "-c", "--cfg", "--info"} & set(argv):

@@ -113,7 +113,7 @@ def refused(exc: ConfigError | RunFileError, run_dir: Path, sweep: bool, fresh: 
 
 
 if __name__ == "__main__":
-    from lander.config.precheck import check_main_command
+    from lander.config.precheck import check_main_command  # Hydra's own imports of this module need none of it
 
     try:
         sys.argv[1:] = check_main_command(sys.argv[1:])  # before Hydra creates the run directory

@@ -92,6 +92,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.max_running < 1 or args.max_jobs < 1:
         parser().error("--max-running and --max-jobs: at least 1")
     token = None if args.no_token else args.token or secrets.token_urlsafe(32)
+    # after the arguments are checked, and after the working directory left sys.path (above): nothing a folder
+    # holds is imported in the service's process
     import uvicorn
 
     from lander.service.app import create_app

@@ -23,7 +23,7 @@ def effective_gamma(cfg: DictConfig) -> float:
 
 
 PPO_TARGET = "stable_baselines3.PPO"
-SIDE_BY_SIDE_TARGET = "lander.algorithms.side_by_side.SideBySidePPO"
+SIDE_BY_SIDE_TARGET = "lander.algorithms.batched_ppo.SideBySidePPO"
 
 
 def side_by_side(cfg: DictConfig) -> bool:
@@ -33,7 +33,7 @@ def side_by_side(cfg: DictConfig) -> bool:
 
 def model_target(cfg: DictConfig) -> str:
     """The model class's import path: ``algo.model._target_``, or for ``seeds_per_process`` > 1
-    :class:`lander.algorithms.side_by_side.SideBySidePPO` (SB3's PPO whose networks are batched across seeds)."""
+    :class:`lander.algorithms.batched_ppo.SideBySidePPO` (SB3's PPO whose networks are batched across seeds)."""
     return SIDE_BY_SIDE_TARGET if side_by_side(cfg) else str(cfg.algo.model._target_)
 
 

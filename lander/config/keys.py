@@ -12,6 +12,7 @@ import inspect
 from dataclasses import fields, is_dataclass
 
 import yaml
+from hydra.utils import get_class
 from omegaconf import DictConfig
 
 from lander.config.schema import CONF_DIR, LanderConfig, group_options, tracker_nodes
@@ -113,8 +114,6 @@ def check_tracker_override(key: str, override: str, parts: list[str]) -> None:
 def model_parameters(target: str) -> list[str] | None:
     """The keyword parameters of the model class ``target``, following ``**kwargs`` up its base classes
     (MAC's go on to A2C's); None if the chain ends open or the class cannot be imported."""
-    from hydra.utils import get_class
-
     try:
         classes = get_class(target).__mro__
     except (ImportError, ValueError):

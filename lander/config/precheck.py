@@ -9,16 +9,24 @@ validated (:func:`lander.config.checks.validate`), a directory another process i
 from __future__ import annotations
 
 import copy
+import importlib.util
 import itertools
 import math
 import os
 import re
+import socket
 from collections.abc import Sequence
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 
+from hydra import compose, initialize_config_dir
+from hydra._internal.config_loader_impl import ConfigLoaderImpl
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.core.override_parser.types import RangeSweep
+from hydra.errors import HydraException
 from omegaconf import DictConfig, OmegaConf, open_dict
+from omegaconf.errors import OmegaConfBaseException
 
 from lander.config.checks import check_trackers, validate
 from lander.config.keys import check_model_keys, check_override_keys
@@ -70,8 +78,6 @@ def resume_arguments(argv: list[str]) -> list[str]:
 
 def job_overrides(overrides: list[str], multirun: bool) -> list[list[str]]:
     """The override list of every job the command runs (a sweep's combinations; capped, see above)."""
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-    from hydra.errors import HydraException
 
     def values(override: Any) -> list[str]:
         if not (multirun and override.is_sweep_override()):
@@ -93,8 +99,6 @@ def job_overrides(overrides: list[str], multirun: bool) -> list[list[str]]:
 def check_range(override: Any) -> None:
     """A ``range(start, stop[, step])`` sweep must have finite bounds, a step other than 0, and at least one value
     (Hydra fails on a step of 0 with a traceback and runs an empty sweep for ``range(0, 10, -1)``)."""
-    from hydra.core.override_parser.types import RangeSweep
-
     value = override.value()
     if not isinstance(value, RangeSweep):
         return
@@ -124,9 +128,6 @@ def with_values(cfg: DictConfig, overrides: list[str]) -> DictConfig:
     ``++key=``, ``~key``; typed by the schema): a sweep's jobs that differ only in values are checked without
     composing each, so that 2,000 seeds take seconds. Plain ``key=value`` overrides are applied to ``cfg`` itself
     (every job of a sweep sets the same keys, so each overwrites the last job's values); others to a copy."""
-    from hydra._internal.config_loader_impl import ConfigLoaderImpl
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-
     job = cfg if all(o[:1] not in "+~" for o in overrides) else copy.deepcopy(cfg)
     ConfigLoaderImpl._apply_overrides_to_config(OverridesParser.create().parse_overrides(overrides), job)
     return job
@@ -145,10 +146,6 @@ def check_jobs(
         composed config must pass :func:`lander.config.trust.check_trusted` with these prefixes before anything
         it names (an env's module, a model class) is imported by the checks
     """
-    from hydra import compose, initialize_config_dir
-    from hydra.errors import HydraException
-    from omegaconf.errors import OmegaConfBaseException
-
     multirun = any(a in ("-m", "--multirun") for a in argv)
     overrides = [a for a in without_flags(argv) if not a.startswith("hydra.")]
     search = [a for a in argv if a.startswith("hydra.searchpath=")]
@@ -217,10 +214,6 @@ def explain_model_override(
 ) -> None:
     """Hydra's "Could not override 'algo.model.X'" (X not in the algorithm's config), said in lander's words:
     a parameter the model class does not take (with the closest names), or one it takes, to add with ``+``."""
-    from hydra import compose, initialize_config_dir
-    from hydra.errors import HydraException
-    from omegaconf.errors import OmegaConfBaseException
-
     found = re.search(r"Could not override '(algo\.model\.[\w.]+)'", error)
     if not found:
         return
@@ -244,8 +237,6 @@ def preset_sweeps(search: list[str], overrides: list[str]) -> tuple[list[str], D
     """The basic sweeper's ``hydra.sweeper.params`` of a preset (``experiment=...``), as overrides that the
     command line's own overrides of the same keys replace; and the config composed with the command line's
     single values (its ``hydra`` node included), which is a single run's whole config."""
-    from hydra import compose
-
     plain = single_values(overrides)
     cfg = compose(config_name="config", overrides=[*search, *plain], return_hydra_config=True)
     if "BasicSweeper" not in str(cfg.hydra.sweeper.get("_target_", "")):  # basic or lander's checked one
@@ -316,8 +307,6 @@ def without_flags(argv: list[str]) -> list[str]:
 
 def single_values(overrides: list[str]) -> list[str]:
     """The overrides that give one value (not a sweep: ``a,b``, ``range()``, ``glob()``, ``interval()``...)."""
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-
     parsed = OverridesParser.create().parse_overrides(overrides)
     return [str(o.input_line) for o in parsed if not o.is_sweep_override()]
 
@@ -353,9 +342,6 @@ RAY_PORTS = {"ray": 10001}  # Ray Client's port; a plain HOST:PORT is the cluste
 def check_ray(addresses: list[str]) -> None:
     """Ray importable, and the cluster at ``addresses[0]`` (if given) reachable: a TCP connection within 5 s to
     ``ray://HOST[:PORT]`` or ``HOST:PORT``; ``auto``: a cluster started on this machine (``ray start --head``)."""
-    import importlib.util
-    import socket
-
     address = addresses[0] if addresses and addresses[0] not in ("null", "") else None
     if address == "auto":
         if not Path("/tmp/ray/ray_current_cluster").is_file():

@@ -19,8 +19,9 @@ from functools import cache
 from typing import Any
 
 import yaml
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf, grammar_parser
 from omegaconf.errors import OmegaConfBaseException
+from omegaconf.grammar.gen.OmegaConfGrammarParser import OmegaConfGrammarParser
 
 from lander.config.schema import CONF_DIR
 from lander.errors import ConfigError
@@ -72,8 +73,6 @@ def resolvers(text: str) -> list[str]:
     """The names of the resolvers an OmegaConf string calls, nested ones included (escaped ``\\${`` is text)."""
     if "${" not in text:
         return []
-    from omegaconf import grammar_parser
-    from omegaconf.grammar.gen.OmegaConfGrammarParser import OmegaConfGrammarParser
 
     found: list[str] = []
 

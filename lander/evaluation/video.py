@@ -10,6 +10,7 @@ import imageio.v2 as imageio
 import numpy as np
 from omegaconf import DictConfig
 from stable_baselines3.common.base_class import BaseAlgorithm
+from tqdm.rich import tqdm
 
 from lander.envs import make_env
 from lander.evaluation.policy import record_episode
@@ -62,6 +63,4 @@ def write_video(
 
 def frame_bar(max_steps: int) -> Any:
     """A progress bar of video frames, up to ``max_steps`` (an episode may end sooner)."""
-    from tqdm.rich import tqdm
-
     return tqdm(total=max_steps + 1, desc="video.mp4", unit="frame")

@@ -41,6 +41,8 @@ class JoblibLauncher(HydraJoblibLauncher):
     """
 
     def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
+        # Hydra imports every launcher plugin in every run: joblib and Hydra's joblib plugin (0.17 s, measured with
+        # time.perf_counter around the import) only when this launcher launches
         from hydra.core.singleton import Singleton
         from hydra_plugins.hydra_joblib_launcher._core import execute_job, process_joblib_cfg
         from joblib import Parallel, delayed

@@ -64,6 +64,7 @@ def run_sweep_job(
 def import_for_jobs() -> None:
     """Import what every job imports (torch, SB3, lander's training; torch._dynamo, which torch's first optimizer
     imports, ~1.5 s) once, in the process the jobs are forked from, so that no job imports them again."""
+    # late: Hydra imports this module (the launchers') in every process, and these take ~2 s; see above
     import torch._dynamo  # noqa: F401
 
     import lander.training.train  # noqa: F401

@@ -1,5 +1,5 @@
 """Seeds side by side in one process: each seed's whole run a greenlet of this thread, their waiting work (a
-rollout's actions, an update) done together by :class:`lander.algorithms.side_by_side.SeedStack` (``lander.run``'s
+rollout's actions, an update) done together by :class:`lander.algorithms.batched_ppo.SeedStack` (``lander.run``'s
 ``seeds_per_process``, started by :func:`lander.execution.parallel.run_side_by_side`). What each job owns of the
 thread's state (torch's grad mode, logging, Hydra's config, its CPU clock) is swapped at every switch here, so
 that neither the training code nor SB3 knows it shares a process.
@@ -15,7 +15,7 @@ from typing import Any
 import torch
 from greenlet import getcurrent, greenlet
 
-from lander.algorithms.side_by_side import SeedStack, SideBySidePPO
+from lander.algorithms.batched_ppo import SeedStack, SideBySidePPO
 from lander.process.clock import using_cpu_clock
 
 log = logging.getLogger(__name__)

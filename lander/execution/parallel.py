@@ -23,6 +23,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from hydra.core.hydra_config import HydraConfig
 from hydra.core.utils import JobReturn, configure_log, run_job, setup_globals
 from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig
@@ -136,8 +137,6 @@ def run_side_by_side(context: HydraContext, task: TaskFunction, jobs: list[Job])
     """Several seeds' jobs in this process, side by side (:class:`lander.execution.lockstep.Lockstep`):
     each job is Hydra's, as the basic launcher runs it, with its own ``run.log`` and Hydra config; a signal
     stops every job with a checkpoint; exits with 128 + the signal then, else 0."""
-    from hydra.core.hydra_config import HydraConfig
-
     from lander.execution.lockstep import Lockstep  # torch and SB3 (~2 s): only where seeds share a process
 
     handlers: dict[Any, list[logging.Handler]] = {}

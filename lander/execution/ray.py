@@ -7,6 +7,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from hydra.core.hydra_config import HydraConfig
+from hydra.core.singleton import Singleton
 from hydra.core.utils import JobReturn, configure_log, run_job, setup_globals
 from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig
@@ -39,8 +41,7 @@ class RayLauncher(HydraSetup):
         self.ray = ray or {}
 
     def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
-        import ray
-        from hydra.core.singleton import Singleton
+        import ray  # optional (lander[ray]); Hydra imports every launcher plugin in every run
 
         assert self.config is not None and self.hydra_context is not None and self.task_function is not None
         setup_globals()
@@ -72,9 +73,6 @@ class RayLauncher(HydraSetup):
 def run_ray_job(hydra_context: HydraContext, config: DictConfig, task: TaskFunction, state: Any) -> JobReturn:
     """One job in a Ray worker: Hydra's globals as the sweep's process had them, then the job as Hydra's basic
     launcher runs it."""
-    from hydra.core.hydra_config import HydraConfig
-    from hydra.core.singleton import Singleton
-
     setup_globals()
     Singleton.set_state(state)
     HydraConfig.instance().set_config(config)

@@ -22,10 +22,12 @@ import re
 import threading
 from typing import Any
 
+from hydra import compose, initialize_config_dir
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.override_parser.types import ChoiceSweep, Glob, Override, OverrideType, RangeSweep
 from hydra.errors import HydraException
 from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
 
 from lander.config.keys import check_override_keys
 from lander.config.precheck import (
@@ -188,9 +190,6 @@ def compose_checked(
     """Every job composed, checked by :func:`lander.config.trust.check_trusted` and then validated as
     ``python -m lander.run`` would (a preset's own sweep counted in); return the first job's config. Nothing a
     config names is imported before its trust check. Hydra's own errors and lander's as :class:`Refused`."""
-    from hydra import compose, initialize_config_dir
-    from omegaconf.errors import OmegaConfBaseException
-
     register_configs()
     try:
         check_override_keys(overrides)  # lander's did-you-mean for a misspelt key, before Hydra's own words

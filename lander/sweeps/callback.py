@@ -105,9 +105,10 @@ class ComparisonCallback(Callback):
     @staticmethod
     def _log_to_wandb(node: DictConfig, sweep_dir: Path, found: Comparison) -> None:
         """The comparison as a W&B run of its own in the sweep's group, with the settings of the jobs' tracker."""
+        # W&B (0.5 s) and the tracker's SB3 and torch (~2 s): only a sweep's end needs them
         import wandb
 
-        from lander.tracking.wandb_tracker import keep_offline  # SB3 and torch: only a sweep's end needs them
+        from lander.tracking.wandb_tracker import keep_offline
 
         keep_offline(wandb, node.mode)
         run = wandb.init(

@@ -14,6 +14,7 @@ import sys
 from typing import Any
 
 from stable_baselines3.common.callbacks import BaseCallback, ProgressBarCallback
+from tqdm.rich import tqdm
 
 from lander.process.signals import training_clock
 
@@ -71,8 +72,6 @@ class BudgetProgressBar(ProgressBarCallback):
         self.pbar = None  # type: ignore[assignment]
 
     def _on_training_start(self) -> None:
-        from tqdm.rich import tqdm
-
         originals = (sys.stdout, sys.stderr)
         self.pbar = tqdm(total=self.end - self.model.num_timesteps)
         # on a terminal, rich now draws the bar and takes sys.stdout/stderr over so that what is printed goes

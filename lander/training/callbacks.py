@@ -138,8 +138,6 @@ class GpuProbe:
     """
 
     def __init__(self, device: Any, utilisation: bool = True) -> None:
-        import torch
-
         self.index = device.index if device.index is not None else torch.cuda.current_device()
         properties = torch.cuda.get_device_properties(self.index)
         self.name = str(properties.name)
@@ -149,15 +147,13 @@ class GpuProbe:
 
     def sample(self) -> dict[str, float]:
         """This sample's columns (:attr:`columns`)."""
-        import torch
-
         row = {
             "gpu_memory_allocated_mb": round(torch.cuda.memory_allocated(self.index) / 2**20, 1),
             "gpu_memory_reserved_mb": round(torch.cuda.memory_reserved(self.index) / 2**20, 1),
             "gpu_peak_memory_mb": round(torch.cuda.max_memory_allocated(self.index) / 2**20, 1),
         }
         if self.nvml is not None:
-            import pynvml
+            import pynvml  # optional (nvidia-ml-py): only where a GPU is monitored
 
             row["gpu_utilization_percent"] = float(pynvml.nvmlDeviceGetUtilizationRates(self.nvml).gpu)
         return row
@@ -167,7 +163,7 @@ def nvml_handle(properties: Any) -> Any:
     """NVML's handle of the device torch describes (found by its PCI address, whatever ``CUDA_VISIBLE_DEVICES``
     renumbered), or None without ``nvidia-ml-py`` or a driver that answers."""
     try:
-        import pynvml
+        import pynvml  # optional (nvidia-ml-py), as above
 
         pynvml.nvmlInit()
         address = f"{properties.pci_domain_id:08X}:{properties.pci_bus_id:02X}:{properties.pci_device_id:02X}.0"

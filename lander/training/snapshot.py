@@ -10,6 +10,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+import torch
+
 from lander.faults import fault
 from lander.storage.rundir import write_json, write_text
 
@@ -113,7 +115,6 @@ def write_snapshot(run_dir: Path) -> Path:
     out_dir.mkdir(parents=True, exist_ok=True)
     fault("start:snapshot")
     write_text(out_dir / "pip_freeze.txt", freeze())
-    import torch
 
     info = {
         "python": sys.version,

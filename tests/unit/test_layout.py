@@ -116,6 +116,50 @@ def test_imports_are_at_the_top_of_modules_except_for_start_up_time() -> None:
     assert not late, sorted(late)
 
 
+def late_imports_without_reason(path: Path) -> list[int]:
+    """Lines of the imports inside functions of ``path`` (any module's) with no comment giving their reason: on the
+    import's line, on the first line of its block of imports, or on the comment lines just above the block."""
+    lines = path.read_text().splitlines()
+    tree = ast.parse("\n".join(lines))
+    top = {id(node) for node in tree.body}
+    wrong = []
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if (
+            node is tree
+            or not isinstance(body, list)
+            or ast.unparse(getattr(node, "test", ast.Pass())) == "TYPE_CHECKING"
+        ):
+            continue
+        for statements in (body, getattr(node, "orelse", []), getattr(node, "finalbody", [])):
+            block: list[ast.stmt] = []
+            for statement in [*statements, ast.Pass()]:
+                if isinstance(statement, ast.Import | ast.ImportFrom) and id(statement) not in top:
+                    block.append(statement)
+                    continue
+                if block:
+                    first = block[0].lineno - 1
+                    above = first - 1
+                    while above >= 0 and lines[above].strip().startswith("#"):
+                        above -= 1
+                    reason = "#" in lines[first] or above < first - 1
+                    wrong += [] if reason else [s.lineno for s in block if "#" not in lines[s.lineno - 1]]
+                block = []
+    return wrong
+
+
+def test_every_import_inside_a_function_says_why() -> None:
+    """Start-up time (measured), an optional dependency, or the order a security check needs: said beside it."""
+    wrong = {module: lines for module, path in modules().items() if (lines := late_imports_without_reason(path))}
+    assert not wrong, wrong
+
+
+def test_the_late_import_check_sees_one_without_a_reason(tmp_path: Path) -> None:
+    source = tmp_path / "m.py"
+    source.write_text("def f():\n    import json\n\n\ndef g():\n    # 2 s\n    import torch\n    import numpy\n")
+    assert late_imports_without_reason(source) == [2]
+
+
 def test_the_layer_check_sees_an_upward_import(tmp_path: Path) -> None:
     source = tmp_path / "m.py"
     source.write_text("from lander.training.train import train\n\ndef f():\n    import lander.reports.plots\n")

@@ -14,14 +14,9 @@ from stable_baselines3.common.buffers import RolloutBuffer
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.logger import configure
 
-from lander.algorithms.side_by_side import (
-    Layer,
-    NumpyLoss,
-    SeedStack,
-    SideBySidePPO,
-    StackedPolicy,
-    in_lockstep,
-)
+from lander.algorithms.batched_ppo.loss import NumpyLoss
+from lander.algorithms.batched_ppo.model import SeedStack, SideBySidePPO, in_lockstep
+from lander.algorithms.batched_ppo.stacked import Layer, StackedPolicy
 from lander.execution.lockstep import Lockstep
 
 CASES = {

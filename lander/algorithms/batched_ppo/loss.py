@@ -1,0 +1,251 @@
+"""SB3's PPO loss and its gradient for K seeds at once, written out in NumPy (:class:`NumpyLoss`), and torch's Adam
+for K parameter rows (:class:`StackedAdam`): the numerics of a batched update, no SB3 model in them. The same loss
+differentiated by torch's autograd is the tests' oracle (``tests/unit/test_side_by_side.py``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import nn
+
+from lander.algorithms.batched_ppo.stacked import Layer, StackedPolicy, affine
+
+ACTIVATIONS = {nn.Tanh: "tanh", nn.ReLU: "relu", nn.Identity: None}
+
+
+@dataclass
+class NumpyLinear:
+    """One linear layer of all K networks as NumPy views: the parameters ``weight [K, out, in]`` and ``bias
+    [K, out]`` (of :attr:`StackedPolicy.flat`), their gradients (of :attr:`StackedPolicy.grad`), and the activation
+    after it (``"tanh"``, ``"relu"`` or None)."""
+
+    weight: np.ndarray
+    bias: np.ndarray
+    grad_weight: np.ndarray
+    grad_bias: np.ndarray
+    activation: str | None
+
+
+class NumpyLoss:
+    """SB3's PPO loss for all K seeds and its gradient, written out by hand in NumPy: the CPU path of the update.
+
+    A minibatch of a 64x64 MLP is a few dozen tiny array operations; through torch's autograd each one costs more
+    in dispatch and graph bookkeeping than in arithmetic. Here the forward keeps what the backward needs and the
+    backward is the chain rule of the same terms, each gradient written straight into :attr:`StackedPolicy.grad`
+    (``[K, P]``). Its semantics are torch's where they choose: the gradient of ``min(a, b)`` goes to the smaller
+    (half to each on a tie), ``clamp`` passes it inside its bounds inclusive, the entropy of a Categorical is
+    ``-sum(p log p)``. Rounding differs from torch's by float32 ulps (``tests/unit/test_side_by_side.py`` compares
+    whole updates with SB3's).
+
+    :param policy: the stacked policy on the CPU in float32, whose activations are all Tanh, ReLU or Identity
+        (:meth:`supports`)
+    """
+
+    def __init__(self, policy: StackedPolicy) -> None:
+        flat, grad = policy.flat.detach().numpy(), policy.grad.numpy()
+        self.discrete = policy.discrete
+        self.k = policy.k
+
+        def views(name: str) -> tuple[np.ndarray, np.ndarray]:
+            start, end, shape = policy.layout.slices[name]
+            param, gradient = flat[:, start:end].reshape(self.k, *shape), grad[:, start:end].reshape(self.k, *shape)
+            assert np.may_share_memory(param, flat) and np.may_share_memory(gradient, grad)  # views, not copies
+            return param, gradient
+
+        def linear(prefix: str, activation: str | None) -> NumpyLinear:
+            weight, grad_weight = views(f"{prefix}.weight")
+            bias, grad_bias = views(f"{prefix}.bias")
+            return NumpyLinear(weight, bias, grad_weight, grad_bias, activation)
+
+        def net(program: list[Layer], head: str) -> list[NumpyLinear]:
+            layers = [linear(layer.linear, None if layer.activation is None else ACTIVATIONS[type(layer.activation)])
+                      for layer in program if layer.linear is not None]  # fmt: skip
+            return [*layers, linear(head, None)]
+
+        self.pi, self.vf = net(policy.pi, "action_net"), net(policy.vf, "value_net")
+        self.log_std: np.ndarray | None = None
+        self.grad_log_std: np.ndarray | None = None
+        if "log_std" in policy.layout.slices:  # Box actions
+            self.log_std, self.grad_log_std = views("log_std")
+
+    @staticmethod
+    def supports(policy: StackedPolicy) -> bool:
+        """Whether :class:`NumpyLoss` computes ``policy``'s update: on the CPU in float32, activations Tanh, ReLU
+        or Identity only, each after a linear layer."""
+        programs = [*policy.pi, *policy.vf]
+        return (
+            policy.flat.device.type == "cpu"
+            and policy.flat.dtype == torch.float32
+            and all(layer.linear is not None for layer in programs)
+            and all(layer.activation is None or type(layer.activation) in ACTIVATIONS for layer in programs)
+        )
+
+    @staticmethod
+    def forward(x: np.ndarray, layers: list[NumpyLinear]) -> list[np.ndarray]:
+        """``x [K, B, in]`` through ``layers``: every layer's input and the last layer's output."""
+        kept = [x]
+        for layer in layers:
+            kept.append(affine(kept[-1], layer.weight, layer.bias, layer.activation))
+        return kept
+
+    @staticmethod
+    def backward(grad: np.ndarray, layers: list[NumpyLinear], kept: list[np.ndarray]) -> None:
+        """The gradient ``grad [K, B, out]`` of the last layer's output back through ``layers`` (``kept``: what
+        :meth:`forward` returned) into each layer's gradient views."""
+        for index in range(len(layers) - 1, -1, -1):
+            layer, x, y = layers[index], kept[index], kept[index + 1]
+            if layer.activation == "tanh":  # tanh' = 1 - tanh^2
+                slope = y * y
+                np.subtract(1.0, slope, out=slope)
+                grad = grad * slope
+            elif layer.activation == "relu":
+                grad = grad * (y > 0)
+            np.matmul(grad.transpose(0, 2, 1), x, out=layer.grad_weight)
+            np.sum(grad, axis=1, out=layer.grad_bias)
+            if index:
+                grad = np.matmul(grad, layer.weight)
+
+    def distribution(self, out: np.ndarray, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray, dict]:
+        """The log-probabilities of ``actions`` and the entropies, each ``[K, B]``, of the distributions the heads
+        ``out`` give (logits ``[K, B, A]`` of a Categorical, or means of a diagonal Gaussian with the state-independent
+        ``log_std``), and what :meth:`distribution_backward` needs."""
+        if self.discrete:
+            shifted = out - out.max(-1, keepdims=True)
+            probs = np.exp(shifted)
+            total = probs.sum(-1, keepdims=True)
+            log_p = shifted - np.log(total)
+            probs /= total
+            taken = actions.astype(np.int64)[..., None]
+            entropy = -(probs * log_p).sum(-1)
+            kept = {"probs": probs, "log_p": log_p, "taken": taken, "entropy": entropy}
+            return np.take_along_axis(log_p, taken, -1)[..., 0], entropy, kept
+        assert self.log_std is not None
+        log_std = self.log_std[:, None, :]
+        inverse_var = np.exp(-2.0 * log_std)
+        diff = actions - out
+        log_prob = (-(diff * diff) * (0.5 * inverse_var) - log_std - np.float32(0.5 * np.log(2 * np.pi))).sum(-1)
+        entropy = np.broadcast_to((np.float32(0.5 + 0.5 * np.log(2 * np.pi)) + log_std).sum(-1), log_prob.shape)
+        return log_prob, entropy, {"diff": diff, "inverse_var": inverse_var}
+
+    def distribution_backward(self, kept: dict, grad_log_prob: np.ndarray, grad_entropy: np.ndarray) -> np.ndarray:
+        """The gradient of the heads' output ``[K, B, A]`` from those of the log-probabilities ``[K, B]`` and of
+        each entropy term ``[K, 1]`` (:meth:`distribution`'s ``kept``); a Gaussian's ``log_std`` gradient goes
+        into its view."""
+        if self.discrete:
+            # d log p[a] / d out = onehot(a) - p;  d entropy / d out = -p (log p + entropy)
+            probs, log_p, taken = kept["probs"], kept["log_p"], kept["taken"]
+            grad_out = -probs * (
+                grad_log_prob[..., None] + grad_entropy[..., None] * (log_p + kept["entropy"][..., None])
+            )
+            np.put_along_axis(grad_out, taken, np.take_along_axis(grad_out, taken, -1) + grad_log_prob[..., None], -1)
+            return grad_out
+        assert self.grad_log_std is not None
+        scaled = kept["diff"] * kept["inverse_var"]  # d log_prob / d mean
+        # d log_prob / d log_std = diff^2 / var - 1;  d entropy / d log_std = 1 for each of the B terms
+        np.einsum("kb,kba->ka", grad_log_prob, kept["diff"] * scaled - 1, out=self.grad_log_std)
+        self.grad_log_std += grad_entropy * grad_log_prob.shape[1]
+        return grad_log_prob[..., None] * scaled
+
+    def minibatch(
+        self,
+        batch: dict[str, np.ndarray],
+        coefs: tuple[float, float, bool, float | None],
+        clip: np.ndarray,
+        clip_vf: np.ndarray | None,
+        training: np.ndarray,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """One minibatch of every seed: its loss, and the gradient of the seeds that step into the policy's
+        gradient buffer.
+
+        :param batch: ``[K, B, ...]`` arrays: observations, actions, old_values, old_log_prob, advantages, returns
+        :param coefs: ``(ent_coef, vf_coef, normalize_advantage, target_kl)``
+        :param clip: ``[K, 1]`` clip range of each seed
+        :param clip_vf: ``[K, 1]`` value clip range of each seed, or None (no value clipping)
+        :param training: ``[K]`` bool, the seeds still training in this update
+        :return: each seed's loss ``[K]``, which seeds step ``[K]`` (``training`` less those whose KL passed
+            ``1.5 * target_kl``), and the statistics ``[5, K]``: policy, value and entropy losses, clip fraction,
+            approx. KL
+        """
+        ent_coef, vf_coef, normalize, target_kl = coefs
+        obs, size = batch["observations"], batch["advantages"].shape[1]
+        features = obs.reshape(self.k, obs.shape[1], -1).astype(np.float32, copy=False)
+        pi, vf = self.forward(features, self.pi), self.forward(features, self.vf)
+        values = vf[-1][..., 0]
+        log_prob, entropy, kept = self.distribution(pi[-1], batch["actions"])
+        advantages = batch["advantages"]
+        if normalize and size > 1:
+            advantages = (advantages - advantages.mean(1, keepdims=True)) / (
+                advantages.std(1, ddof=1, keepdims=True) + np.float32(1e-8)
+            )
+        # the losses (SB3's PPO.train)
+        log_ratio = log_prob - batch["old_log_prob"]
+        ratio = np.exp(log_ratio)
+        surrogate, clipped_ratio = advantages * ratio, np.clip(ratio, 1 - clip, 1 + clip)
+        clipped_surrogate = advantages * clipped_ratio
+        policy_loss = -np.minimum(surrogate, clipped_surrogate).mean(1)
+        predicted = values
+        if clip_vf is not None:
+            old = batch["old_values"]
+            predicted = old + np.clip(values - old, -clip_vf, clip_vf)
+        value_error = predicted - batch["returns"]
+        value_loss = (value_error * value_error).mean(1)
+        entropy_loss = -entropy.mean(1)
+        loss = policy_loss + ent_coef * entropy_loss + vf_coef * value_loss
+        kl = ((ratio - 1) - log_ratio).mean(1)
+        stepping = training if target_kl is None else training & ~(kl > 1.5 * target_kl)
+        stats = np.stack([policy_loss, value_loss, entropy_loss, (np.abs(ratio - 1) > clip).mean(1), kl])
+        # the gradient of sum(loss of the seeds stepping)
+        weight = (stepping / size).astype(np.float32)[:, None]  # d loss / d (each term of a mean)
+        inside = (ratio >= 1 - clip) & (ratio <= 1 + clip)  # clamp passes the gradient; min takes the smaller
+        grad_log_prob = -weight * advantages * (inside | (surrogate < clipped_surrogate)) * ratio
+        grad_values = (2 * vf_coef) * weight * value_error
+        if clip_vf is not None:
+            change = values - batch["old_values"]
+            grad_values *= (change >= -clip_vf) & (change <= clip_vf)
+        grad_out = self.distribution_backward(kept, grad_log_prob, -ent_coef * weight)
+        self.backward(grad_out.astype(np.float32, copy=False), self.pi, pi)
+        self.backward(grad_values[..., None].astype(np.float32, copy=False), self.vf, vf)
+        return loss, stepping, stats
+
+
+class StackedAdam:
+    """torch's Adam (no weight decay, no AMSGrad) for K parameter rows at once, each row with its own step count
+    and learning rate; a row not ``active`` is left exactly as it was.
+
+    :param flat: ``[K, P]`` parameters
+    :param betas: Adam's betas
+    :param eps: Adam's epsilon (SB3's PPO: 1e-5)
+    """
+
+    def __init__(self, flat: torch.Tensor, betas: tuple[float, float], eps: float) -> None:
+        self.flat, self.betas, self.eps = flat, betas, eps
+        self.exp_avg = torch.zeros_like(flat, requires_grad=False)
+        self.exp_avg_sq = torch.zeros_like(flat, requires_grad=False)
+        self.steps = np.zeros(flat.shape[0], dtype=np.int64)
+        self.denom, self.update = torch.empty_like(flat), torch.empty_like(flat)  # reused each step
+
+    @torch.no_grad()
+    def step(self, grad: torch.Tensor, lr: np.ndarray, active: torch.Tensor | None) -> None:
+        """One update of every active row: ``grad [K, P]``, ``lr [K]``, ``active [K]`` bool (None: all)."""
+        beta1, beta2 = self.betas
+        if active is None:
+            self.steps += 1
+        else:
+            self.steps += active.cpu().numpy()
+        steps = np.maximum(self.steps, 1)
+        step_size = torch.as_tensor(lr / (1 - beta1**steps), dtype=grad.dtype, device=grad.device).unsqueeze(1)
+        bias2_sqrt = torch.as_tensor(np.sqrt(1 - beta2**steps), dtype=grad.dtype, device=grad.device).unsqueeze(1)
+        mask = None if active is None else active.unsqueeze(1)
+        kept = None if mask is None else (self.exp_avg.clone(), self.exp_avg_sq.clone())
+        # torch's Adam, in place
+        self.exp_avg.lerp_(grad, 1 - beta1)
+        self.exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+        torch.sqrt(self.exp_avg_sq, out=self.denom).div_(bias2_sqrt).add_(self.eps)
+        torch.div(self.exp_avg, self.denom, out=self.update).mul_(step_size)
+        if mask is not None and kept is not None:  # the rows not active keep their parameters and moments
+            self.exp_avg.copy_(torch.where(mask, self.exp_avg, kept[0]))
+            self.exp_avg_sq.copy_(torch.where(mask, self.exp_avg_sq, kept[1]))
+            self.update.masked_fill_(~mask, 0.0)
+        self.flat.sub_(self.update)

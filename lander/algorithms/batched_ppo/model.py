@@ -1,0 +1,337 @@
+"""A seed's model (:class:`SideBySidePPO`, SB3's PPO) and the seeds' shared work (:class:`SeedStack`): where SB3
+asks its policy for the rollout's actions, or calls ``train()``, the seed hands the work to its process's lockstep
+(:func:`request`), and :class:`SeedStack` does it for every waiting seed at once."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import numpy as np
+import torch
+from greenlet import getcurrent
+from gymnasium import spaces
+from stable_baselines3 import PPO
+from stable_baselines3.common.buffers import RolloutBuffer
+from stable_baselines3.common.utils import explained_variance
+
+from lander.algorithms.batched_ppo.loss import NumpyLoss, StackedAdam
+from lander.algorithms.batched_ppo.stacked import StackedPolicy
+
+log = logging.getLogger(__name__)
+
+
+class SideBySidePPO(PPO):
+    """SB3's PPO whose rollout actions and updates are computed together with the other seeds of its process
+    (:class:`lander.execution.lockstep.Lockstep`), or alone (a run resumed by itself). Saved and loaded exactly as
+    SB3's ``PPO``."""
+
+    def _excluded_save_params(self) -> list[str]:
+        return [*super()._excluded_save_params(), "_alone"]
+
+    def collect_rollouts(self, env: Any, callback: Any, rollout_buffer: RolloutBuffer, n_rollout_steps: int) -> bool:
+        # SB3's own loop; only the policy call for the actions (policy(obs)) goes to the batched policy
+        self.policy.forward = self._act  # type: ignore[method-assign]
+        try:
+            return super().collect_rollouts(env, callback, rollout_buffer, n_rollout_steps)
+        finally:
+            del self.policy.forward
+
+    def _act(self, obs: torch.Tensor, deterministic: bool = False) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        actions, values, log_prob = request(self, ("act", obs))
+        return actions, values.unsqueeze(-1), log_prob
+
+    def predict(
+        self,
+        observation: Any,
+        state: tuple[np.ndarray, ...] | None = None,
+        episode_start: np.ndarray | None = None,
+        deterministic: bool = False,
+    ) -> tuple[np.ndarray, tuple[np.ndarray, ...] | None]:
+        """SB3's ``predict``; in a lockstep, deterministic actions for a batch of observations (the evaluations,
+        the video) are computed with the other seeds' (:meth:`SeedStack.predict`)."""
+        space = self.observation_space
+        if not (
+            deterministic
+            and in_lockstep()
+            and isinstance(observation, np.ndarray)
+            and space is not None
+            and observation.shape[1:] == space.shape
+        ):
+            return super().predict(observation, state, episode_start, deterministic)
+        if self.policy.training:  # SB3 sets it on every call: a walk over every module, 34 us, per step
+            self.policy.set_training_mode(False)
+        obs = torch.as_tensor(observation, dtype=torch.float32, device=self.device)
+        actions = request(self, ("predict", obs)).cpu().numpy().reshape((-1, *(self.action_space.shape or ())))
+        if isinstance(self.action_space, spaces.Box):
+            actions = np.clip(actions, self.action_space.low, self.action_space.high)
+        return actions, None
+
+    def train(self) -> None:
+        """SB3's ``PPO.train`` for this seed, computed with the other seeds (:meth:`SeedStack.train`); the same
+        ``train/`` records."""
+        self.policy.set_training_mode(True)
+        self._update_learning_rate(self.policy.optimizer)
+        stats = request(self, ("train", None))
+        values, returns = self.rollout_buffer.values.flatten(), self.rollout_buffer.returns.flatten()
+        for key, value in stats.items():
+            self.logger.record(f"train/{key}", value, exclude="tensorboard" if key == "n_updates" else None)
+        self.logger.record("train/explained_variance", explained_variance(values, returns))
+        if hasattr(self.policy, "log_std"):
+            self.logger.record("train/std", torch.exp(self.policy.log_std).mean().item())
+
+
+def in_lockstep() -> bool:
+    """Whether this code runs in a job of a lockstep (:class:`lander.execution.lockstep.Lockstep` marks its jobs'
+    greenlets with ``lockstep``), not alone and not in the lockstep's own work: its parent greenlet then does the
+    batched work (:func:`request`)."""
+    return getattr(getcurrent(), "lockstep", None) is not None and getcurrent().parent is not None
+
+
+def request(model: SideBySidePPO, work: tuple[str, Any]) -> Any:
+    """Hand ``work`` for ``model`` to the process's lockstep and wait for this seed's part of the result;
+    without one (a run alone), do it here."""
+    hub = getcurrent().parent
+    if in_lockstep() and hub is not None:
+        result = hub.switch((model, work))
+    else:
+        alone = model.__dict__.get("_alone")
+        if alone is None or alone.models[0] is not model:
+            alone = model.__dict__["_alone"] = SeedStack([model])
+        result = alone.do({0: work})[0]
+    if isinstance(result, BaseException):
+        raise result
+    return result
+
+
+class SeedStack:
+    """The K seeds' policies and Adams as one (:class:`StackedPolicy`, :class:`StackedAdam`), each seed's random
+    streams, and the batched work: :meth:`act`, :meth:`train`.
+
+    :param models: the seeds' models, as they start (new, or loaded from a checkpoint)
+    """
+
+    def __init__(self, models: list[SideBySidePPO]) -> None:
+        self.models = models
+        self.policy = StackedPolicy([m.policy for m in models])
+        group = models[0].policy.optimizer.param_groups[0]
+        if type(models[0].policy.optimizer) is not torch.optim.Adam or group["weight_decay"] or group["amsgrad"]:
+            raise ValueError("side-by-side training implements Adam without weight decay or AMSGrad only")
+        self.adam = StackedAdam(self.policy.flat, group["betas"], group["eps"])
+        if not NumpyLoss.supports(self.policy):
+            raise ValueError(
+                "side-by-side training computes its update with NumPy on the CPU in float32, for Tanh, ReLU or "
+                "Identity activations only (device=cpu, policy_kwargs.activation_fn)"
+            )
+        self.numpy_loss = NumpyLoss(self.policy)
+        for row, model in enumerate(models):  # a loaded model's optimizer state goes on from where it was
+            state = model.policy.optimizer.state
+            named = dict(model.policy.named_parameters())
+            if all(named[name] in state for name in self.policy.layout.slices):
+                self.adam.exp_avg[row] = self.policy.layout.flatten({n: state[p]["exp_avg"] for n, p in named.items()})
+                self.adam.exp_avg_sq[row] = self.policy.layout.flatten(
+                    {n: state[p]["exp_avg_sq"] for n, p in named.items()}
+                )
+                self.adam.steps[row] = int(next(iter(state.values()))["step"])
+        # each seed's random streams, seeded as lander seeds a run (a resumed one from seed + its step)
+        starts = [int(m.seed or 0) + int(m.num_timesteps) for m in models]
+        self.generators = [torch.Generator().manual_seed(start) for start in starts]
+        self.orders = [np.random.default_rng(start) for start in starts]
+
+    def do(self, work: dict[int, tuple[str, Any]]) -> dict[int, Any]:
+        """The waiting seeds' work (row -> ``("act", obs)``, ``("predict", obs)`` or ``("train", None)``), batched
+        by kind: row -> its result, or the exception to raise in that seed."""
+        results: dict[int, Any] = {}
+        acting = {row: obs for row, (kind, obs) in work.items() if kind == "act"}
+        predicting = {row: obs for row, (kind, obs) in work.items() if kind == "predict"}
+        training = [row for row, (kind, _) in work.items() if kind == "train"]
+        if acting:
+            results.update(self.act(acting))
+        if predicting:
+            results.update(self.predict(predicting))
+        if training:
+            results.update(self.train(training))
+        return results
+
+    def act(self, obs: dict[int, torch.Tensor]) -> dict[int, tuple[torch.Tensor, ...]]:
+        """Rollout actions of the seeds in ``obs`` (row -> ``[N, D]``); the others' rows compute on zeros."""
+        if len(obs) == self.policy.k:  # every seed (the rule in a rollout)
+            batch = torch.stack([obs[row] for row in range(self.policy.k)]).float()
+        else:
+            first = next(iter(obs.values()))
+            batch = torch.zeros((self.policy.k, *first.shape), dtype=torch.float32, device=first.device)
+            for row, rows_obs in obs.items():
+                batch[row] = rows_obs
+        actions, values, log_prob = (out.unbind(0) for out in self.policy.act(batch, self.generators))
+        return {row: (actions[row], values[row], log_prob[row]) for row in obs}
+
+    @torch.no_grad()
+    def predict(self, obs: dict[int, torch.Tensor]) -> dict[int, torch.Tensor]:
+        """Deterministic actions (SB3's: the most likely action, or the mean) of the seeds in ``obs`` (row ->
+        ``[N_row, D]``, each its own N: padded with zeros, as the other rows)."""
+        first, n = next(iter(obs.values())), max(rows_obs.shape[0] for rows_obs in obs.values())
+        batch = torch.zeros((self.policy.k, n, *first.shape[1:]), dtype=torch.float32, device=first.device)
+        for row, rows_obs in obs.items():
+            batch[row, : rows_obs.shape[0]] = rows_obs
+        out, _ = self.policy.heads(batch, values=False)
+        actions = out.argmax(-1) if self.policy.discrete else out
+        return {row: actions[row, : rows_obs.shape[0]] for row, rows_obs in obs.items()}
+
+    def train(self, rows: list[int]) -> dict[int, Any]:
+        """SB3's ``PPO.train`` for the seeds ``rows`` at once; the others' parameters and Adam state untouched."""
+        k = self.policy.k
+        active = torch.zeros(k, dtype=torch.bool)
+        active[rows] = True
+        lr = np.zeros(k)
+        clip, clip_vf = torch.zeros(k, 1), torch.zeros(k, 1)
+        for row in rows:  # each seed's schedules at its own progress
+            model, progress = self.models[row], self.models[row]._current_progress_remaining
+            lr[row] = model.lr_schedule(progress)
+            clip[row] = model.clip_range(progress)  # type: ignore[operator]
+            if model.clip_range_vf is not None:
+                clip_vf[row] = model.clip_range_vf(progress)  # type: ignore[operator]
+        return self.update(rows, active, lr, clip, clip_vf)
+
+    def update(
+        self, rows: list[int], active: torch.Tensor, lr: np.ndarray, clip: torch.Tensor, clip_vf: torch.Tensor
+    ) -> dict[int, Any]:
+        """The epochs and minibatches of one update (:meth:`train`): ``active [K]``, ``lr [K]``, ``clip [K, 1]``."""
+        k, first = self.policy.k, self.models[rows[0]]
+        data = self.rollouts(rows)
+        size = data["advantages"].shape[1]
+        stats = Statistics(k)
+        training = active.clone()  # rows still training (target_kl stops a row for the rest of this update)
+        everyone = bool(active.all()) and first.target_kl is None
+        loss = torch.zeros(k)  # each seed's last minibatch loss: SB3 logs the one at which target_kl stopped it
+        for _ in range(first.n_epochs):
+            stats.start_epoch(training)
+            order = torch.from_numpy(np.stack([self.orders[r].permutation(size) if active[r] else np.arange(size)
+                                               for r in range(k)]))  # fmt: skip
+            shuffled = {key: value[torch.arange(k).unsqueeze(1), order] for key, value in data.items()}
+            for start in range(0, size, first.batch_size):
+                batch = {key: value[:, start : start + first.batch_size] for key, value in shuffled.items()}
+                minibatch_loss, stepping, grad = self.minibatch(batch, first, clip, clip_vf, training, stats)
+                loss = torch.where(training, minibatch_loss, loss)  # a seed stopped earlier keeps its own
+                norms = grad.norm(dim=1)  # each seed's clip_grad_norm_
+                grad.mul_(torch.clamp(first.max_grad_norm / (norms + 1e-6), max=1.0).unsqueeze(1))
+                self.adam.step(grad, lr, None if everyone else stepping)
+                training = stepping
+            if not bool(training.any()):
+                break
+        return self.finish(rows, stats, loss, clip, clip_vf)
+
+    def minibatch(
+        self,
+        batch: dict[str, torch.Tensor],
+        first: SideBySidePPO,
+        clip: torch.Tensor,
+        clip_vf: torch.Tensor,
+        training: torch.Tensor,
+        stats: Statistics,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """One minibatch ``[K, B, ...]`` of every seed, by :class:`NumpyLoss`.
+
+        :return: each seed's loss ``[K]``, which seeds take this step ``[K]`` (those training, less those whose
+            KL passed ``1.5 * target_kl`` now, as SB3 breaks before the step), and the gradient ``[K, P]``
+        """
+        coefs = (float(first.ent_coef), float(first.vf_coef), bool(first.normalize_advantage), first.target_kl)
+        loss, stepping, numbers = self.numpy_loss.minibatch(
+            {key: value.numpy() for key, value in batch.items()},
+            coefs,
+            clip.numpy(),
+            None if first.clip_range_vf is None else clip_vf.numpy(),
+            training.numpy(),
+        )
+        stats.add(training, torch.from_numpy(numbers))
+        return torch.from_numpy(loss), torch.from_numpy(stepping), self.policy.grad
+
+    def rollouts(self, rows: list[int]) -> dict[str, torch.Tensor]:
+        """The seeds' rollout buffers as SB3's ``RolloutBuffer.get`` flattens them, stacked: ``[K, T, ...]``
+        (zeros for a seed not in ``rows``)."""
+        keys = ("observations", "actions", "values", "log_probs", "advantages", "returns")
+        names = ("observations", "actions", "old_values", "old_log_prob", "advantages", "returns")
+        template = {key: RolloutBuffer.swap_and_flatten(getattr(self.models[rows[0]].rollout_buffer, key))
+                    for key in keys}  # fmt: skip
+        stacked = {}
+        for key, name in zip(keys, names, strict=True):
+            per_row = [
+                RolloutBuffer.swap_and_flatten(getattr(self.models[row].rollout_buffer, key))
+                if row in rows
+                else np.zeros_like(template[key])
+                for row in range(self.policy.k)
+            ]
+            value = torch.from_numpy(np.stack(per_row)).to(self.policy.flat.device)
+            if name in ("old_values", "old_log_prob", "advantages", "returns") or (
+                name == "actions" and self.policy.discrete
+            ):
+                value = value.reshape(value.shape[0], value.shape[1])
+            stacked[name] = value
+        return stacked
+
+    def finish(
+        self, rows: list[int], stats: Statistics, loss: torch.Tensor, clip: torch.Tensor, clip_vf: torch.Tensor
+    ) -> dict[int, Any]:
+        """After an update: each seed's SB3 policy and optimizer state set to its row (what ``model.save``, the
+        evaluations and checkpoints read) and its ``train/`` statistics; a seed whose parameters are no longer
+        finite gets an error (its run fails, the others go on)."""
+        results: dict[int, Any] = {}
+        flat = self.policy.flat.detach()
+        finite = torch.isfinite(flat).all(dim=1)
+        for row in rows:
+            model = self.models[row]
+            model._n_updates += int(stats.epochs[row])
+            if not bool(finite[row]):
+                results[row] = FloatingPointError(
+                    f"non-finite policy parameters after the update at {model.num_timesteps} timesteps"
+                )
+                continue
+            self.write_back(row)
+            record = stats.means(row)
+            record.update(loss=float(loss[row]), n_updates=model._n_updates, clip_range=float(clip[row]))
+            if model.clip_range_vf is not None:
+                record["clip_range_vf"] = float(clip_vf[row])
+            results[row] = record
+        return results
+
+    @torch.no_grad()
+    def write_back(self, row: int) -> None:
+        """Seed ``row``'s parameters and Adam state into its SB3 policy and optimizer."""
+        model, layout = self.models[row], self.policy.layout
+        named = dict(model.policy.named_parameters())
+        moments = layout.unflatten(self.adam.exp_avg[row]), layout.unflatten(self.adam.exp_avg_sq[row])
+        step = torch.tensor(float(self.adam.steps[row]))
+        for name, value in layout.unflatten(self.policy.flat.detach()[row]).items():
+            named[name].copy_(value)
+            model.policy.optimizer.state[named[name]] = {
+                "step": step.clone(),
+                "exp_avg": moments[0][name].clone(),
+                "exp_avg_sq": moments[1][name].clone(),
+            }
+
+
+class Statistics:
+    """SB3's ``train/`` statistics of an update, per seed: means over the minibatches each seed trained on
+    (``approx_kl``: over its last epoch's), kept as tensors until the end (no sync per minibatch)."""
+
+    def __init__(self, k: int) -> None:
+        self.sums = torch.zeros(5, k)  # policy, value, entropy losses, clip fraction, approx_kl (this epoch's)
+        self.counts = torch.zeros(2, k)  # minibatches trained on: all, this epoch's
+        self.epochs = torch.zeros(k, dtype=torch.int64)
+
+    def start_epoch(self, training: torch.Tensor) -> None:
+        self.sums[4, training] = 0
+        self.counts[1, training] = 0
+        self.epochs += training.long()
+
+    def add(self, training: torch.Tensor, values: torch.Tensor) -> None:
+        """``values [5, K]``: the minibatch's policy, value and entropy losses, clip fraction and KL."""
+        weight = training.float()
+        self.sums.add_(values.to(self.sums) * weight)
+        self.counts.add_(weight)
+
+    def means(self, row: int) -> dict[str, float]:
+        count = float(self.counts[0, row])
+        names = ("policy_gradient_loss", "value_loss", "entropy_loss", "clip_fraction")
+        record = {name: float(self.sums[i, row]) / count for i, name in enumerate(names)}
+        record["approx_kl"] = float(self.sums[4, row]) / max(float(self.counts[1, row]), 1.0)
+        return record

@@ -1,0 +1,169 @@
+"""K copies of one SB3 actor-critic MLP as one tensor ``flat [K, P]`` (:class:`StackedPolicy`), each layer of all K
+one batched matrix product (:func:`affine`): the rollouts' actions and the evaluations of seeds trained side by
+side."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+from gymnasium import spaces
+from stable_baselines3.common.policies import ActorCriticPolicy
+from stable_baselines3.common.torch_layers import FlattenExtractor
+from torch import nn
+
+ELEMENTWISE = (nn.Tanh, nn.ReLU, nn.ELU, nn.LeakyReLU, nn.GELU, nn.SiLU, nn.Sigmoid, nn.Softplus, nn.Identity)
+ACTIVATION_NAMES = ("torch.nn.Tanh", "torch.nn.ReLU", "torch.nn.Identity")  # what NumpyLoss differentiates
+
+
+@dataclass
+class Layout:
+    """Where each parameter of an SB3 policy lies in a row of the flat tensor: ``name -> (start, end, shape)``."""
+
+    slices: dict[str, tuple[int, int, torch.Size]] = field(default_factory=dict)
+    size: int = 0
+
+    @classmethod
+    def of(cls, policy: nn.Module) -> Layout:
+        layout = cls()
+        for name, param in policy.named_parameters():
+            layout.slices[name] = (layout.size, layout.size + param.numel(), param.shape)
+            layout.size += param.numel()
+        return layout
+
+    def flatten(self, tensors: dict[str, torch.Tensor]) -> torch.Tensor:
+        """``[P]``: the named tensors (each of its parameter's shape) in this layout's order."""
+        return torch.cat([tensors[name].detach().reshape(-1) for name in self.slices])
+
+    def unflatten(self, row: torch.Tensor) -> dict[str, torch.Tensor]:
+        """The named parameters of one row ``[P]`` (views)."""
+        return {name: row[start:end].view(shape) for name, (start, end, shape) in self.slices.items()}
+
+
+def affine(x: np.ndarray, weight: np.ndarray, bias: np.ndarray, activation: str | None) -> np.ndarray:
+    """One layer of all K networks by NumPy: ``x [K, B, in]``, ``weight [K, out, in]``, ``bias [K, out]`` ->
+    ``activation(x @ weight^T + bias)`` ``[K, B, out]`` (``"tanh"``, ``"relu"`` or None). The rollouts' actions,
+    the evaluations and :class:`NumpyLoss` all use it, so they round alike; NumPy's ``tanh`` is several times
+    faster than torch's CPU kernel."""
+    y = np.matmul(x, weight.transpose(0, 2, 1))
+    y += bias[:, None, :]
+    if activation == "tanh":
+        np.tanh(y, out=y)
+    elif activation == "relu":
+        np.maximum(y, 0.0, out=y)
+    return y
+
+
+def numpy_layer(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, tanh: bool) -> torch.Tensor:
+    """:func:`affine` of CPU float32 tensors, without autograd (the rollouts' actions and the evaluations)."""
+    out = affine(x.detach().numpy(), weight.detach().numpy(), bias.detach().numpy(), "tanh" if tanh else None)
+    return torch.from_numpy(out)
+
+
+@dataclass
+class Layer:
+    """A step of an MLP of SB3's: the linear layer with parameter prefix ``linear`` (None: none), then the
+    elementwise ``activation`` (None: none)."""
+
+    linear: str | None
+    activation: nn.Module | None = None
+
+
+def mlp_program(net: nn.Module, prefix: str) -> list[Layer]:
+    """SB3's ``nn.Sequential`` of linear layers and elementwise activations as :class:`Layer` steps, each linear
+    layer with the activation that follows it."""
+    program: list[Layer] = []
+    for index, module in enumerate(net.children() if isinstance(net, nn.Sequential) else [net]):
+        if isinstance(module, nn.Linear):
+            program.append(Layer(f"{prefix}.{index}" if isinstance(net, nn.Sequential) else prefix))
+        elif isinstance(module, ELEMENTWISE):
+            if program and program[-1].activation is None:
+                program[-1].activation = module
+            else:
+                program.append(Layer(None, module))
+        else:
+            raise ValueError(f"side-by-side training cannot batch {type(module).__name__} layers ({prefix})")
+    return program
+
+
+class StackedPolicy:
+    """K copies of one SB3 ``ActorCriticPolicy`` (MLP) as one tensor ``flat [K, P]``, whose parameters
+    (:attr:`params`, views of ``flat``) are the leaves that gradients are taken for.
+
+    :param policies: the K policies, same architecture (their parameters are copied, not shared)
+    """
+
+    def __init__(self, policies: list[ActorCriticPolicy]) -> None:
+        first = policies[0]
+        for policy in policies:
+            if not isinstance(policy.pi_features_extractor, FlattenExtractor) or policy.use_sde:
+                raise ValueError("side-by-side training needs an MlpPolicy on vector observations, without gSDE")
+        self.layout = Layout.of(first)
+        self.k = len(policies)
+        rows = [self.layout.flatten(dict(policy.named_parameters())) for policy in policies]
+        self.flat = torch.stack(rows).to(first.device)
+        self.grad = torch.empty_like(self.flat)  # reused: a new [K, P] each step would be a new mmap of the heap
+        # each parameter of all K a view of flat (NumpyLoss writes its gradient into the same layout of grad)
+        slices = self.layout.slices.items()
+        self.params = {name: self.flat[:, start:end].view(self.k, *shape) for name, (start, end, shape) in slices}
+        self.pi = mlp_program(first.mlp_extractor.policy_net, "mlp_extractor.policy_net")
+        self.vf = mlp_program(first.mlp_extractor.value_net, "mlp_extractor.value_net")
+        self.discrete = isinstance(first.action_space, spaces.Discrete)
+        if not self.discrete and not isinstance(first.action_space, spaces.Box):
+            raise ValueError(f"side-by-side training supports Discrete and Box actions, not {first.action_space}")
+
+    def param(self, name: str) -> torch.Tensor:
+        """``[K, *shape]``: parameter ``name`` of every copy (a view of :attr:`flat`)."""
+        return self.params[name]
+
+    def heads(self, obs: torch.Tensor, values: bool = True) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """``obs [K, B, D]`` -> (logits or means ``[K, B, A]``, values ``[K, B]`` or None if not ``values``)."""
+        features = obs.reshape(self.k, obs.shape[1], -1).float()
+        out = self._mlp(self._mlp(features, self.pi), [Layer("action_net")])
+        if not values:
+            return out, None
+        return out, self._mlp(self._mlp(features, self.vf), [Layer("value_net")]).squeeze(-1)
+
+    def _mlp(self, x: torch.Tensor, program: list[Layer]) -> torch.Tensor:
+        for layer in program:
+            activation = layer.activation
+            if layer.linear is not None:
+                weight, bias = self.param(f"{layer.linear}.weight"), self.param(f"{layer.linear}.bias")
+                if x.device.type == "cpu" and x.dtype == weight.dtype == torch.float32:  # no autograd here
+                    tanh = isinstance(activation, nn.Tanh)
+                    x = numpy_layer(x, weight, bias, tanh)  # [K, B, out]
+                    activation = None if tanh else activation
+                else:
+                    x = torch.baddbmm(bias.unsqueeze(1), x, weight.transpose(1, 2))  # [K, B, out]
+            if activation is not None:
+                x = activation(x)
+        return x
+
+    def log_std(self) -> torch.Tensor:
+        """``[K, 1, A]``: the state-independent log standard deviations (Box actions)."""
+        return self.param("log_std").unsqueeze(1)
+
+    @torch.no_grad()
+    def act(self, obs: torch.Tensor, generators: list[torch.Generator]) -> tuple[torch.Tensor, ...]:
+        """One rollout step of all K, each sampling with its own generator: ``obs [K, N, D]`` -> actions
+        (``[K, N]`` or ``[K, N, A]``), values ``[K, N]``, log-probabilities ``[K, N]``."""
+        out, values = self.heads(obs)
+        assert values is not None
+        n = obs.shape[1]
+        if self.discrete:
+            log_p = torch.log_softmax(out, dim=-1)
+            uniform = torch.stack([torch.rand(n, generator=g) for g in generators]).to(out.device)
+            cdf = log_p.exp().cumsum(-1)
+            actions = (cdf < uniform.unsqueeze(-1) * cdf[..., -1:]).sum(-1).clamp(max=out.shape[-1] - 1)
+            return actions, values, log_p.gather(-1, actions.unsqueeze(-1)).squeeze(-1)
+        log_std = self.log_std()
+        noise = torch.stack([torch.randn(out.shape[1:], generator=g) for g in generators]).to(out.device)
+        actions = out + log_std.exp() * noise
+        return actions, values, gaussian_log_prob(actions, out, log_std)
+
+
+def gaussian_log_prob(actions: torch.Tensor, mean: torch.Tensor, log_std: torch.Tensor) -> torch.Tensor:
+    """Log-density of a diagonal Gaussian, summed over the action dims: ``[K, B, A]`` -> ``[K, B]``."""
+    var = torch.exp(2 * log_std)
+    return (-((actions - mean) ** 2) / (2 * var) - log_std - 0.5 * np.log(2 * np.pi)).sum(-1)

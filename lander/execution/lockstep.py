@@ -1,24 +1,103 @@
 """Seeds side by side in one process: each seed's whole run a greenlet of this thread, their waiting work (a
 rollout's actions, an update) done together by :class:`lander.algorithms.batched_ppo.SeedStack` (``lander.run``'s
 ``seeds_per_process``, started by :func:`lander.execution.parallel.run_side_by_side`). What each job owns of the
-thread's state (torch's grad mode, logging, Hydra's config, its CPU clock) is swapped at every switch here, so
-that neither the training code nor SB3 knows it shares a process.
+thread's state (torch's grad mode, logging's handlers, Hydra's config, the run's pause listener, its CPU seconds)
+is one :class:`JobContext`, swapped at every switch here, so that neither the training code, nor
+:mod:`lander.process.signals`, nor SB3 knows that it shares a process.
+
+A pause (SIGUSR1) pauses the process, so every seed of it: whichever seed holds it, every seed's listener is told
+(:class:`GroupPause`), each with its own logging, and each run's ``summary.json`` says ``paused``.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 from greenlet import getcurrent, greenlet
+from hydra.core.hydra_config import HydraConfig
 
 from lander.algorithms.batched_ppo import SeedStack, SideBySidePPO
 from lander.process.clock import using_cpu_clock
+from lander.process.signals import pause_listener, set_pause_listener
 
 log = logging.getLogger(__name__)
+
+
+@dataclass
+class JobContext:
+    """What one job owns of its thread's state, kept while another job runs: torch's grad mode (SB3's ``no_grad``
+    blocks of one seed must not reach another), logging's root handlers (its ``run.log``), Hydra's config (its
+    ``HydraConfig.get()``), its run's pause listener (:func:`lander.process.signals.pausing`), and the CPU seconds
+    it has run. A job that has not run yet takes the state it finds (its launcher's), as a job alone would.
+    """
+
+    grad_enabled: bool = True
+    handlers: list[logging.Handler] | None = None
+    hydra_config: Any = None
+    pause_listener: Callable[[bool], None] | None = None
+    cpu: float = 0.0
+    group: GroupPause | None = field(default=None, repr=False)
+
+    def leave(self) -> None:
+        """Keep this job's state as it leaves the thread (at a switch away from it)."""
+        self.grad_enabled = torch.is_grad_enabled()
+        self.handlers = logging.root.handlers[:]
+        self.hydra_config = HydraConfig.instance().cfg
+        listener = pause_listener()
+        if not isinstance(listener, GroupPause):  # the job's own: set (or left) by its run since it entered
+            self.pause_listener = listener
+
+    def enter(self) -> None:
+        """Give the thread this job's state back (at a switch to it)."""
+        torch.set_grad_enabled(self.grad_enabled)
+        if self.handlers is not None:
+            logging.root.handlers = self.handlers
+            HydraConfig.instance().cfg = self.hydra_config
+        # a pause, wherever it is held, tells every job of the group (as each job's run only knows its own)
+        has_own = self.group is not None and self.pause_listener is not None
+        set_pause_listener(self.group if has_own else self.pause_listener)
+
+    @contextmanager
+    def entered(self, current: JobContext) -> Iterator[None]:
+        """This job's state while the block runs, then ``current``'s again (its logging for a word of its own)."""
+        current.leave()
+        self.enter()
+        try:
+            yield
+        finally:
+            self.leave()
+            current.enter()
+
+
+class GroupPause:
+    """The pause listener of every job of a lockstep at once: called with True (or False), it calls each live job's
+    own listener, in that job's context (its run's ``summary.json``, its ``run.log``).
+
+    :param lockstep: whose jobs are told
+    """
+
+    def __init__(self, lockstep: Lockstep) -> None:
+        self.lockstep = lockstep
+
+    def __call__(self, paused: bool) -> None:
+        current = self.lockstep.context(getcurrent())
+        for let in self.lockstep.lets:
+            job = self.lockstep.contexts.get(let)
+            if let.dead or job is None or job.pause_listener is None:
+                continue
+            if job is current:
+                job.pause_listener(paused)
+                continue
+            with job.entered(current):
+                listener = job.pause_listener
+                if listener is not None:
+                    listener(paused)
 
 
 class Lockstep:
@@ -31,30 +110,35 @@ class Lockstep:
     that stopped one job stops all: each records its own stop). A signal while the batched work runs is raised in
     every job.
 
-    :param switched: called on every switch between jobs with ``(from, to)`` greenlets (per-job logging)
+    Each job's state is its :class:`JobContext`; the lockstep's own (the hub's: the batched work) is one too.
     """
 
-    def __init__(self, switched: Callable[[greenlet, greenlet], None] | None = None) -> None:
-        self.switched = switched
+    def __init__(self) -> None:
         self.stack: SeedStack | None = None
         self.rows: dict[int, int] = {}  # job index -> its row in the stack
-        self.grad_modes: dict[greenlet, bool] = {}
         self.lets: list[greenlet] = []
+        self.contexts: dict[greenlet, JobContext] = {}  # each job's, and the hub's
+        self.group = GroupPause(self)
         self.waiting: dict[int, tuple[SideBySidePPO, tuple[str, Any]]] = {}  # job index -> its model and work
         self.codes: dict[int, int] = {}
-        self.cpu: dict[greenlet, float] = {}  # CPU seconds each greenlet ran (the hub's: the batched work)
         self.cpu_mark = time.process_time()
         self.hub: greenlet | None = None
 
+    def context(self, let: greenlet) -> JobContext:
+        """The :class:`JobContext` of greenlet ``let`` (made on its first switch)."""
+        if let not in self.contexts:
+            self.contexts[let] = JobContext(group=self.group if let in self.lets else None)
+        return self.contexts[let]
+
     def cpu_seconds(self, let: greenlet) -> float:
         """CPU seconds of job ``let`` so far: its own, and its share of the batched work (split evenly)."""
-        hub = self.cpu.get(self.hub, 0.0)
-        own = self.cpu.get(let, 0.0) + (time.process_time() - self.cpu_mark if let is getcurrent() else 0.0)
+        hub = self.context(self.hub).cpu if self.hub is not None else 0.0
+        own = self.context(let).cpu + (time.process_time() - self.cpu_mark if let is getcurrent() else 0.0)
         return own + hub / max(len(self.rows), 1)
 
     def run(self, jobs: list[Callable[[], int]], ended: Callable[[int, int], BaseException | None]) -> list[int]:
         """Run ``jobs`` side by side; return their exit codes (``ended(index, code)`` as each ends)."""
-        self.lets, self.waiting, self.codes = [greenlet(job) for job in jobs], {}, {}
+        self.lets, self.waiting, self.codes, self.contexts = [greenlet(job) for job in jobs], {}, {}, {}
         self.hub, self.cpu_mark = getcurrent(), time.process_time()
         for let in self.lets:
             let.lockstep = self  # type: ignore[attr-defined]
@@ -130,15 +214,14 @@ class Lockstep:
         return {index: results[self.rows[index]] for index in serving}
 
     def _trace(self, event: str, args: tuple[greenlet, greenlet]) -> None:
-        """Each greenlet keeps its own torch grad mode (thread state: SB3's ``no_grad`` blocks of one seed must not
-        reach another) and, through ``switched``, its own logging."""
+        """At every switch between greenlets (``greenlet.settrace``, greenlet's hook for it): the one that leaves
+        keeps its :class:`JobContext` and its CPU seconds; the one that runs gets its own back."""
         if event not in ("switch", "throw"):
             return
         origin, target = args
         now = time.process_time()
-        self.cpu[origin] = self.cpu.get(origin, 0.0) + now - self.cpu_mark
+        leaving = self.context(origin)
+        leaving.cpu += now - self.cpu_mark
         self.cpu_mark = now
-        self.grad_modes[origin] = torch.is_grad_enabled()
-        torch.set_grad_enabled(self.grad_modes.get(target, True))
-        if self.switched is not None:
-            self.switched(origin, target)
+        leaving.leave()
+        self.context(target).enter()

@@ -21,9 +21,7 @@ from collections import deque
 from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
-from typing import Any
 
-from hydra.core.hydra_config import HydraConfig
 from hydra.core.utils import JobReturn, configure_log, run_job, setup_globals
 from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig
@@ -135,17 +133,10 @@ class ParallelLauncher(HydraSetup):
 
 def run_side_by_side(context: HydraContext, task: TaskFunction, jobs: list[Job]) -> None:
     """Several seeds' jobs in this process, side by side (:class:`lander.execution.lockstep.Lockstep`):
-    each job is Hydra's, as the basic launcher runs it, with its own ``run.log`` and Hydra config; a signal
+    each job is Hydra's, as the basic launcher runs it, with its own ``run.log`` and Hydra config (its
+    :class:`lander.execution.lockstep.JobContext`); a signal
     stops every job with a checkpoint; exits with 128 + the signal then, else 0."""
     from lander.execution.lockstep import Lockstep  # torch and SB3 (~2 s): only where seeds share a process
-
-    handlers: dict[Any, list[logging.Handler]] = {}
-    hydra_configs: dict[Any, Any] = {}
-
-    def switched(origin: Any, target: Any) -> None:  # logging and Hydra's config are each job's own
-        handlers[origin], hydra_configs[origin] = logging.root.handlers[:], HydraConfig.instance().cfg
-        if target in handlers:
-            logging.root.handlers, HydraConfig.instance().cfg = handlers[target], hydra_configs[target]
 
     def job(config: DictConfig) -> int:
         try:
@@ -173,7 +164,7 @@ def run_side_by_side(context: HydraContext, task: TaskFunction, jobs: list[Job])
         return Interrupted(code - 128) if code > 128 else LimitReached(summary.error or "a limit of the run")
 
     with stop_on_signals():  # the outermost handler: the jobs' own nest in it
-        codes = Lockstep(switched).run([partial(job, each.config) for each in jobs], ended)
+        codes = Lockstep().run([partial(job, each.config) for each in jobs], ended)
     signalled = [code for code in codes if code > 128]
     if signalled:
         raise SystemExit(signalled[0])

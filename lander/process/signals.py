@@ -39,7 +39,7 @@ class LimitReached(Interrupted):
 
 
 _state: dict[str, Any] = {"deferring": 0, "pending": None, "installed": 0}
-_pause: dict[str, Any] = {"requested": False, "total": 0.0, "listeners": []}
+_pause: dict[str, Any] = {"requested": False, "total": 0.0, "listener": None}
 
 
 def _handle_pause(signum: int, frame: Any) -> None:
@@ -56,15 +56,15 @@ def training_clock() -> float:
     return time.perf_counter() - float(_pause["total"])
 
 
-def hold_while_paused(on_pause: Callable[[bool], None]) -> None:
+def hold_while_paused() -> None:
     """At a step boundary: if a pause was asked for (:data:`PAUSE`), wait here until :data:`CONTINUE` or a stop
-    signal (then raised by the :func:`raise_pending` that follows); ``on_pause(True)`` before waiting,
-    ``on_pause(False)`` after."""
+    signal (then raised by the :func:`raise_pending` that follows); the run's pause listener (:func:`pausing`) is
+    called with True before waiting, False after."""
     if not _pause["requested"]:
         return
     start = time.perf_counter()
-    told = [*_pause["listeners"]] or [on_pause]  # the seeds of a process trained side by side: each says so
-    for listener in told:
+    listener = _pause["listener"]
+    if listener is not None:
         listener(True)
     try:
         while _pause["requested"] and _state["pending"] is None:
@@ -72,19 +72,35 @@ def hold_while_paused(on_pause: Callable[[bool], None]) -> None:
     finally:
         _pause["requested"] = False
         _pause["total"] += time.perf_counter() - start
-        for listener in told:
+        if listener is not None:
             listener(False)
+
+
+def pause_requested() -> bool:
+    """Whether a pause was asked for and has not been held yet (:func:`hold_while_paused`)."""
+    return bool(_pause["requested"])
+
+
+def pause_listener() -> Callable[[bool], None] | None:
+    """The run's pause listener now (:func:`pausing`); None outside one."""
+    listener: Callable[[bool], None] | None = _pause["listener"]
+    return listener
+
+
+def set_pause_listener(listener: Callable[[bool], None] | None) -> None:
+    """Make ``listener`` the pause listener (what runs several jobs in one process swaps per job)."""
+    _pause["listener"] = listener
 
 
 @contextmanager
 def pausing(on_pause: Callable[[bool], None]) -> Iterator[None]:
-    """While the block runs, a pause (:func:`hold_while_paused`, wherever it waits) calls ``on_pause`` too: one
-    process training several seeds side by side pauses all of them, and each run says so."""
-    _pause["listeners"].append(on_pause)
+    """While the block runs, ``on_pause`` is the run's pause listener: a pause (:func:`hold_while_paused`) calls it
+    with True, then False when the run goes on (the run's status and progress bar say so)."""
+    previous, _pause["listener"] = _pause["listener"], on_pause
     try:
         yield
     finally:
-        _pause["listeners"].remove(on_pause)
+        _pause["listener"] = previous
 
 
 def _handle(signum: int, frame: Any) -> None:
@@ -98,14 +114,14 @@ def raise_pending() -> None:
     """Raise the :class:`Interrupted` of a signal received while deferring, if any."""
     pending, _state["pending"] = _state["pending"], None
     if pending is not None:
-        _state["deferring"] = 0  # a second signal now stops at once (the seeds side by side stop together)
+        _state["deferring"] = 0  # a second signal now stops at once
         raise pending
 
 
 @contextmanager
 def deferred() -> Iterator[None]:
-    """Hold signals back to the next :func:`raise_pending` (SB3's ``learn``). Nested (seeds trained side by side
-    in one process, each in its ``learn``), signals are held until the last block ends."""
+    """Hold signals back to the next :func:`raise_pending` (SB3's ``learn``). Nested, signals are held until the
+    last block ends."""
     if not _state["deferring"]:
         _state["pending"] = None
     _state["deferring"] += 1
@@ -120,8 +136,8 @@ def deferred() -> Iterator[None]:
 def stop_on_signals() -> Iterator[None]:
     """Turn SIGINT/SIGTERM into :class:`Interrupted` so the run records its state and finishes W&B.
 
-    Installed explicitly because a process started in the background by a shell ignores SIGINT. Nested (seeds
-    trained side by side, each in its ``train``), the outermost block installs and restores.
+    Installed explicitly because a process started in the background by a shell ignores SIGINT. Nested, the
+    outermost block installs and restores.
     """
     outermost = _state["installed"] == 0
     previous: dict[int, Any] = {}

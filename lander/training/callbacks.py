@@ -379,18 +379,11 @@ class StopOnEpisodes(StopRule):
 
 class SignalCheck(BaseCallback):
     """Raises a SIGINT/SIGTERM received during :func:`lander.process.signals.deferred` at the next env step, and
-    waits there while the run is paused (SIGUSR1 until SIGUSR2; put it last, so every other callback has seen the
-    step).
-
-    :param on_pause: called with True when the run pauses, False when it goes on (status, progress bar)
-    """
-
-    def __init__(self, on_pause: Callable[[bool], None] | None = None) -> None:
-        super().__init__()
-        self.on_pause = on_pause or (lambda paused: None)
+    waits there while the run is paused (SIGUSR1 until SIGUSR2; the run's :func:`lander.process.signals.pausing`
+    listener says so). Put it last, so every other callback has seen the step."""
 
     def _on_step(self) -> bool:
-        hold_while_paused(self.on_pause)
+        hold_while_paused()
         raise_pending()
         return True
 

@@ -326,7 +326,7 @@ def learn(
         with deferred(), pausing(pauses):
             model.learn(
                 total_timesteps=0 if stopped else total_timesteps - done,
-                callback=[*callbacks, checkpointer, *extra, SignalCheck(pauses), DurationForecast(end), *bar],
+                callback=[*callbacks, checkpointer, *extra, SignalCheck(), DurationForecast(end), *bar],
                 reset_num_timesteps=done == 0,
             )
     finally:

@@ -82,6 +82,8 @@ def test_pause_and_ctrl_c_reach_every_seed_of_the_process_and_the_printed_comman
         summary = json.loads((sweep / job / "summary.json").read_text())
         assert summary["status"] == "interrupted" and summary["error"] == "Interrupted: SIGINT", summary
         assert (sweep / job / "checkpoints" / f"model_{summary['timesteps']}_steps.zip").is_file()
+        log = (sweep / job / "run.log").read_text()  # each seed's own words of the pause, in its own log
+        assert log.count("paused at") == 1 and log.count("continuing at") == 1, log[-2000:]
     continued = (proc.stdout + proc.stderr).split("continue: ")[-1].strip()
     rerun = lander(*shlex.split(continued)[3:], timeout=600)
     assert rerun.returncode == 0, rerun.stderr[-3000:]

@@ -189,7 +189,8 @@ def test_a_pause_stops_the_training_clock_for_as_long_as_it_holds():
             release.start()
 
     clock, wall = signals.training_clock(), time.perf_counter()
-    signals.hold_while_paused(on_pause)
+    with signals.pausing(on_pause):
+        signals.hold_while_paused()
     clock, wall = signals.training_clock() - clock, time.perf_counter() - wall
     assert released and wall - clock >= held
 

@@ -17,7 +17,7 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig
 
-from lander.config.checks import check_trackers, validate
+from lander.config.checks import checked
 from lander.config.schema import register_configs
 from lander.config.trust import allowed_prefixes, check_trusted
 from lander.errors import ConfigError, RunFileError
@@ -69,8 +69,7 @@ def run_job(cfg: DictConfig, run_dir: Path, overrides: list[str], group: str | N
         paths = RunPaths(run_dir)
         if (prefixes := allowed_prefixes()) is not None:  # started by the service: lander's own targets only
             check_trusted(cfg, prefixes, where=str(paths.config) if cfg.resume else "")
-        validate(cfg)  # before importing torch and SB3, so bad input fails in a second
-        check_trackers(cfg)
+        job = checked(cfg)  # before importing torch and SB3, so bad input fails in a second; train takes it as is
         if cfg.resume is None and plan_job(paths) == "skip":  # a completed job of a re-run sweep:
             return continue_job(cfg, paths).final_eval_mean  # type: ignore[union-attr]  # untouched
         lock = RunLock(run_dir).acquire()  # one writer per run directory, until this process ends
@@ -81,7 +80,7 @@ def run_job(cfg: DictConfig, run_dir: Path, overrides: list[str], group: str | N
             from lander.training.finish import run_closing  # torch and SB3 (~2 s): after the cheap checks
             from lander.training.train import train
 
-            summary = train(cfg, run_dir, group=group, overrides=overrides)
+            summary = train(job, run_dir, group=group, overrides=overrides)
             log.info("%s", run_closing(summary, paths))
             return summary.final_eval_mean
         finally:

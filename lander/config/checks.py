@@ -19,6 +19,7 @@ import re
 import resource
 import urllib.error
 import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
@@ -122,6 +123,25 @@ def is_plain_name(name: str) -> bool:
 def _check(ok: bool, key: str, value: Any, allowed: str) -> None:
     if not ok:
         raise ConfigError(f"{key}={value!r} is not allowed: {key} must be {allowed}")
+
+
+@dataclass(frozen=True)
+class Checked:
+    """A run's config that has passed every check of a run (:func:`validate` and :func:`check_trackers`), made once
+    by :func:`checked` where a job starts (``lander.run``) and handed down: :func:`lander.training.train.train`
+    takes it as it is, and checks a plain ``DictConfig`` itself.
+
+    :param cfg: the composed config
+    """
+
+    cfg: DictConfig
+
+
+def checked(cfg: DictConfig) -> Checked:
+    """``cfg`` checked (:func:`validate`, :func:`check_trackers`); raise :class:`ConfigError` naming the key."""
+    validate(cfg)
+    check_trackers(cfg)
+    return Checked(cfg)
 
 
 def validate(cfg: DictConfig) -> None:

@@ -16,6 +16,7 @@ import pandas as pd
 import yaml
 from fastapi import APIRouter, Request
 from fastapi.responses import FileResponse
+from pydantic import BaseModel, ConfigDict, Field
 
 from lander.config import catalog
 from lander.config.trust import resolve_trusted
@@ -40,38 +41,207 @@ MEDIA = {
 }
 
 
+Scalar = str | int | float | bool | None  # a value read from a run's own files: shown as it is, whatever its type
+
+
+class Open(BaseModel):
+    """A body whose fields are listed for the schema; any other field is passed on as it is."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+class Algo(Open):
+    """An algorithm config (``algo=<name>``)."""
+
+    name: str
+    description: str
+    target: str = Field(description="the model class (algo.model._target_)")
+    action_spaces: list[str] = Field(description="discrete, continuous")
+    observation_spaces: list[str] = Field(description="vector, image, discrete")
+    n_envs: int | None = None
+    total_timesteps: int | None = Field(None, description="its tuned budget")
+    model: dict[str, Any] = Field(description="the model's keyword arguments (algo.model)")
+    envs: list[str] = Field(description="the envs whose spaces it acts in")
+
+
+class Env(Open):
+    """An env config (``env=<name>``)."""
+
+    name: str
+    description: str
+    id: str = Field(description="Gymnasium's id")
+    action_space: str
+    observation_space: str
+    policy: str
+    reward_threshold: float | None = None
+    algos: list[str] = Field(description="the algorithms that act in it")
+
+
+class Preset(Open):
+    """An experiment preset or a search (``experiment=<name>``, ``hparams_search=<name>``)."""
+
+    name: str
+    group: str
+    override: str = Field(description="the override that chooses it")
+    description: str
+    algo: str | None = None
+    env: str | None = None
+    sweep: dict[str, Any] | None = None
+    mine: bool = Field(False, description="from the root's conf/, not lander's")
+
+
+class ConfigKey(Open):
+    """One key of the run config."""
+
+    key: str
+    type: str
+    default: Any = None
+    meaning: str
+    options: list[str] | None = None
+
+
+class LatestEval(Open):
+    """The latest periodic evaluation (a row of metrics/eval.csv)."""
+
+    timesteps: Scalar = None
+    mean: Scalar = None
+    sem: Scalar = None
+
+
+class RunInfo(Open):
+    """A run as the list of runs shows it."""
+
+    id: str
+    path: str = Field(description="its directory, under the root")
+    status: str = Field(description="created, running, paused, completed, interrupted, failed, stopped or unreadable")
+    active: bool = Field(description="a process holds the run (training, or writing its last files)")
+    algo: Scalar = None
+    env: Scalar = None
+    env_id: Scalar = None
+    seed: Scalar = None
+    gamma: Scalar = None
+    total_timesteps: Scalar = None
+    wall_seconds: Scalar = None
+    final_eval_mean: Scalar = None
+    final_eval_sem: Scalar = None
+    error: Scalar = None
+    timesteps: int | float = Field(description="the timesteps trained so far")
+    latest_eval: LatestEval | None = None
+    started: float = Field(description="when (Unix time)")
+    files: list[str] = Field(description="its files the service serves (/api/runs/{id}/files/{name})")
+    process_group: list[str] = Field(description="the runs its process trains (more than one: seeds side by side)")
+
+
+class RunDetail(RunInfo):
+    """One run: the list's record, its summary, resolved config and overrides."""
+
+    summary: dict[str, Any] = Field(description="its summary.json")
+    config: dict[str, Any] = Field(description="its resolved config")
+    overrides: list[Any] = Field(description="its command-line overrides")
+
+
+class LeftOut(BaseModel):
+    """A run a comparison did not compare, and why (an unequal budget, a failure)."""
+
+    run: str
+    why: str
+    detail: str
+
+
+class SweepInfo(Open):
+    """A sweep as the list of sweeps shows it."""
+
+    id: str
+    path: str
+    started: float
+    jobs: int = Field(description="its jobs (run directories)")
+    compared: bool = Field(description="its comparison is written")
+    left_out: list[LeftOut]
+
+
+class ComparisonInfo(Open):
+    """A comparison of chosen runs as the list shows it."""
+
+    id: str
+    path: str
+    started: float
+    runs: list[str] = Field(description="the runs compared (paths under the root)")
+    compared: bool = Field(description="its report is written")
+    left_out: list[LeftOut]
+
+
+class TableDetail(Open):
+    """A sweep's or a comparison's table (table.csv as rows), what it left out, and its report's address."""
+
+    id: str
+    path: str
+    comparison: list[dict[str, Any]] = Field(description="table.csv as rows (column -> value)")
+    left_out: list[LeftOut]
+    report: str | None = Field(description="the address of its report.html; None until it is written")
+
+
+class SweepDetail(TableDetail):
+    """One sweep: its jobs and its comparison."""
+
+    jobs: list[RunInfo]
+
+
+class ComparisonDetail(TableDetail):
+    """One comparison of chosen runs."""
+
+    runs: list[str]
+
+
 def root_of(request: Request) -> Path:
     return request.app.state.root
 
 
-@router.get("/api/algos", summary="The algorithms: model class, spaces, tuned budget, model keys, envs they act in")
+@router.get(
+    "/api/algos",
+    response_model=list[Algo],
+    summary="The algorithms: model class, spaces, tuned budget, model keys, envs they act in",
+)
 def algos() -> list[dict[str, Any]]:
     return catalog.algos()
 
 
-@router.get("/api/envs", summary="The envs: Gymnasium id, spaces, reward threshold, algorithms that act in them")
+@router.get(
+    "/api/envs",
+    response_model=list[Env],
+    summary="The envs: Gymnasium id, spaces, reward threshold, algorithms that act in them",
+)
 def envs() -> list[dict[str, Any]]:
     return catalog.envs()
 
 
-@router.get("/api/presets", summary="Experiment presets and searches (lander's and the root's conf/experiment/)")
+@router.get(
+    "/api/presets",
+    response_model=list[Preset],
+    summary="Experiment presets and searches (lander's and the root's conf/experiment/)",
+)
 def presets(request: Request) -> list[dict[str, Any]]:
     root = root_of(request)
     mine = root / "conf"  # read only where it really is under the root (a copied conf/ may be a symlink elsewhere)
     return catalog.presets(mine if (mine / "experiment").resolve().is_relative_to(root.resolve()) else None)
 
 
-@router.get("/api/config", summary="Every run config key: type, default, meaning, allowed values")
+@router.get(
+    "/api/config",
+    response_model=list[ConfigKey],
+    summary="Every run config key: type, default, meaning, allowed values",
+)
 def config_keys() -> list[dict[str, Any]]:
     return catalog.config_keys()
 
 
-@router.get("/api/runs", summary="Every run under the root, newest first")
+@router.get("/api/runs", response_model=list[RunInfo], summary="Every run under the root, newest first")
 def runs(request: Request) -> list[dict[str, Any]]:
     return store.list_runs(root_of(request))
 
 
-@router.get("/api/runs/{run_id}", summary="One run: its summary, resolved config and overrides")
+@router.get(
+    "/api/runs/{run_id}", response_model=RunDetail, summary="One run: its summary, resolved config and overrides"
+)
 def run(request: Request, run_id: str) -> dict[str, Any]:
     root = root_of(request)
     path = store.run_dir(root, run_id)
@@ -102,12 +272,14 @@ def run_file(request: Request, run_id: str, name: str) -> FileResponse:
     return untrusted(store.run_file(root_of(request), run_id, name))
 
 
-@router.get("/api/sweeps", summary="Every sweep under the root, newest first")
+@router.get("/api/sweeps", response_model=list[SweepInfo], summary="Every sweep under the root, newest first")
 def sweeps(request: Request) -> list[dict[str, Any]]:
     return store.list_sweeps(root_of(request))
 
 
-@router.get("/api/sweeps/{sweep_id}", summary="One sweep: its jobs and its comparison table")
+@router.get(
+    "/api/sweeps/{sweep_id}", response_model=SweepDetail, summary="One sweep: its jobs and its comparison table"
+)
 def sweep(request: Request, sweep_id: str) -> dict[str, Any]:
     root = root_of(request)
     path = store.sweep_dir(root, sweep_id)
@@ -142,12 +314,16 @@ def sweep_report(request: Request, sweep_id: str) -> FileResponse:
     return untrusted(report)
 
 
-@router.get("/api/comparisons", summary="Comparisons of chosen runs, newest first")
+@router.get("/api/comparisons", response_model=list[ComparisonInfo], summary="Comparisons of chosen runs, newest first")
 def comparisons(request: Request) -> list[dict[str, Any]]:
     return store.list_comparisons(root_of(request))
 
 
-@router.get("/api/comparisons/{comparison_id}", summary="One comparison: its runs and its table")
+@router.get(
+    "/api/comparisons/{comparison_id}",
+    response_model=ComparisonDetail,
+    summary="One comparison: its runs and its table",
+)
 def comparison(request: Request, comparison_id: str) -> dict[str, Any]:
     root = root_of(request)
     path = store.comparison_dir(root, comparison_id)

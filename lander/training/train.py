@@ -21,7 +21,7 @@ from stable_baselines3.common.utils import set_random_seed
 from threadpoolctl import threadpool_limits
 
 from lander.algorithms.build import build_model, effective_gamma
-from lander.config.checks import check_trackers, validate
+from lander.config.checks import Checked, checked
 from lander.envs import action_space_kind, make_train_env, normalized, observation_space_kind
 from lander.errors import ConfigError
 from lander.faults import fault
@@ -79,24 +79,26 @@ def budget(cfg: DictConfig) -> tuple[int, int]:
     return int(total), int(n_envs)
 
 
-def train(cfg: DictConfig, run_dir: Path, group: str | None = None, overrides: list[str] | None = None) -> RunSummary:
+def train(
+    cfg: DictConfig | Checked, run_dir: Path, group: str | None = None, overrides: list[str] | None = None
+) -> RunSummary:
     """Train one agent as configured and leave its complete record in ``run_dir``.
 
     SIGINT and SIGTERM stop the run as :class:`lander.process.signals.Interrupted`, after it has recorded its state.
 
-    :param cfg: the composed config (``lander/conf/config.yaml`` and overrides)
+    :param cfg: the composed config (``lander/conf/config.yaml`` and overrides), checked here; or one checked
+        already (:class:`lander.config.checks.Checked`, as ``lander.run`` hands it down), not checked again
     :param run_dir: the run directory (Hydra's output dir)
     :param group: W&B group (a sweep's id); ``logger.group`` when None
     :param overrides: the command-line overrides, recorded in the summary
     :return: the run summary (also written to ``summary.json``)
     """
-    with stop_on_signals(), distribution_checks(not fast_paths(cfg)):
-        return _train(cfg, RunPaths(run_dir), group, overrides or [])
+    config = (cfg if isinstance(cfg, Checked) else checked(cfg)).cfg
+    with stop_on_signals(), distribution_checks(not fast_paths(config)):
+        return _train(config, RunPaths(run_dir), group, overrides or [])
 
 
 def _train(cfg: DictConfig, paths: RunPaths, group: str | None, overrides: list[str]) -> RunSummary:
-    validate(cfg)
-    check_trackers(cfg)
     extra_callbacks = user_callbacks(cfg)
     total_timesteps, n_envs = budget(cfg)
     set_random_seed(cfg.seed)

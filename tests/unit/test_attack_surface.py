@@ -337,6 +337,30 @@ def test_request_and_response_bodies_are_documented_in_the_openapi_schema(tmp_pa
     assert models["Signal"]["properties"]["group"]["type"] == "boolean"
     launch = schema["paths"]["/api/runs"]["post"]
     assert launch["requestBody"]["content"]["application/json"]["schema"]["$ref"].endswith("/Launch")
+    # the read endpoints' bodies too: each field named, typed and described
+    assert {"RunInfo", "RunDetail", "SweepDetail", "ComparisonDetail", "LeftOut", "Algo", "Env", "ConfigKey"} <= set(
+        models
+    )
+    assert {"status", "process_group", "latest_eval", "files"} <= set(models["RunInfo"]["properties"])
+    assert models["LeftOut"]["required"] == ["run", "why", "detail"]
+    listed = schema["paths"]["/api/runs"]["get"]["responses"]["200"]["content"]["application/json"]["schema"]
+    assert listed["items"]["$ref"].endswith("/RunInfo")
+
+
+def test_a_run_with_odd_values_in_its_summary_is_still_listed(tmp_path):
+    """The response models type what lander writes, yet a summary.json edited by hand (a seed as text, a list for a
+    number) is shown as it is or left out, never a 500."""
+    run = tmp_path / "outputs" / "2026-01-01" / "00-00-00"
+    (run / ".hydra").mkdir(parents=True)
+    (run / ".hydra" / "config.yaml").write_text("seed: 0\n")
+    (run / "summary.json").write_text('{"status": "completed", "seed": "zero", "gamma": [1], "total_timesteps": 2.5}')
+    with client(tmp_path) as http:
+        listed = http.get("/api/runs")
+        assert listed.status_code == 200, listed.text
+        (shown,) = listed.json()
+        assert shown["seed"] == "zero" and shown["gamma"] is None and shown["total_timesteps"] == 2.5
+        detail = http.get(f"/api/runs/{shown['id']}")
+        assert detail.status_code == 200, detail.text
 
 
 LIMITED = """

@@ -55,7 +55,7 @@ class Algo(Open):
 
     name: str
     description: str
-    target: str = Field(description="the model class (algo.model._target_)")
+    target: str | None = Field(description="the model class (algo.model._target_)")
     action_spaces: list[str] = Field(description="discrete, continuous")
     observation_spaces: list[str] = Field(description="vector, image, discrete")
     n_envs: int | None = None
@@ -78,16 +78,18 @@ class Env(Open):
 
 
 class Preset(Open):
-    """An experiment preset or a search (``experiment=<name>``, ``hparams_search=<name>``)."""
+    """An experiment preset or a search (``experiment=<name>``, ``hparams_search=<name>``); one that cannot be read
+    has only its name, group, ``mine`` and ``error``."""
 
     name: str
     group: str
-    override: str = Field(description="the override that chooses it")
-    description: str
+    override: str | None = Field(None, description="the override that chooses it")
+    description: str | None = None
     algo: str | None = None
     env: str | None = None
-    sweep: dict[str, Any] | None = None
+    sweep: dict[str, str] | None = Field(None, description="what it sweeps: key -> values")
     mine: bool = Field(False, description="from the root's conf/, not lander's")
+    error: str | None = Field(None, description="why it cannot be read")
 
 
 class ConfigKey(Open):

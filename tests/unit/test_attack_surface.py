@@ -347,6 +347,18 @@ def test_request_and_response_bodies_are_documented_in_the_openapi_schema(tmp_pa
     assert listed["items"]["$ref"].endswith("/RunInfo")
 
 
+def test_the_catalog_answers_in_its_documented_shape(tmp_path):
+    """What lander offers (algorithms, envs, presets: a broken one of the root's with why, config keys) passes its
+    response model: every entry, not a 500 for one that has a None the model did not allow."""
+    (tmp_path / "conf" / "experiment").mkdir(parents=True)
+    (tmp_path / "conf" / "experiment" / "broken.yaml").write_text("a: [1,\n")
+    with client(tmp_path) as http:
+        for path in ("/api/algos", "/api/envs", "/api/presets", "/api/config"):
+            answer = http.get(path)
+            assert answer.status_code == 200, (path, answer.text[:300])
+        assert any(p["name"] == "broken" and p["error"] for p in http.get("/api/presets").json())
+
+
 def test_a_run_with_odd_values_in_its_summary_is_still_listed(tmp_path):
     """The response models type what lander writes, yet a summary.json edited by hand (a seed as text, a list for a
     number) is shown as it is or left out, never a 500."""

@@ -28,6 +28,7 @@ import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 
 from lander.analysis.comparison import Comparison, analyse
+from lander.analysis.sequential import decision_matrix
 from lander.errors import RunSetError
 from lander.reports.figures import read_metrics, run_figures, sweep_figures
 from lander.reports.run_report import write_run_report
@@ -112,6 +113,18 @@ class SweepRecord:
     def table(self) -> pd.DataFrame:
         """The comparison table, every env's rows (the columns of ``table.csv``)."""
         return self.comparison.table
+
+    @property
+    def adastop(self) -> dict[str, Any] | None:
+        """A sweep that chose its seeds (``hydra/sweeper=adastop``): its record, ``comparison/adastop.json``
+        (``scores``, ``decisions``, ``interims``, ``seeds``, ``runs_used`` against ``fixed_design``); else None."""
+        return self.comparison.sequential
+
+    @property
+    def decisions(self) -> pd.DataFrame:
+        """The sequential test's decisions as a matrix (row a vs column b: ``larger``, ``smaller``, ``undecided``,
+        with the interim that decided it); empty for a sweep of fixed seeds."""
+        return decision_matrix(self.comparison.sequential) if self.comparison.sequential else pd.DataFrame()
 
     @property
     def scores(self) -> pd.DataFrame:

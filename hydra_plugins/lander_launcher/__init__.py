@@ -4,12 +4,14 @@
 handling, :class:`lander.execution.joblib.JoblibLauncher`; ``hydra/launcher=submitit_local`` likewise
 :class:`lander.execution.submitit.SubmititLocalLauncher`; ``hydra/launcher=ray`` each job a Ray task,
 :class:`lander.execution.ray.RayLauncher`. ``hydra/sweeper=checked`` (the default) is Hydra's basic sweeper
-trusting lander's precheck, :class:`lander.sweeps.sweeper.CheckedBasicSweeper`."""
+trusting lander's precheck, :class:`lander.sweeps.sweeper.CheckedBasicSweeper`; ``hydra/sweeper=adastop`` a sweep
+that decides how many seeds it needs, :class:`lander.sweeps.adastop.AdaStopSweeper`."""
 
 from lander.execution.joblib import JoblibLauncher as _JoblibLauncher
 from lander.execution.parallel import ParallelLauncher as _ParallelLauncher
 from lander.execution.ray import RayLauncher as _RayLauncher
 from lander.execution.submitit import SubmititLocalLauncher as _SubmititLocalLauncher
+from lander.sweeps.adastop import AdaStopSweeper as _AdaStopSweeper
 from lander.sweeps.sweeper import CheckedBasicSweeper as _CheckedBasicSweeper
 
 
@@ -32,3 +34,7 @@ class RayLauncher(_RayLauncher):
 
 class CheckedBasicSweeper(_CheckedBasicSweeper):
     """Hydra's basic sweeper, trusting lander's precheck of every job (:mod:`lander.sweeps.sweeper`)."""
+
+
+class AdaStopSweeper(_AdaStopSweeper):
+    """A sweep that decides how many seeds it needs: AdaStop's sequential test (:mod:`lander.sweeps.adastop`)."""

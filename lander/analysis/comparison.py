@@ -11,12 +11,15 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
 from lander.analysis.runset import Run, configurations, drop_duplicates, find_runs, select
+from lander.analysis.sequential import read_record
 from lander.analysis.table import across_envs, env_table
 from lander.errors import RunSetError
+from lander.storage.rundir import SweepPaths
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +51,8 @@ class Comparison:
     :param left_out: the runs not compared: ``failed``, ``unfinished``, ``unevaluated``, ``duplicates``
     :param at_timesteps: the budget asked for (None: each env's common budget)
     :param files: what :func:`lander.reports.sweep_report.compare` wrote (empty until then)
+    :param sequential: a sweep's AdaStop record (``comparison/adastop.json``, :mod:`lander.analysis.sequential`):
+        the decisions that ended it; None for a sweep of fixed seeds
     """
 
     runs: list[Run]
@@ -58,6 +63,7 @@ class Comparison:
     left_out: dict[str, list] = field(default_factory=dict)
     at_timesteps: int | None = None
     files: list[Path] = field(default_factory=list)
+    sequential: dict[str, Any] | None = None
 
     @property
     def compared(self) -> int:
@@ -122,4 +128,5 @@ def analyse(paths: list[Path], baseline: str | None = None, at_timesteps: int | 
         spanning=across_envs(groups, base) if len(groups) > 1 else pd.DataFrame(),  # type: ignore[arg-type]
         left_out=left_out,
         at_timesteps=at_timesteps,
+        sequential=read_record(SweepPaths(paths[0]).comparison / "adastop.json") if len(paths) == 1 else None,
     )

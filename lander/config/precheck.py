@@ -153,7 +153,8 @@ def check_jobs(
     register_configs()
     try:
         with lock, initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-            swept, full = preset_sweeps(search, overrides)
+            sweeper = [a for a in argv if a.startswith("hydra.sweeper.") and "=" in a]  # its keys, checked below
+            swept, full = preset_sweeps([*search, *sweeper], overrides)
             trusted(full, allowed)  # Hydra's node too: its callbacks, launcher and sweeper are instantiated
             check_output_dir(argv, full, multirun)
             if not multirun and swept:
@@ -162,6 +163,7 @@ def check_jobs(
                     f"--multirun {' '.join(argv)}  (or give every swept key one value to run a single job)"
                 )
             jobs = job_overrides([*swept, *overrides] if multirun else overrides, multirun)
+            check_adastop(argv, full, multirun, jobs)
         composed: dict[tuple[str, ...], DictConfig] = {}
         single = not multirun and single_values(overrides) == overrides  # one job: composed above, values and all
         if single:
@@ -235,14 +237,67 @@ def explain_model_override(
 
 def preset_sweeps(search: list[str], overrides: list[str]) -> tuple[list[str], DictConfig]:
     """The basic sweeper's ``hydra.sweeper.params`` of a preset (``experiment=...``), as overrides that the
-    command line's own overrides of the same keys replace; and the config composed with the command line's
-    single values (its ``hydra`` node included), which is a single run's whole config."""
+    command line's own overrides of the same keys replace (AdaStop's too, but its seeds, which it chooses); and the
+    config composed with the command line's single values (its ``hydra`` node included, with ``search``: the
+    search path and the sweeper's keys), which is a single run's whole config."""
     plain = single_values(overrides)
     cfg = compose(config_name="config", overrides=[*search, *plain], return_hydra_config=True)
-    if "BasicSweeper" not in str(cfg.hydra.sweeper.get("_target_", "")):  # basic or lander's checked one
+    target = str(cfg.hydra.sweeper.get("_target_", ""))
+    if "BasicSweeper" not in target and not target.endswith(ADASTOP):  # basic, lander's checked one, AdaStop
         return [], cfg
-    given = {o.split("=", 1)[0] for o in overrides}
+    given = {o.split("=", 1)[0] for o in overrides} | ({"seed"} if target.endswith(ADASTOP) else set())
     return [f"{k}={v}" for k, v in (cfg.hydra.sweeper.get("params") or {}).items() if k not in given], cfg
+
+
+ADASTOP = ".AdaStopSweeper"  # hydra/sweeper=adastop (lander.sweeps.adastop)
+ADASTOP_SCORES = ("final_mean", "success_rate", "auc")  # what a run's score may be (lander.analysis.sequential)
+
+
+def check_adastop(argv: list[str], cfg: DictConfig, multirun: bool, jobs: list[list[str]]) -> None:
+    """``hydra/sweeper=adastop``: its keys in range (n >= 2, K >= 1, 0 < alpha < 1, B >= 1000, a known score), a
+    sweep (--multirun) of at least two configurations, no seed given (the sweeper chooses the seeds), no
+    ``hparams_search`` (another sweeper), and a ``baseline`` that names one configuration."""
+    node = cfg.hydra.sweeper
+    if not str(node.get("_target_", "")).endswith(ADASTOP):
+        return
+    if not multirun:
+        raise ConfigError("hydra/sweeper=adastop runs a sweep: add --multirun")
+    for key, low, what in (("n", 2, "seeds per configuration per interim"), ("K", 1, "interims"), ("B", 1000,
+                           "random permutations")):  # fmt: skip
+        value = node.get(key)
+        if not isinstance(value, int) or isinstance(value, bool) or value < low:
+            raise ConfigError(
+                f"hydra.sweeper.{key}={value!r} is not allowed: {key} ({what}) must be an integer >= {low}"
+            )
+    alpha = node.get("alpha")
+    if not isinstance(alpha, int | float) or isinstance(alpha, bool) or not 0 < alpha < 1:
+        raise ConfigError(
+            f"hydra.sweeper.alpha={alpha!r} is not allowed: alpha (the family-wise error) must be in (0, 1)"
+        )
+    if node.get("score") not in ADASTOP_SCORES:
+        raise ConfigError(
+            f"hydra.sweeper.score={node.get('score')!r} is not allowed: one of {', '.join(ADASTOP_SCORES)}"
+        )
+    if any(a.split("=", 1)[0].lstrip("+~") == "seed" for a in without_flags(argv)):
+        raise ConfigError(
+            "seed: hydra/sweeper=adastop chooses the seeds (0..n-1 at the first interim, n..2n-1 at the second, "
+            "...); remove seed= from the command"
+        )
+    if any(a.split("=", 1)[0].lstrip("+~") == "hparams_search" for a in argv):
+        raise ConfigError("hparams_search is a search of its own (Optuna's sweeper): not with hydra/sweeper=adastop")
+    configurations = {tuple(o for o in job if o.split("=", 1)[0].lstrip("+~") != "seed") for job in jobs}
+    if len(configurations) < 2:
+        raise ConfigError(
+            "hydra/sweeper=adastop compares configurations: sweep at least two (e.g. algo=ppo,a2c or gamma=0.99,0.999)"
+        )
+    baseline = node.get("baseline")
+    if baseline is not None:
+        named = [c for c in configurations if set(str(baseline).split()) <= set(c)]
+        if len(named) != 1:
+            raise ConfigError(
+                f"hydra.sweeper.baseline={baseline!r} must name one configuration of the sweep (its overrides, "
+                f"e.g. algo=ppo); it names {len(named)}"
+            )
 
 
 def check_output_dir(argv: list[str], cfg: DictConfig, multirun: bool) -> None:

@@ -3,9 +3,12 @@ the best configuration; then the runs left out."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pandas as pd
 
 from lander.analysis.runset import Run
+from lander.analysis.sequential import decision_matrix, seeds_table
 from lander.analysis.table import seed_notes
 
 
@@ -92,8 +95,10 @@ def report_lines(
     spanning: pd.DataFrame,
     left_out: dict[str, list],
     at_timesteps: int | None,
+    sequential: dict[str, Any] | None = None,
 ) -> list[str]:
-    """``report.md``: per env the budget, the table, what its seeds allow and the best; then the runs left out."""
+    """``report.md``: per env the budget, the table, what its seeds allow and the best; a sequential test's
+    decisions (:func:`sequential_lines`); then the runs left out."""
     compared = sum(len(g) for by_label in groups.values() for g in by_label.values())
     names = LEFT_OUT | {"unfinished": "not finished" if at_timesteps is None else "short of the budget"}
     counts = "; ".join(f"{names[key]}: {len(items)}" for key, items in left_out.items())
@@ -120,6 +125,8 @@ def report_lines(
         ]
         report += [readable(table), ""]
         report += [f"- {note}" for note in seed_notes(table)] + [""] + best_lines(table) + [""]
+    if sequential is not None:
+        report += sequential_lines(sequential)
     if len(spanning):
         report += [
             "## Across envs",
@@ -182,4 +189,38 @@ def best_lines(result: pd.DataFrame) -> list[str]:
             else "n=1 seed: no interval"
         )
         lines.append(f"Highest final mean on {env}: **{best['config']}** ({best['final_mean']:.4g}, {spread}).")
+    return lines
+
+
+SCORE_WORDS = {
+    "final_mean": "final evaluation mean at the common budget (the tables' score)",
+    "success_rate": "final success rate",
+    "auc": "mean evaluation over training (the area under its learning curve)",
+}
+
+
+def sequential_lines(record: dict[str, Any]) -> list[str]:
+    """``report.md``'s section on a sweep that chose its seeds (AdaStop, ``comparison/adastop.json``): what it
+    guarantees, the decisions as a matrix, and the seeds each configuration used against the fixed design."""
+    used, fixed = record.get("runs_used"), record.get("fixed_design")
+    status, score = record.get("status"), SCORE_WORDS.get(str(record.get("score")), str(record.get("score")))
+    lines = [
+        "## Sequential test (AdaStop)",
+        "",
+        f"The sweep chose its seeds: {record.get('n')} per configuration per interim, at most {record.get('K')} "
+        f"interims; family-wise error alpha={record.get('alpha')} over every comparison and interim "
+        f"({record.get('B')} permutations). It ran {record.get('interims')} interim(s) and used {used} runs where "
+        f"the fixed design of n*K seeds uses {fixed}. A run's score is its {score}; "
+        "`larger`/`smaller` are decisions at that error, `undecided` means no difference was found within K "
+        "interims (not that there is none). The tables above stay descriptive.",
+        "",
+    ]
+    if status != "finished":
+        lines += [f"**The test is {status}**: re-run the sweep's command to complete it.", ""]
+    for label, lacks in (record.get("missing") or {}).items():
+        lines.append(f"- {label} lacks data: {'; '.join(map(str, lacks))}")
+    matrix = decision_matrix(record)
+    if len(matrix):
+        lines += ["Row a compared with column b (the interim that decided it):", "", matrix.to_markdown(), ""]
+    lines += [seeds_table(record).to_markdown(index=False, floatfmt=".4g"), ""]
     return lines

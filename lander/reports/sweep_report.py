@@ -9,14 +9,16 @@ import os
 import re
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
 from lander.analysis.comparison import Comparison, analyse
 from lander.analysis.runset import Run
+from lander.analysis.sequential import decision_matrix, seeds_table
 from lander.reports.figures import sweep_figures
 from lander.reports.html import esc, figure, number, table, write_page
-from lander.reports.markdown import budget_lines, left_out_line, readable_rows, report_lines
+from lander.reports.markdown import budget_lines, left_out_line, readable_rows, report_lines, sequential_lines
 from lander.reports.plots import plot_curves, plot_final_scores, plot_profile
 from lander.storage.rundir import atomic_write, write_json, write_text
 
@@ -80,6 +82,15 @@ def left_out(found: Comparison, report: Path) -> str:
     return "".join(parts) or "<p>Every run was compared.</p>"
 
 
+def sequential(record: dict[str, Any]) -> str:
+    """The HTML of a sequential test's decisions (:func:`lander.reports.markdown.sequential_lines`, the same words):
+    its text, the decision matrix and the seeds used against the fixed design."""
+    lines = sequential_lines(record)
+    text = "".join(f"<p>{inline_markdown(line)}</p>" for line in lines[2:] if line and not line.startswith("|"))
+    matrix = decision_matrix(record)
+    return text + (table(matrix.reset_index()) if len(matrix) else "") + table(seeds_table(record))
+
+
 def write_sweep_report(found: Comparison, path: Path, band: str = "seeds") -> Path:
     """Write the comparison's ``report.html`` to ``path``; return it."""
     compared = "".join(env_section(found, env, band) for env in found.groups)
@@ -98,6 +109,7 @@ def write_sweep_report(found: Comparison, path: Path, band: str = "seeds") -> Pa
         summary = f'<div class="error">{warning}</div>' + summary
     sections = [
         ("comparison", "Comparison", summary + compared),
+        *([("sequential", "Sequential test (AdaStop)", sequential(found.sequential))] if found.sequential else []),
         ("runs", "Runs", runs_table(found.runs, path)),
         ("left-out", "Runs left out", left_out(found, path)),
     ]
@@ -132,7 +144,9 @@ def compare(
         ):
             files.append(out_dir / f"{name}_{env}.png")
             plot(by_label, env, files[-1])
-    report = report_lines(found.runs, found.groups, found.tables, found.spanning, found.left_out, at_timesteps)
+    report = report_lines(
+        found.runs, found.groups, found.tables, found.spanning, found.left_out, at_timesteps, found.sequential
+    )
     files += write_tables(found.table, found.spanning, out_dir, report)
     records = {"runs": len(found.runs), "compared": found.compared, "left_out": found.left_out_records()}
     files.append(write_json(out_dir / "left_out.json", records))

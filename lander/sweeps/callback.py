@@ -105,9 +105,10 @@ class ComparisonCallback(Callback):
     @staticmethod
     def _log_to_wandb(node: DictConfig, sweep_dir: Path, found: Comparison) -> None:
         """The comparison as a W&B run of its own in the sweep's group, with the settings of the jobs' tracker."""
-        # W&B (0.5 s) and the tracker's SB3 and torch (~2 s): only a sweep's end needs them
+        # W&B (0.5 s), the tracker's SB3 and torch (~2 s), the analysis's pandas (~1 s): only a sweep's end needs them
         import wandb
 
+        from lander.analysis.sequential import decision_matrix
         from lander.tracking.wandb_tracker import keep_offline
 
         keep_offline(wandb, node.mode)
@@ -127,7 +128,14 @@ class ComparisonCallback(Callback):
                 {"comparison/table": wandb.Table(dataframe=found.table)}
                 | {f"comparison/{p.stem}": wandb.Image(str(p)) for p in found.files if p.suffix == ".png"}
                 | ({"comparison/report": wandb.Html(str(report), inject=False)} if report.is_file() else {})
+                | (
+                    {"comparison/adastop": wandb.Table(dataframe=decision_matrix(found.sequential).reset_index())}
+                    if found.sequential
+                    else {}
+                )
             )
+            if found.sequential:  # the decisions and seeds used, as the run's summary (W&B's table of runs shows it)
+                run.summary.update({"adastop": {k: found.sequential.get(k) for k in ADASTOP_SUMMARY}})
         finally:
             run.finish()
 
@@ -147,5 +155,24 @@ def sweep_closing(found: Comparison, out_dir: Path) -> str:
             tested = isinstance(row["test"], str) and row["test"]  # the baseline's row has no test
             test = f"  {row['diff']:+.4g} vs baseline, {row['test']} p={row['p_value']:.3g}" if tested else ""
             lines.append(f"    {row['config']:<{width}}  {row['final_mean']:.4g}{interval}  n={row['seeds']}{test}")
+    if found.sequential:
+        lines += sequential_closing(found.sequential)
     lines.append(f"  report: {out_dir / 'report.html'} (also report.md, table.csv)")
     return "\n".join(lines)
+
+
+ADASTOP_SUMMARY = ("status", "n", "K", "alpha", "interims", "runs_used", "fixed_design", "decisions")
+
+
+def sequential_closing(record: dict[str, Any]) -> list[str]:
+    """The closing block's lines of a sweep that chose its seeds (AdaStop's ``comparison/adastop.json``)."""
+    lines = [
+        f"  AdaStop ({record.get('status')}): {record.get('interims')} interim(s), {record.get('runs_used')} runs "
+        f"(the fixed design: {record.get('fixed_design')}); family-wise error alpha={record.get('alpha')}:"
+    ]
+    for entry in record.get("decisions") or []:
+        when = f" at interim {int(entry['interim']) + 1}" if isinstance(entry.get("interim"), int) else ""
+        lines.append(f"    {entry.get('a')} vs {entry.get('b')}: {entry.get('decision')}{when}")
+    for label, lacks in (record.get("missing") or {}).items():
+        lines.append(f"    {label} lacks data: {len(lacks)} run(s) without a score")
+    return lines

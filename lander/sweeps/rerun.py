@@ -98,7 +98,10 @@ def check_same_sweep(config: DictConfig) -> None:
     text = saved.read_text()
     check_aliases(text, str(saved))
     old = OmegaConf.create(text)
-    for key, what in (("hydra.overrides.task", "overrides"), ("hydra.sweeper.params", "sweep parameters")):
+    keys = [("hydra.overrides.task", "overrides"), ("hydra.sweeper.params", "sweep parameters")]
+    if str(config.hydra.sweeper.get("_target_", "")).endswith(".AdaStopSweeper"):  # its interims follow its keys
+        keys.append(("hydra.sweeper", "AdaStop settings (n, K, alpha, B, baseline, score, seed)"))
+    for key, what in keys:
         before, now = OmegaConf.select(old, key), OmegaConf.select(config, key)
         before = OmegaConf.to_container(before) if before is not None else None
         now = OmegaConf.to_container(now) if now is not None else None

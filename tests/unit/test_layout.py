@@ -54,9 +54,14 @@ LATE_IMPORTS = {
         "lander.config.precheck",
     },
     "lander.evaluate": {"lander.evaluation.saved"},
-    "lander.sweeps.callback": {"lander.reports.sweep_report", "lander.tracking.wandb_tracker"},  # Hydra imports
+    "lander.sweeps.callback": {
+        "lander.reports.sweep_report",
+        "lander.tracking.wandb_tracker",
+        "lander.analysis.sequential",
+    },  # Hydra imports
     # the callback in every run; only a sweep's end needs the analysis and W&B (3.3 s, python -X importtime)
     "lander.serve": {"lander.service.app"},
+    "lander.sweeps.adastop": {"lander.analysis.sequential"},  # adastop and pandas (1.0 s): only a sweep needs them
     "lander.execution.jobs": {"lander.training.train"},  # Hydra imports its launcher plugins in every process;
     "lander.execution.parallel": {"lander.execution.lockstep"},  # torch and SB3 (~2 s) only when a sweep
     # launches its jobs

@@ -15,6 +15,7 @@ comparison reports (:func:`lander.analysis.runset.select`). :class:`SequentialTe
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -101,6 +102,14 @@ class SequentialTest:
 
         self.test = MultipleAgentsComparator(
             n=self.n, K=self.K, B=self.B, comparisons=np.array(self.comparisons), alpha=self.alpha, seed=self.seed
+        )
+
+    def can_decide(self) -> bool:
+        """Whether any interim can decide at all: a permutation test's smallest p-value is one over its number of
+        permutations (``C(2n, n)`` to the power of the interims, at most ``B``), and interim k may spend
+        ``alpha * k / K`` of the error. With n = 2 and K = 2 (6 and then 36 permutations), nothing can be decided."""
+        return any(
+            1 / min(self.B, math.comb(2 * self.n, self.n) ** k) <= self.alpha * k / self.K for k in range(1, self.K + 1)
         )
 
     @property

@@ -103,6 +103,14 @@ class AdaStopSweeper(Sweeper):
         test = SequentialTest(
             configs, self.n, self.K, self.alpha, self.B, baseline_index(self.baseline, configs), self.seed, self.score
         )
+        if not test.can_decide():
+            log.warning(
+                "AdaStop: with n=%d, K=%d and alpha=%g no interim can decide (too few permutations of so few seeds): "
+                "every comparison will end undecided; raise n or K",
+                self.n,
+                self.K,
+                self.alpha,
+            )
         out = SweepPaths(sweep_dir).comparison / "adastop.json"
         directories: dict[int, list[Path]] = {i: [] for i in range(len(configs))}
         returns: list[Sequence[Any]] = []

@@ -139,3 +139,11 @@ def test_adastop_needs_a_sweep_of_two_configurations() -> None:
     with pytest.raises(ConfigError, match="add --multirun"):
         check_command(["algo=ppo", "env=cartpole", "hydra/sweeper=adastop"])
     assert check_command([*SWEEP, "hydra.sweeper.n=2", "hydra.sweeper.baseline='algo=ppo'"])  # a good one passes
+
+
+def test_a_design_too_small_to_decide_anything_is_known_as_such() -> None:
+    assert not SequentialTest([["a"], ["b"]], 2, 1, 0.05, 10000).can_decide()  # 1/6 > 0.05
+    assert SequentialTest([["a"], ["b"]], 2, 2, 0.05, 10000).can_decide()  # 1/36 <= 0.05 at the second interim
+    scores = draw([0.0, 50.0], 2, 1)  # a difference no test could miss: still undecided, as said
+    test = by_lander(scores, 2, 1)
+    assert test.record("finished")["decisions"][0]["decision"] == "undecided"

@@ -183,7 +183,8 @@ function formOverrides(sweep) {
   if (choosing && !given.has("algo")) out.push("algo=" + field("algo").value);
   if (choosing && !given.has("env")) out.push("env=" + field("env").value);
   const seeds = field("seeds").value.trim();
-  if (!given.has("seed") && seeds) {
+  if (field("adastop").checked && !sweep) return "AdaStop decides the seeds of a sweep: use Launch sweep";
+  if (!given.has("seed") && seeds && !field("adastop").checked) {  // with AdaStop the sweeper chooses the seeds
     if (!/^\d+(,\d+)*$/.test(seeds) || seeds.split(",").some(s => Number(s) >= 2 ** 32)) return "seeds: integers in [0, 2**32), separated by commas";
     if (seeds.includes(",") && !sweep) return "several seeds are a sweep: use Launch sweep";
     out.push("seed=" + seeds);
@@ -202,10 +203,24 @@ function formOverrides(sweep) {
   return out.concat(more);
 }
 
+// AdaStop's keys from the form ({n, K, alpha}), null when it is off, or an error message
+function adastop() {
+  if (!field("adastop").checked) return null;
+  const n = Number(field("adastop-n").value), K = Number(field("adastop-k").value);
+  const alpha = Number(field("adastop-alpha").value);
+  if (!(Number.isInteger(n) && n >= 2)) return "AdaStop n: an integer of at least 2";
+  if (!(Number.isInteger(K) && K >= 1)) return "AdaStop K: an integer of at least 1";
+  if (!(alpha > 0 && alpha < 1)) return "AdaStop alpha: a number in (0, 1)";
+  return {n, K, alpha};
+}
+
 function launch(sweep) {
   const overrides = formOverrides(sweep);
   if (typeof overrides === "string") { say(overrides, false); return; }
-  if (sweep) action("POST", "/api/sweeps", {overrides}, d => "started sweep " + d.path);
+  const sequential = adastop();
+  if (typeof sequential === "string") { say(sequential, false); return; }
+  if (sweep && sequential) action("POST", "/api/sweeps", {overrides, adastop: sequential}, d => "started AdaStop sweep " + d.path);
+  else if (sweep) action("POST", "/api/sweeps", {overrides}, d => "started sweep " + d.path);
   else action("POST", "/api/runs", {overrides}, d => "started run " + d.path);
 }
 field("algo").onchange = fillEnvs;

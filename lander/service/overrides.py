@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 import re
 import threading
+from collections.abc import Sequence
 from typing import Any
 
 from hydra import compose, initialize_config_dir
@@ -60,7 +61,9 @@ class Refused(ValueError):
         self.status = status
 
 
-def check_overrides(overrides: Any, multirun: bool, max_jobs: int, allowed: list[str]) -> tuple[list[str], DictConfig]:
+def check_overrides(
+    overrides: Any, multirun: bool, max_jobs: int, allowed: list[str], sweeper: Sequence[str] = (), runs: int = 1
+) -> tuple[list[str], DictConfig]:
     """Refuse what a request may not ask for, then compose and validate every job; return the overrides and the
     first job's config.
 
@@ -68,17 +71,20 @@ def check_overrides(overrides: Any, multirun: bool, max_jobs: int, allowed: list
     :param multirun: a sweep (``POST /api/sweeps``)
     :param max_jobs: the most jobs a sweep may expand to
     :param allowed: the ``--allow-target`` prefixes (for :func:`lander.config.trust.check_trusted`)
+    :param sweeper: the service's own ``hydra/sweeper`` overrides, made from a request's checked numbers (AdaStop's
+        ``n``, ``K``, ``alpha``), never from its text; checked with the command
+    :param runs: runs each configuration may take (AdaStop: at most ``n * K``), counted against ``max_jobs``
     """
     if not isinstance(overrides, list) or not all(isinstance(o, str) for o in overrides):
         raise Refused('"overrides" must be a list of strings such as ["algo=ppo", "seed=0"]')
     if len(overrides) > MAX_OVERRIDES:
         raise Refused(f"{len(overrides)} overrides: the service takes at most {MAX_OVERRIDES} in one request")
     parsed = [parse(text, multirun) for text in overrides]
-    if multirun and (jobs := sweep_size(parsed)) > max_jobs:
+    if multirun and (jobs := sweep_size(parsed) * runs) > max_jobs:
         raise Refused(
             f"the sweep expands to {jobs:,} jobs: the service launches at most {max_jobs} in one sweep (--max-jobs)"
         )
-    first = compose_checked(list(overrides), parsed, multirun, max_jobs, allowed)
+    first = compose_checked(list(overrides), parsed, multirun, max_jobs, allowed, list(sweeper))
     return list(overrides), first
 
 
@@ -185,7 +191,12 @@ def sweep_size(parsed: list[Override]) -> int:
 
 
 def compose_checked(
-    overrides: list[str], parsed: list[Override], multirun: bool, max_jobs: int, allowed: list[str]
+    overrides: list[str],
+    parsed: list[Override],
+    multirun: bool,
+    max_jobs: int,
+    allowed: list[str],
+    sweeper: list[str] | None = None,
 ) -> DictConfig:
     """Every job composed, checked by :func:`lander.config.trust.check_trusted` and then validated as
     ``python -m lander.run`` would (a preset's own sweep counted in); return the first job's config. Nothing a
@@ -206,7 +217,8 @@ def compose_checked(
                 f"the sweep (with its preset's own values or trials) expands to {jobs:,} jobs: the service "
                 f"launches at most {max_jobs} in one sweep (--max-jobs)"
             )
-        check_command(["--multirun", *overrides] if multirun else list(overrides), _compose_lock, allowed)
+        command = ["--multirun", *overrides, *(sweeper or [])] if multirun else list(overrides)
+        check_command(command, _compose_lock, allowed)
     except ConfigError as exc:
         raise Refused(str(exc)) from exc
     except (HydraException, OmegaConfBaseException, ValueError) as exc:

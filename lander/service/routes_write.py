@@ -19,12 +19,29 @@ from lander.service.overrides import Refused, check_overrides, run_label
 router = APIRouter()
 
 
+class AdaStop(BaseModel):
+    """A sweep that decides how many seeds it needs (``hydra/sweeper=adastop``): its configurations get ``n`` seeds
+    per interim, at most ``K`` interims, with the family-wise error ``alpha``; the sweeper chooses the seeds."""
+
+    n: int = Field(5, ge=2, le=100, description="seeds per configuration per interim")
+    K: int = Field(3, ge=1, le=20, description="interims at most")
+    alpha: float = Field(0.05, gt=0, lt=1, description="family-wise error over all comparisons and interims")
+
+    def overrides(self) -> list[str]:
+        """The sweeper's overrides, made by the service from these checked numbers."""
+        return ["hydra/sweeper=adastop", f"hydra.sweeper.n={self.n}", f"hydra.sweeper.K={self.K}",
+                f"hydra.sweeper.alpha={self.alpha!r}"]  # fmt: skip
+
+
 class Launch(BaseModel):
     """What to launch: overrides of lander's config, as data (checked by
     :func:`lander.service.overrides.check_overrides`)."""
 
     overrides: list[str] = Field(
         default_factory=list, description='Hydra overrides, e.g. ["algo=ppo", "seed=0"] (a sweep: "seed=0,1,2")'
+    )
+    adastop: AdaStop | None = Field(
+        None, description="a sweep only: let AdaStop decide the seeds (no seed= override then); null: fixed seeds"
     )
 
 
@@ -71,6 +88,8 @@ def launcher_of(request: Request) -> Launcher:
 def launch_run(request: Request, body: Launch) -> Launched:
     launcher = launcher_of(request)
     launcher.room()  # before the overrides are composed: a full service answers at once
+    if body.adastop is not None:
+        raise Refused('"adastop" decides the seeds of a sweep: POST /api/sweeps; nothing was started')
     overrides, cfg = check_overrides(body.overrides, False, launcher.max_jobs, launcher.allowed)
     return as_launched(launcher.launch_run(overrides, run_label(cfg)))
 
@@ -83,8 +102,10 @@ def as_launched(entry: dict[str, Any]) -> Launched:
 def launch_sweep(request: Request, body: Launch) -> Launched:
     launcher = launcher_of(request)
     launcher.room()
-    overrides, _ = check_overrides(body.overrides, True, launcher.max_jobs, launcher.allowed)
-    return as_launched(launcher.launch_sweep(overrides))
+    sweeper = body.adastop.overrides() if body.adastop else []
+    runs = body.adastop.n * body.adastop.K if body.adastop else 1
+    overrides, _ = check_overrides(body.overrides, True, launcher.max_jobs, launcher.allowed, sweeper, runs)
+    return as_launched(launcher.launch_sweep([*overrides, *sweeper]))
 
 
 @router.post("/api/comparisons", status_code=201, summary='Compare any runs: {"runs": ["<run id>", ...]}')

@@ -180,6 +180,35 @@ def test_bad_requests_get_clear_errors_and_change_nothing(api, tmp_path):
     assert sorted(p.relative_to(root) for p in root.rglob("*")) == before  # nothing started, nothing written
 
 
+def test_a_sweep_that_decides_its_seeds_is_launched_with_checked_numbers(api):
+    """``"adastop": {n, K, alpha}`` (numbers, never text) becomes the sweeper's overrides; what it cannot take is
+    refused in one line, nothing started; the sweep's record is served with it."""
+    svc, root = api
+    for body, words in [
+        ({"overrides": ["gamma=0.9,0.99"], "adastop": {"n": 1}}, "greater than or equal to 2"),
+        ({"overrides": ["gamma=0.9,0.99"], "adastop": {"alpha": "0.05; rm -rf"}}, "valid number"),
+        ({"overrides": ["gamma=0.9,0.99", "seed=0,1"], "adastop": {"n": 2}}, "chooses the seeds"),
+        ({"overrides": ["gamma=0.9"], "adastop": {"n": 2}}, "at least two"),
+        ({"overrides": ["gamma=0.9,0.99"], "adastop": {"n": 40, "K": 20}}, "at most"),
+    ]:
+        response = svc.post("/api/sweeps", json=body)
+        assert response.status_code == 422 and words in response.json()["error"], (body, response.text)
+    refused = svc.post("/api/runs", json={"overrides": ["gamma=0.9"], "adastop": {"n": 2}})
+    assert refused.status_code == 422 and "POST /api/sweeps" in refused.json()["error"]
+    body = {"overrides": ["algo=ppo", "env=cartpole", "gamma=0.9,0.99", *TINY], "adastop": {"n": 2, "K": 1}}
+    launched = svc.post("/api/sweeps", json=body)
+    assert launched.status_code == 201, launched.text
+    assert launched.json()["args"][-5:-1] == [
+        "hydra/sweeper=adastop",
+        "hydra.sweeper.n=2",
+        "hydra.sweeper.K=1",
+        "hydra.sweeper.alpha=0.05",
+    ]
+    sweep = svc.wait_for(f"/api/sweeps/{launched.json()['id']}", lambda s: s["report"] is not None)
+    record = json.loads((root / launched.json()["path"] / "comparison" / "adastop.json").read_text())
+    assert record["n"] == 2 and record["K"] == 1 and record["runs_used"] == len(sweep["jobs"]) == 4
+
+
 def test_launching_where_nothing_can_be_written_is_refused(tmp_path):
     (tmp_path / "outputs").write_text("a file where the runs would go")
     with service(tmp_path) as svc:
@@ -226,6 +255,11 @@ def test_the_dashboard_after_one_click_on_the_printed_url(tmp_path):
         page.click("#launch-run")
         page.wait_for_selector("#message.error")
         bad_seeds = page.text_content("#message")
+        page.check("#adastop")  # AdaStop decides a sweep's seeds: a run is refused by the form
+        page.click("#launch-run")
+        page.wait_for_selector("#message.error")
+        adastop_run = page.text_content("#message")
+        page.uncheck("#adastop")
         page.fill("#seeds", "0")
         page.fill("#overrides", "algo.model.learning_rate=0.001 no_such_key=1")
         page.click("#launch-run")
@@ -271,6 +305,7 @@ def test_the_dashboard_after_one_click_on_the_printed_url(tmp_path):
     assert not visit.errors and not visit.dialogs, visit.errors
     assert "lunar_lander_continuous" in sac_envs and "lunar_lander" not in sac_envs
     assert bad_seeds.startswith("seeds:") and unknown.startswith("unknown key no_such_key")
+    assert adastop_run == "AdaStop decides the seeds of a sweep: use Launch sweep"
     launched = (tmp_path / ".lander-service" / "launched.jsonl").read_text().splitlines()
     assert len(launched) == 4  # the run, its resume, the sweep, the comparison: nothing for the refused forms
     assert all(u.startswith(svc.url) for u in visit.requests), visit.requests  # nothing from elsewhere (no CDN)

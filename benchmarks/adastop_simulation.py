@@ -8,7 +8,7 @@ the configurations still in an undecided comparison). The error rate's interval 
 experiments.
 
     python benchmarks/adastop_simulation.py [--null 2000] [--experiments 1000] [--n 5] [--K 3] [--alpha 0.05]
-        [--B 10000] [--workers 2]
+        [--B 10000] [--workers 2] [--only 2 3]
 """
 
 from __future__ import annotations
@@ -22,13 +22,22 @@ import numpy as np
 from lander.analysis.sequential import SequentialTest
 
 
-def experiment(args: tuple[list[float], int, int, float, int, int]) -> tuple[int, int, bool]:
-    """One simulated sweep: ``(configurations' means, n, K, alpha, B, seed)`` -> (interims, runs used, whether any
-    comparison was decided ``larger``/``smaller``)."""
-    means, n, K, alpha, B, seed = args
+class AsThePackage(SequentialTest):
+    """The package at the ``alpha`` asked for, as its own docstring uses it (lander hands it ``alpha / 2``)."""
+
+    @property
+    def level(self) -> float:
+        return self.alpha
+
+
+def experiment(args: tuple[list[float], int, int, float, int, int, bool]) -> tuple[int, int, bool]:
+    """One simulated sweep: ``(configurations' means, n, K, alpha, B, seed, as the package)`` -> (interims, runs
+    used, whether any comparison was decided ``larger``/``smaller``)."""
+    means, n, K, alpha, B, seed, package = args
     rng = np.random.default_rng(seed)
     scores = [rng.normal(mean, 1.0, n * K) for mean in means]
-    test = SequentialTest([[f"c={i}"] for i in range(len(means))], n, K, alpha, B, None, seed=seed)
+    kind = AsThePackage if package else SequentialTest
+    test = kind([[f"c={i}"] for i in range(len(means))], n, K, alpha, B, None, seed=seed)
     while not test.finished:
         test.add({i: list(scores[i][test.interims * n : (test.interims + 1) * n]) for i in test.active()})
     record = test.record("finished")
@@ -53,14 +62,18 @@ def main() -> None:
     parser.add_argument("--alpha", type=float, default=0.05)
     parser.add_argument("--B", type=int, default=10000)
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--only", nargs="*", help="these settings (by number, 1-6) only")
     args = parser.parse_args()
     settings = [
+        ("2 configurations, equal: the adastop package at alpha itself", [0.0, 0.0], args.null),
         ("2 configurations, equal", [0.0, 0.0], args.null),
         ("3 configurations, equal", [0.0, 0.0, 0.0], args.null),
         ("2 configurations, 0.5 sd apart", [0.0, 0.5], args.experiments),
         ("2 configurations, 1 sd apart", [0.0, 1.0], args.experiments),
         ("2 configurations, 2 sd apart", [0.0, 2.0], args.experiments),
     ]
+    if args.only:
+        settings = [settings[int(number) - 1] for number in args.only]
     print(f"n={args.n} K={args.K} alpha={args.alpha} B={args.B}; the fixed design: n*K={args.n * args.K} seeds each")
     print()
     print("| setting | experiments | rejected (error or power) [95% CI] | mean interims | mean seeds per "
@@ -68,7 +81,8 @@ def main() -> None:
     print("|---|---|---|---|---|---|")
     with ProcessPoolExecutor(args.workers) as pool:
         for name, means, count in settings:
-            jobs = [(means, args.n, args.K, args.alpha, args.B, seed) for seed in range(count)]
+            package = "package" in name
+            jobs = [(means, args.n, args.K, args.alpha, args.B, seed, package) for seed in range(count)]
             results = list(pool.map(experiment, jobs, chunksize=16))
             rejected = sum(decided for _, _, decided in results)
             low, high = wilson(rejected, count)

@@ -21,6 +21,7 @@ from typing import Any
 from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.plugins import Plugins
+from hydra.core.utils import JobReturn
 from hydra.plugins.launcher import Launcher
 from hydra.plugins.sweeper import Sweeper
 from hydra.types import HydraContext, TaskFunction
@@ -50,6 +51,17 @@ def baseline_index(baseline: str | None, configs: list[list[str]]) -> int | None
         listed = "; ".join(" ".join(c) for c in configs)
         raise ValueError(f"hydra.sweeper.baseline={baseline!r} names {len(matching)} configurations of: {listed}")
     return matching[0]
+
+
+def job_directory(result: JobReturn) -> Path:
+    """A launched job's run directory: its ``hydra.sweep.dir``/``hydra.sweep.subdir``, as its config resolves them
+    (Hydra's joblib launcher records the process's working directory as ``working_dir``, not the job's)."""
+    config = result.hydra_cfg
+    sweep = OmegaConf.select(config, "hydra.sweep.dir") if config is not None else None
+    subdir = OmegaConf.select(config, "hydra.sweep.subdir") if config is not None else None
+    if sweep is None or subdir is None:
+        return Path(str(result.working_dir))
+    return Path(str(sweep)) / str(subdir)
 
 
 class AdaStopSweeper(Sweeper):
@@ -130,7 +142,7 @@ class AdaStopSweeper(Sweeper):
             returns.append(results)
             job += len(batch)
             for number, result in enumerate(results):
-                directories[active[number // len(seeds)]].append(Path(str(result.working_dir)))
+                directories[active[number // len(seeds)]].append(job_directory(result))
             found, why = run_scores([d for ds in directories.values() for d in ds], self.score)
             missing = {
                 test.labels[i]: [f"{d}: {why.get(d, 'no score')}" for d in directories[i] if d not in found]

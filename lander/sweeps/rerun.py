@@ -99,7 +99,8 @@ def check_same_sweep(config: DictConfig) -> None:
     check_aliases(text, str(saved))
     old = OmegaConf.create(text)
     keys = [("hydra.overrides.task", "overrides"), ("hydra.sweeper.params", "sweep parameters")]
-    if str(config.hydra.sweeper.get("_target_", "")).endswith(".AdaStopSweeper"):  # its interims follow its keys
+    if str(OmegaConf.select(config, "hydra.sweeper._target_", default="")).endswith(".AdaStopSweeper"):  # its
+        # interims follow its keys
         keys.append(("hydra.sweeper", "AdaStop settings (n, K, alpha, B, baseline, score, seed)"))
     for key, what in keys:
         before, now = OmegaConf.select(old, key), OmegaConf.select(config, key)

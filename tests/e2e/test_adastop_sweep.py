@@ -6,12 +6,16 @@ a configuration whose runs failed named as lacking data."""
 from __future__ import annotations
 
 import json
+import os
+import shlex
+import signal
+import time
 
 import pytest
 import yaml
 
 import lander.api as api
-from helpers import lander, tiny
+from helpers import lander, start_lander, tiny
 from helpers.wandb_reader import read_run
 
 ADASTOP = ["hydra/sweeper=adastop", "hydra.sweeper.n=2", "hydra.sweeper.K=2", "hydra.sweeper.B=1000"]
@@ -23,7 +27,8 @@ def overrides(run_dir) -> list[str]:
 
 def adastop_sweep(sweep_dir, *extra: str, env: dict | None = None):
     cmd = ["--multirun", "gamma=0.9,0.99", *ADASTOP, *tiny("ppo", 512, n_steps=64, eval_every=256, episodes=2)]
-    return lander(*cmd, "video.enabled=false", *extra, f"hydra.sweep.dir={sweep_dir}", env=env, timeout=900)
+    cmd += ["video.enabled=false", "report=false"]  # each run's own: the sweep's comparison report is written
+    return lander(*cmd, *extra, f"hydra.sweep.dir={sweep_dir}", env=env, timeout=900)
 
 
 @pytest.fixture(scope="module")
@@ -87,3 +92,37 @@ def test_a_configuration_whose_runs_failed_is_named_as_lacking_data(tmp_path):
     assert record["status"] == "incomplete" and record["interims"] == 0
     assert set(record["missing"]) == {"gamma=0.9", "gamma=0.99"}
     assert "AdaStop: configuration gamma=0.9 lacks data" in proc.stdout + proc.stderr
+
+
+@pytest.mark.slow  # kept out of the default suite for its time (docs/development.md)
+def test_the_interims_run_through_hydras_joblib_launcher_too(tmp_path):
+    sweep = tmp_path / "sweep"
+    proc = adastop_sweep(sweep, "hydra/launcher=joblib", "hydra.launcher.n_jobs=2")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    record = json.loads((sweep / "comparison" / "adastop.json").read_text())
+    assert record["status"] == "finished" and record["runs_used"] == 2 * 2 * record["interims"]
+    assert len([p for p in sweep.iterdir() if p.name.isdigit()]) == record["runs_used"]
+
+
+@pytest.mark.slow  # kept out of the default suite for its time (docs/development.md)
+def test_ctrl_c_stops_an_interim_with_checkpoints_and_the_printed_command_completes_the_test(tmp_path):
+    sweep = tmp_path / "sweep"
+    cmd = ["--multirun", "gamma=0.9,0.99", *ADASTOP, "seeds_per_process=2"]
+    cmd += tiny("ppo", 8192, n_steps=128, eval_every=1024, episodes=2, checkpoints=1024, video=False, report=False)
+    proc = start_lander(*cmd, f"hydra.sweep.dir={sweep}", session=True)
+    deadline = time.monotonic() + 240
+    while not all(any((sweep / job / "checkpoints").glob("*.zip")) for job in ("0", "2")):
+        assert time.monotonic() < deadline and proc.poll() is None, proc.stderr[-3000:]
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGINT)
+    assert proc.wait(timeout=120) == 130, proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert not (sweep / "comparison" / "adastop.json").exists()  # no interim was tested: none ended
+    continued = (proc.stdout + proc.stderr).split("continue: ")[-1].strip()
+    rerun = lander(*shlex.split(continued)[3:], timeout=900)
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    record = json.loads((sweep / "comparison" / "adastop.json").read_text())
+    assert record["status"] == "finished" and record["runs_used"] == 2 * 2 * record["interims"]
+    for job in ("0", "2"):  # resumed from its checkpoint, not trained again
+        summary = json.loads((sweep / job / "summary.json").read_text())
+        assert summary["status"] == "completed" and summary["resumed_at"] and summary["resumed_at"][0] >= 1024

@@ -27,6 +27,8 @@ def test_qcritic_preset_names_runs_like_the_assignment_and_pools_eval_episodes(t
         "total_timesteps=1000",
         "+env.kwargs.max_episode_steps=200",
         "logger=wandb",  # the runs' names and group are read back from W&B
+        "video.enabled=false",  # what this test reads needs neither the video nor the run's report
+        "report=false",
     )
     assert proc.returncode == 0, proc.stderr[-4000:]
     jobs = sorted((p for p in sweep_dir.iterdir() if p.name.isdigit()), key=lambda p: int(p.name))

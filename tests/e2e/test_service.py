@@ -195,7 +195,8 @@ def test_a_sweep_that_decides_its_seeds_is_launched_with_checked_numbers(api):
         assert response.status_code == 422 and words in response.json()["error"], (body, response.text)
     refused = svc.post("/api/runs", json={"overrides": ["gamma=0.9"], "adastop": {"n": 2}})
     assert refused.status_code == 422 and "POST /api/sweeps" in refused.json()["error"]
-    body = {"overrides": ["algo=ppo", "env=cartpole", "gamma=0.9,0.99", *TINY], "adastop": {"n": 2, "K": 1}}
+    tiniest = [*TINY, "total_timesteps=512", "video.enabled=false", "report=false", "seeds_per_process=2"]
+    body = {"overrides": ["algo=ppo", "env=cartpole", "gamma=0.9,0.99", *tiniest], "adastop": {"n": 2, "K": 1}}
     launched = svc.post("/api/sweeps", json=body)
     assert launched.status_code == 201, launched.text
     assert launched.json()["args"][-5:-1] == [

@@ -151,6 +151,8 @@ def validate(cfg: DictConfig) -> None:
     """
     gamma = cfg.gamma
     _check(gamma is None or 0.0 < gamma <= 1.0, "gamma", gamma, "null or in (0, 1]")
+    gain = cfg.early_stop.get("min_improvement", 0.0)
+    _check(math.isfinite(gain) and gain >= 0, "early_stop.min_improvement", gain, "a finite number >= 0")
     for key, (smallest, nullable, allowed) in MINIMA.items():
         value = OmegaConf.select(cfg, key)
         _check((value is None and nullable) or (value is not None and value >= smallest), key, value, allowed)

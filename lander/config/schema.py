@@ -104,6 +104,7 @@ class VideoConfig:
 class EarlyStopConfig:
     reward_threshold: float | None = MISSING
     patience: int | None = MISSING
+    min_improvement: float = MISSING
 
 
 @dataclass

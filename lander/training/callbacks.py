@@ -339,11 +339,16 @@ class StopOnReward(StopRule):
 
 
 class StopOnPlateau(StopRule):
-    """Stop after ``patience`` evaluations in a row without a new best mean (``early_stop.patience``)."""
+    """Stop after ``patience`` evaluations in a row without a new best mean (``early_stop.patience``); a new best
+    counts only if it beats the best so far by more than ``min_improvement`` (``early_stop.min_improvement``).
 
-    def __init__(self, patience: int) -> None:
+    :param patience: evaluations in a row without improvement
+    :param min_improvement: how much a mean must exceed the best to count (in the env's return units; 0: any)
+    """
+
+    def __init__(self, patience: int, min_improvement: float = 0.0) -> None:
         super().__init__()
-        self.patience = patience
+        self.patience, self.min_improvement = patience, min_improvement
         self._best = float("-inf")
         self._since_best = 0
 
@@ -351,13 +356,14 @@ class StopOnPlateau(StopRule):
         self._best, self._since_best = self.parent.best_mean, 0  # type: ignore[union-attr]  # a resumed run's too
 
     def _on_step(self) -> bool:
-        best = self.parent.best_mean  # type: ignore[union-attr]
-        if best > self._best:
-            self._best, self._since_best = best, 0
+        mean = self.parent.last_mean  # type: ignore[union-attr]
+        if mean > self._best + self.min_improvement or self._best == float("-inf"):
+            self._best, self._since_best = mean, 0
             return True
         self._since_best += 1
         if self._since_best >= self.patience:
-            return self._stop(f"no new best eval mean in {self.patience} evaluations (early_stop.patience)")
+            by = f" (by more than {self.min_improvement:g})" if self.min_improvement else ""
+            return self._stop(f"no new best eval mean{by} in {self.patience} evaluations (early_stop.patience)")
         return True
 
 
@@ -690,7 +696,7 @@ def callbacks_for(
     if cfg.early_stop.reward_threshold is not None:
         rules.append(StopOnReward(cfg.early_stop.reward_threshold))
     if cfg.early_stop.patience is not None:
-        rules.append(StopOnPlateau(cfg.early_stop.patience))
+        rules.append(StopOnPlateau(cfg.early_stop.patience, float(cfg.early_stop.get("min_improvement", 0.0))))
     evaluator = PeriodicEval(
         cfg.eval.freq,
         partial(make_env, cfg.env),

@@ -9,13 +9,12 @@ import json
 import os
 import shlex
 import signal
-import time
 
 import pytest
 import yaml
 
 import lander.api as api
-from helpers import lander, start_lander, tiny
+from helpers import lander, start_lander, tiny, wait_for_checkpoints
 from helpers.wandb_reader import read_run
 
 ADASTOP = ["hydra/sweeper=adastop", "hydra.sweeper.n=2", "hydra.sweeper.K=2", "hydra.sweeper.B=1000"]
@@ -110,10 +109,7 @@ def test_ctrl_c_stops_an_interim_with_checkpoints_and_the_printed_command_comple
     cmd = ["--multirun", "gamma=0.9,0.99", *ADASTOP, "seeds_per_process=2"]
     cmd += tiny("ppo", 8192, n_steps=128, eval_every=1024, episodes=2, checkpoints=1024, video=False, report=False)
     proc = start_lander(*cmd, f"hydra.sweep.dir={sweep}", session=True)
-    deadline = time.monotonic() + 240
-    while not all(any((sweep / job / "checkpoints").glob("*.zip")) for job in ("0", "2")):
-        assert time.monotonic() < deadline and proc.poll() is None, proc.stderr[-3000:]
-        time.sleep(0.05)
+    wait_for_checkpoints(sweep, ("0", "2"), proc)
     os.killpg(proc.pid, signal.SIGINT)
     assert proc.wait(timeout=120) == 130, proc.stderr[-3000:]
     assert "Traceback" not in proc.stderr, proc.stderr[-3000:]

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from helpers import lander, start_lander, tiny
+from helpers import lander, start_lander, tiny, wait_for_checkpoints
 from helpers.consistency import assert_consistent
 from helpers.wandb_reader import read_runs
 
@@ -67,10 +67,7 @@ def test_pause_and_ctrl_c_reach_every_seed_of_the_process_and_the_printed_comman
     cmd = ["--multirun", "seed=0,1", "seeds_per_process=2"]
     cmd += tiny("ppo", 8192, n_steps=128, eval_every=1024, episodes=2, checkpoints=1024, video=False, report=False)
     proc = start_lander(*cmd, f"hydra.sweep.dir={sweep}", session=True)
-    deadline = time.monotonic() + 240
-    while not all(any((sweep / job / "checkpoints").glob("*.zip")) for job in ("0", "1")):
-        assert time.monotonic() < deadline and proc.poll() is None, proc.stderr[-3000:]
-        time.sleep(0.05)
+    wait_for_checkpoints(sweep, ("0", "1"), proc)
     os.killpg(proc.pid, signal.SIGUSR1)  # pause: every seed of the process pauses, and each run says so
     wait_for_status(sweep, "paused", proc)
     os.killpg(proc.pid, signal.SIGUSR2)

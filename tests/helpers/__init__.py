@@ -15,6 +15,7 @@ from helpers.runs import (
     start_lander,
     tiny,
     tiny_run,
+    wait_for_checkpoints,
 )
 
 __all__ = [
@@ -32,4 +33,5 @@ __all__ = [
     "start_lander",
     "tiny",
     "tiny_run",
+    "wait_for_checkpoints",
 ]

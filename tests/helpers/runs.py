@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import time
 from pathlib import Path
 
 from helpers.processes import REPO, LanderProcess, run_module
@@ -152,3 +153,11 @@ def assert_same_results(run_a: Path, run_b: Path) -> None:
     assert read_json(run_a / "eval.json")["episodes"] == read_json(run_b / "eval.json")["episodes"]
     wa, wb = policy_weights(run_a), policy_weights(run_b)
     assert wa.keys() == wb.keys() and all(torch.equal(wa[k], wb[k]) for k in wa)
+
+
+def wait_for_checkpoints(sweep: Path, jobs: tuple[str, ...], proc: LanderProcess, timeout: float = 240) -> None:
+    """Wait until each of a running sweep's ``jobs`` has written a checkpoint (the process still alive)."""
+    deadline = time.monotonic() + timeout
+    while not all(any((sweep / job / "checkpoints").glob("*.zip")) for job in jobs):
+        assert time.monotonic() < deadline and proc.poll() is None, proc.stderr[-3000:]
+        time.sleep(0.05)

@@ -8,6 +8,7 @@ import json
 import os
 import re
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -16,7 +17,7 @@ from lander.analysis.runset import Run, changes_nothing, labels
 from lander.config.schema import neutral_keys
 from lander.storage.rundir import RunPaths, RunSummary, Status, atomic_write, find_run_dirs, write_json
 from lander.sweeps.rerun import check_same_sweep, plan_job, set_aside
-from lander.training.callbacks import Every
+from lander.training.callbacks import Every, StopOnPlateau
 
 
 def test_every_fires_at_multiples_and_from_a_resumed_step() -> None:
@@ -236,3 +237,24 @@ def test_a_rerun_with_the_overrides_in_another_order_numbers_its_jobs_as_before(
     for other in (["algo=ppo,a2c", "seed=1,0"], ["seed=0,1", "algo=ppo,a2c", "seed=0,1"]):
         with pytest.raises(ConfigError, match="other overrides"):
             rerun(other)
+
+
+@pytest.mark.parametrize(
+    ("min_improvement", "means", "stops_after"),
+    [
+        (0.0, [100, 103, 102, 101], 4),  # 103 is a new best: patience counts 102 and 101
+        (5.0, [100, 103, 104.9], 3),  # neither 103 nor 104.9 beats 100 by more than 5
+        (5.0, [100, 105.5, 106, 107], 4),  # 105.5 does; then 106 and 107 do not beat it by 5
+    ],
+)
+def test_a_plateau_counts_only_means_that_beat_the_best_by_more_than_min_improvement(
+    min_improvement, means, stops_after
+):
+    rule = StopOnPlateau(patience=2, min_improvement=min_improvement)
+    rule.parent = SimpleNamespace(best_mean=float("-inf"), last_mean=float("-inf"))  # PeriodicEval's two numbers
+    rule._init_callback()
+    for count, mean in enumerate(means, 1):
+        rule.parent.last_mean = mean
+        going_on = rule._on_step()
+        assert going_on == (count < stops_after), (count, rule.stop_reason)
+    assert rule.stop_reason.startswith("no new best eval mean")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any, ClassVar
@@ -307,6 +307,70 @@ class NonFiniteGuard(BaseCallback):
 
     def _on_rollout_start(self) -> None:
         check_finite(self.model)
+
+    def _on_step(self) -> bool:
+        return True
+
+
+class GradientNorms(BaseCallback):
+    """``train/grad_norm``: the norm of each gradient step's gradient, before any clipping, as the mean over an
+    update's steps (as SB3 records its losses). For each torch optimizer of the model: the policy's
+    (``grad_norm``), or SAC's and TD3's actor's and critic's (``actor_grad_norm``, ``critic_grad_norm``).
+
+    Each optimizer's parameters get one hook on their gradients (``torch.autograd.graph.register_multi_grad_hook``:
+    called once the backward pass has computed them, before SB3 clips them) and one on the optimizer's step
+    (``register_step_pre_hook``), which records the norm of the last backward: a backward that reaches the critic
+    through the actor's loss is overwritten by the critic's own before its step. The hooks only read gradients.
+    Seeds trained side by side record the same statistic from their batched update.
+    """
+
+    OPTIMIZERS: ClassVar[dict[str, str]] = {
+        "optimizer": "grad_norm",
+        "actor.optimizer": "actor_grad_norm",
+        "critic.optimizer": "critic_grad_norm",
+    }
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.handles: list[Any] = []
+
+    def _on_training_start(self) -> None:
+        self.remove()
+        for path, name in self.OPTIMIZERS.items():
+            optimizer: Any = self.model.policy
+            for attribute in path.split("."):
+                optimizer = getattr(optimizer, attribute, None)
+            if not isinstance(optimizer, torch.optim.Optimizer):
+                continue
+            params = [p for group in optimizer.param_groups for p in group["params"] if p.requires_grad]
+            if params:
+                self.watch(optimizer, params, f"train/{name}")
+
+    def watch(self, optimizer: torch.optim.Optimizer, params: list[torch.Tensor], key: str) -> None:
+        """Record ``key`` at each step of ``optimizer``: the norm of its ``params``' gradient from the last
+        backward."""
+        last: dict[str, float] = {}
+
+        def computed(grads: Sequence[torch.Tensor | None]) -> None:
+            norms = [torch.linalg.vector_norm(g.detach()) for g in grads if g is not None]
+            if norms:
+                last["norm"] = float(torch.linalg.vector_norm(torch.stack(norms)))
+
+        def stepping(*_: Any) -> None:
+            if "norm" in last:
+                self.model.logger.record_mean(key, last.pop("norm"))
+
+        self.handles.append(torch.autograd.graph.register_multi_grad_hook(params, computed, mode="all"))
+        self.handles.append(optimizer.register_step_pre_hook(stepping))
+
+    def remove(self) -> None:
+        """Take the hooks off (at the end of training; before a new ``learn`` adds them again)."""
+        for handle in self.handles:
+            handle.remove()
+        self.handles = []
+
+    def _on_training_end(self) -> None:
+        self.remove()
 
     def _on_step(self) -> bool:
         return True
@@ -711,7 +775,7 @@ def callbacks_for(
         after_eval=list(rules),
     )
     episodes = EpisodeLogger(paths.train_episodes, sinks)
-    callbacks: list[BaseCallback] = [NonFiniteGuard(), episodes]  # the guard first: nothing NaN is saved
+    callbacks: list[BaseCallback] = [NonFiniteGuard(), episodes, GradientNorms()]  # the guard first: nothing NaN saved
     if cfg.max_episodes is not None:
         rules.append(StopOnEpisodes(cfg.max_episodes, lambda: episodes.episodes))
         callbacks.append(rules[-1])

@@ -92,6 +92,17 @@ def test_summary_and_metrics(algo_run):
     assert summary["best_eval_mean"] == pytest.approx(max(float(r["mean"]) for r in evals))
 
 
+def test_every_update_records_its_gradient_norm_before_clipping(algo_run):
+    algo, run_dir = algo_run
+    progress = pd.read_csv(run_dir / "metrics/sb3_progress.csv")
+    keys = ["train/actor_grad_norm", "train/critic_grad_norm"] if algo in ("sac", "td3") else ["train/grad_norm"]
+    for key in keys:
+        norms = progress[key].dropna()
+        assert len(norms) and (norms > 0).all() and np.isfinite(norms).all(), (key, progress.columns.tolist())
+    if algo in ("ppo", "a2c"):  # clipped at max_grad_norm (0.5) after the norm is taken: seen above it
+        assert progress["train/grad_norm"].max() > 0.5
+
+
 def test_eval_json_has_every_episode(algo_run):
     _algo, run_dir = algo_run
     record = read_json(run_dir / "eval.json")

@@ -41,6 +41,7 @@ def test_a_killed_and_resumed_run_has_one_continuous_curve_with_the_csv_values(t
     assert [e.value for e in returns] == pytest.approx(episodes["return"].tolist(), rel=1e-6)
     progress = pd.read_csv(run_dir / "metrics/sb3_progress.csv")
     numeric = {c for c in progress.columns if pd.api.types.is_numeric_dtype(progress[c]) and progress[c].notna().any()}
+    assert {"train/grad_norm", "train/loss"} <= numeric  # lander's gradient norm beside SB3's loss, in all three
     assert numeric <= set(events.Tags()["scalars"]), numeric - set(events.Tags()["scalars"])
     wandb_keys = {k for part in read_runs(run_dir) for row in part["history"] for k in row if not k.startswith("_")}
     assert set(events.Tags()["scalars"]) <= wandb_keys - {"global_step"}  # the same keys as in W&B

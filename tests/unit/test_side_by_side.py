@@ -18,6 +18,7 @@ from lander.algorithms.batched_ppo.loss import NumpyLoss
 from lander.algorithms.batched_ppo.model import SeedStack, SideBySidePPO, in_lockstep
 from lander.algorithms.batched_ppo.stacked import Layer, StackedPolicy
 from lander.execution.lockstep import Lockstep
+from lander.training.callbacks import GradientNorms
 
 CASES = {
     "discrete": ("CartPole-v1", {"ent_coef": 0.01}),  # the entropy bonus: SB3's default 0.0 leaves it untested
@@ -67,7 +68,11 @@ def test_one_update_is_sb3s_update(case: str) -> None:
     rollout(sb3)
     batched.rollout_buffer = copy.deepcopy(sb3.rollout_buffer)
     batched._current_progress_remaining = sb3._current_progress_remaining
+    norms = GradientNorms()  # lander's train/grad_norm for SB3 (the batched update records its own)
+    norms.init_callback(sb3)
+    norms._on_training_start()
     sb3.train()
+    norms.remove()
     batched.train()
     for (name, a), b in zip(sb3.policy.named_parameters(), batched.policy.parameters(), strict=True):
         assert torch.allclose(a, b, rtol=1e-4, atol=1e-6), name

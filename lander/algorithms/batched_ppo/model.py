@@ -213,6 +213,7 @@ class SeedStack:
                 minibatch_loss, stepping, grad = self.minibatch(batch, first, clip, clip_vf, training, stats)
                 loss = torch.where(training, minibatch_loss, loss)  # a seed stopped earlier keeps its own
                 norms = grad.norm(dim=1)  # each seed's clip_grad_norm_
+                stats.add_grad_norm(stepping, norms)  # before clipping, for the seeds that take this step
                 grad.mul_(torch.clamp(first.max_grad_norm / (norms + 1e-6), max=1.0).unsqueeze(1))
                 self.adam.step(grad, lr, None if everyone else stepping)
                 training = stepping
@@ -317,6 +318,7 @@ class Statistics:
         self.sums = torch.zeros(5, k)  # policy, value, entropy losses, clip fraction, approx_kl (this epoch's)
         self.counts = torch.zeros(2, k)  # minibatches trained on: all, this epoch's
         self.epochs = torch.zeros(k, dtype=torch.int64)
+        self.grad_norms, self.steps = torch.zeros(k), torch.zeros(k)  # gradient norms before clipping, steps taken
 
     def start_epoch(self, training: torch.Tensor) -> None:
         self.sums[4, training] = 0
@@ -329,9 +331,16 @@ class Statistics:
         self.sums.add_(values.to(self.sums) * weight)
         self.counts.add_(weight)
 
+    def add_grad_norm(self, stepping: torch.Tensor, norms: torch.Tensor) -> None:
+        """``norms [K]``: each seed's gradient norm before clipping, counted for the seeds ``stepping``."""
+        self.grad_norms.add_(norms * stepping.float())
+        self.steps.add_(stepping.float())
+
     def means(self, row: int) -> dict[str, float]:
         count = float(self.counts[0, row])
         names = ("policy_gradient_loss", "value_loss", "entropy_loss", "clip_fraction")
         record = {name: float(self.sums[i, row]) / count for i, name in enumerate(names)}
         record["approx_kl"] = float(self.sums[4, row]) / max(float(self.counts[1, row]), 1.0)
+        if float(self.steps[row]):  # as lander's GradientNorms records it for SB3: over the steps taken
+            record["grad_norm"] = float(self.grad_norms[row]) / float(self.steps[row])
         return record

@@ -63,6 +63,7 @@ MINIMA: dict[str, tuple[int, bool, str]] = {  # key -> (smallest value, null all
     "checkpoint_keep": (0, False, "0 (keep all) or a positive integer"),
     "max_episodes": (1, True, "null (no episode budget) or an integer >= 1"),
     "monitor_freq": (0, False, "0 (off) or a positive number of timesteps"),
+    "log_interval": (1, True, "null (the algorithm's default) or an integer >= 1"),
     "early_stop.patience": (1, True, "null (off) or an integer >= 1"),
     "torch_threads": (0, False, "0 (torch's default) or an integer >= 1"),
     "seed": (0, False, "an integer >= 0 (numpy seeds are unsigned)"),

@@ -133,6 +133,8 @@ class LanderConfig:
     resume: str | None = neutral()
     max_episodes: int | None = MISSING
     monitor_freq: int = neutral()
+    log_interval: int | None = neutral()  # SB3's learn(log_interval=...): how often its records are written
+    log_grad_norm: bool = neutral()  # train/grad_norm by hooks on the gradients (5-15% of a PPO run's CPU)
     memory_limit_mb: float | None = neutral()  # stop as interrupted above it (every monitor_freq)
     progress_bar: bool = neutral()
     final_eval: bool = MISSING

@@ -349,16 +349,16 @@ class GradientNorms(BaseCallback):
     def watch(self, optimizer: torch.optim.Optimizer, params: list[torch.Tensor], key: str) -> None:
         """Record ``key`` at each step of ``optimizer``: the norm of its ``params``' gradient from the last
         backward."""
-        last: dict[str, float] = {}
+        last: dict[str, torch.Tensor] = {}
 
-        def computed(grads: Sequence[torch.Tensor | None]) -> None:
-            norms = [torch.linalg.vector_norm(g.detach()) for g in grads if g is not None]
-            if norms:
-                last["norm"] = float(torch.linalg.vector_norm(torch.stack(norms)))
+        def computed(grads: Sequence[torch.Tensor | None]) -> None:  # one fused call for every tensor's norm
+            given = [g for g in grads if g is not None]
+            if given:
+                last["norm"] = torch.linalg.vector_norm(torch.stack(torch._foreach_norm(given)))
 
         def stepping(*_: Any) -> None:
             if "norm" in last:
-                self.model.logger.record_mean(key, last.pop("norm"))
+                self.model.logger.record_mean(key, float(last.pop("norm")))
 
         self.handles.append(torch.autograd.graph.register_multi_grad_hook(params, computed, mode="all"))
         self.handles.append(optimizer.register_step_pre_hook(stepping))
@@ -775,7 +775,9 @@ def callbacks_for(
         after_eval=list(rules),
     )
     episodes = EpisodeLogger(paths.train_episodes, sinks)
-    callbacks: list[BaseCallback] = [NonFiniteGuard(), episodes, GradientNorms()]  # the guard first: nothing NaN saved
+    callbacks: list[BaseCallback] = [NonFiniteGuard(), episodes]  # the guard first: nothing NaN is saved
+    if cfg.get("log_grad_norm"):  # absent from the config of a run made before it existed
+        callbacks.append(GradientNorms())
     if cfg.max_episodes is not None:
         rules.append(StopOnEpisodes(cfg.max_episodes, lambda: episodes.episodes))
         callbacks.append(rules[-1])

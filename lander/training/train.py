@@ -326,10 +326,12 @@ def learn(
 
     try:
         with deferred(), pausing(pauses):
+            interval = cfg.get("log_interval")  # absent from the config of a run made before it existed
             model.learn(
                 total_timesteps=0 if stopped else total_timesteps - done,
                 callback=[*callbacks, checkpointer, *extra, SignalCheck(), DurationForecast(end), *bar],
                 reset_num_timesteps=done == 0,
+                **({"log_interval": int(interval)} if interval is not None else {}),
             )
     finally:
         for progress in bar:

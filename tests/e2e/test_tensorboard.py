@@ -13,7 +13,8 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 from helpers import lander, lander_env, run_lander, tiny
 from helpers.wandb_reader import read_runs
 
-RUN = tiny("ppo", 3072, eval_every=512, episodes=2, checkpoints=512, video=False, logger="wandb_tensorboard")
+RUN = [*tiny("ppo", 3072, eval_every=512, episodes=2, checkpoints=512, video=False, logger="wandb_tensorboard"),
+       "log_grad_norm=true"]  # fmt: skip
 
 
 def scalars(run_dir: Path) -> EventAccumulator:

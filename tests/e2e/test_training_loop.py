@@ -37,6 +37,13 @@ def test_early_stop_after_evaluations_without_improvement(tmp_path):
     assert max(means[-2:]) <= max(means[:-2])
 
 
+def test_log_interval_is_how_often_sb3s_records_are_written(tmp_path):
+    proc = run_lander(tmp_path / "run", *SMALL, "n_envs=4", "total_timesteps=3072", "log_interval=3")  # 6 rollouts
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    progress = pd.read_csv(tmp_path / "run/metrics/sb3_progress.csv")
+    assert progress["time/iterations"].tolist() == [3, 6]  # PPO's default would write all six
+
+
 def test_episode_budget(tmp_path):
     proc = run_lander(tmp_path / "run", *SMALL, "total_timesteps=200000", "max_episodes=6")
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -180,10 +180,10 @@ def test_bad_requests_get_clear_errors_and_change_nothing(api, tmp_path):
     assert sorted(p.relative_to(root) for p in root.rglob("*")) == before  # nothing started, nothing written
 
 
-def test_a_sweep_that_decides_its_seeds_is_launched_with_checked_numbers(api):
-    """``"adastop": {n, K, alpha}`` (numbers, never text) becomes the sweeper's overrides; what it cannot take is
-    refused in one line, nothing started; the sweep's record is served with it."""
-    svc, root = api
+def test_a_sweep_that_decides_its_seeds_is_refused_or_launched_with_checked_numbers(api):
+    """``"adastop": {n, K, alpha}`` is numbers, never text; what the sweep cannot take is refused in one line, nothing
+    started (the launch itself, into the sweep's record: the slow test below)."""
+    svc, _ = api
     for body, words in [
         ({"overrides": ["gamma=0.9,0.99"], "adastop": {"n": 1}}, "greater than or equal to 2"),
         ({"overrides": ["gamma=0.9,0.99"], "adastop": {"alpha": "0.05; rm -rf"}}, "valid number"),
@@ -195,6 +195,12 @@ def test_a_sweep_that_decides_its_seeds_is_launched_with_checked_numbers(api):
         assert response.status_code == 422 and words in response.json()["error"], (body, response.text)
     refused = svc.post("/api/runs", json={"overrides": ["gamma=0.9"], "adastop": {"n": 2}})
     assert refused.status_code == 422 and "POST /api/sweeps" in refused.json()["error"]
+
+
+@pytest.mark.slow  # kept out of the default suite for its time (docs/development.md)
+def test_a_sweep_that_decides_its_seeds_runs_to_its_record(api):
+    """The request's numbers become the sweeper's overrides, and the sweep its record, served with it."""
+    svc, root = api
     tiniest = [*TINY, "total_timesteps=512", "video.enabled=false", "report=false", "seeds_per_process=2"]
     body = {"overrides": ["algo=ppo", "env=cartpole", "gamma=0.9,0.99", *tiniest], "adastop": {"n": 2, "K": 1}}
     launched = svc.post("/api/sweeps", json=body)

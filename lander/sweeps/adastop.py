@@ -27,6 +27,7 @@ from hydra.plugins.sweeper import Sweeper
 from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig, OmegaConf
 
+from lander.errors import RunSetError
 from lander.storage.rundir import SweepPaths
 
 log = logging.getLogger("lander")
@@ -143,7 +144,10 @@ class AdaStopSweeper(Sweeper):
             job += len(batch)
             for number, result in enumerate(results):
                 directories[active[number // len(seeds)]].append(job_directory(result))
-            found, why = run_scores([d for ds in directories.values() for d in ds], self.score)
+            try:
+                found, why = run_scores([d for ds in directories.values() for d in ds], self.score)
+            except RunSetError as exc:  # a completed run whose evaluations cannot be read: no score for any
+                found, why = {}, {d: str(exc) for ds in directories.values() for d in ds}
             missing = {
                 test.labels[i]: [f"{d}: {why.get(d, 'no score')}" for d in directories[i] if d not in found]
                 for i in active

@@ -23,11 +23,11 @@ from lander.analysis.sequential import SequentialTest
 
 
 class AsThePackage(SequentialTest):
-    """The package at the ``alpha`` asked for, as its own docstring uses it (lander hands it ``alpha / 2``)."""
+    """The package as its own docstring uses it: each pair once (lander hands it both orientations)."""
 
     @property
-    def level(self) -> float:
-        return self.alpha
+    def oriented(self) -> list[tuple[int, int]]:
+        return list(self.comparisons)
 
 
 def experiment(args: tuple[list[float], int, int, float, int, int, bool]) -> tuple[int, int, bool]:
@@ -65,7 +65,11 @@ def main() -> None:
     parser.add_argument("--only", nargs="*", help="these settings (by number, 1-6) only")
     args = parser.parse_args()
     settings = [
-        ("2 configurations, equal: the adastop package at alpha itself", [0.0, 0.0], args.null),
+        (
+            "2 configurations, equal: the adastop package as its docstring uses it (each pair once)",
+            [0.0, 0.0],
+            args.null,
+        ),
         ("2 configurations, equal", [0.0, 0.0], args.null),
         ("3 configurations, equal", [0.0, 0.0, 0.0], args.null),
         ("2 configurations, 0.5 sd apart", [0.0, 0.5], args.experiments),

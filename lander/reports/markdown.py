@@ -215,12 +215,6 @@ def sequential_lines(record: dict[str, Any]) -> list[str]:
         "interims (not that there is none). The tables above stay descriptive.",
         "",
     ]
-    if isinstance(record.get("K"), int) and record["K"] > 1:
-        lines += [
-            "Over several interims the `adastop` package's error was measured at about 1.15-1.25 alpha with equal "
-            "configurations (simulated, lander's BENCHMARKS.md); with one interim, at alpha.",
-            "",
-        ]
     if status != "finished":
         lines += [f"**The test is {status}**: re-run the sweep's command to complete it.", ""]
     for label, lacks in (record.get("missing") or {}).items():

@@ -28,19 +28,26 @@ def by_lander(scores: list[np.ndarray], n: int, K: int, baseline: int | None = N
 
 
 def by_package(scores: list[np.ndarray], n: int, K: int, comparisons: list[tuple[int, int]]) -> dict[str, str]:
-    """The package's own loop (its docstring's), with the same permutations' seed."""
-    # lander hands the package half its alpha (SequentialTest.level: the package's two-sided error is twice its own)
-    test = MultipleAgentsComparator(n=n, K=K, B=2000, comparisons=np.array(comparisons), alpha=0.025, seed=3)
+    """The package's own loop (its docstring's), with the same permutations' seed and each pair given both ways, as
+    lander gives them (``SequentialTest.oriented``); a pair's decision is its first orientation's, or the opposite
+    of its second's."""
+    both = [pair for a, b in comparisons for pair in ((a, b), (b, a))]
+    test = MultipleAgentsComparator(n=n, K=K, B=2000, comparisons=np.array(both), alpha=0.05, seed=3)
     names = [f"algo=a{i}" for i in range(len(scores))]
     given: dict[str, list[float]] = {name: [] for name in names}
     for k in range(K):
         for i, name in enumerate(names):
-            if k == 0 or i in np.array(test.current_comparisons).ravel():
+            if k == 0 or i in np.array(test.current_comparisons).ravel():  # in a comparison still open
                 given[name] += list(scores[i][k * n : (k + 1) * n])
         test.partial_compare({name: np.array(v) for name, v in given.items()}, verbose=False)
         if test.is_finished:
             break
-    return {str(c): str(test.decisions[str(np.array(c))]) for c in comparisons}
+    flip = {"larger": "smaller", "smaller": "larger"}
+    decided = {}
+    for a, b in comparisons:
+        word, reverse = test.decisions[str(np.array((a, b)))], test.decisions[str(np.array((b, a)))]
+        decided[str((a, b))] = word if word in flip or reverse not in flip else flip[reverse]
+    return decided
 
 
 CASES = {  # means (in standard deviations), n, K, baseline
@@ -143,9 +150,9 @@ def test_adastop_needs_a_sweep_of_two_configurations() -> None:
 
 
 def test_a_design_too_small_to_decide_anything_is_known_as_such() -> None:
-    assert not SequentialTest([["a"], ["b"]], 2, 1, 0.05, 10000).can_decide()  # 1/6 > 0.025 (SequentialTest.level)
-    assert not SequentialTest([["a"], ["b"]], 2, 2, 0.05, 10000).can_decide()  # 1/36 > 0.025 at the second interim
-    assert SequentialTest([["a"], ["b"]], 4, 1, 0.05, 10000).can_decide()  # 1/70 <= 0.025
+    assert not SequentialTest([["a"], ["b"]], 2, 1, 0.05, 10000).can_decide()  # 1/6 > 0.05
+    assert not SequentialTest([["a"], ["b"]], 2, 2, 0.01, 10000).can_decide()  # 1/36 > 0.01 at the second interim
+    assert SequentialTest([["a"], ["b"]], 2, 2, 0.05, 10000).can_decide()  # 1/36 <= 0.05 at the second interim
     scores = draw([0.0, 50.0], 2, 1)  # a difference no test could miss: still undecided, as said
     test = by_lander(scores, 2, 1)
     assert test.record("finished")["decisions"][0]["decision"] == "undecided"

@@ -109,7 +109,7 @@ class SequentialTest:
         from adastop import MultipleAgentsComparator
 
         self.test = MultipleAgentsComparator(
-            n=self.n, K=self.K, B=self.B, comparisons=np.array(self.oriented), alpha=self.level, seed=self.seed
+            n=self.n, K=self.K, B=self.B, comparisons=np.array(self.oriented), alpha=self.alpha, seed=self.seed
         )
 
     @property
@@ -125,17 +125,12 @@ class SequentialTest:
         """
         return [pair for a, b in self.comparisons for pair in ((a, b), (b, a))]
 
-    @property
-    def level(self) -> float:
-        """The ``alpha`` handed to the package: the family-wise error asked for (see :attr:`oriented`)."""
-        return self.alpha
-
     def can_decide(self) -> bool:
         """Whether any interim can decide at all: a permutation test's smallest p-value is one over its number of
         permutations (``C(2n, n)`` to the power of the interims, at most ``B``), and interim k may spend
         ``alpha * k / K`` of the error. With n = 2 and K = 2 (6 and then 36 permutations), nothing can be decided."""
         return any(
-            1 / min(self.B, math.comb(2 * self.n, self.n) ** k) <= self.level * k / self.K for k in range(1, self.K + 1)
+            1 / min(self.B, math.comb(2 * self.n, self.n) ** k) <= self.alpha * k / self.K for k in range(1, self.K + 1)
         )
 
     @property
@@ -216,7 +211,6 @@ class SequentialTest:
             "n": self.n,
             "K": self.K,
             "alpha": self.alpha,
-            "alpha_given_to_adastop": self.level,
             "comparisons_given_to_adastop": [list(pair) for pair in self.oriented],
             "B": self.B,
             "seed": self.seed,

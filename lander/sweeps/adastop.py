@@ -160,7 +160,8 @@ class AdaStopSweeper(Sweeper):
                 log.error("AdaStop stopped at interim %d: re-run the command to complete it", test.interims + 1)
                 break
             test.add({i: [found[d] for d in directories[i][-len(seeds) :]] for i in active})
-            write_record(out, test.record("finished" if test.finished else "running"))
-            for entry in test.record("running")["decisions"]:
+            record = test.record("finished" if test.finished else "running")
+            write_record(out, record)
+            for entry in record["decisions"]:
                 log.info("AdaStop: %s vs %s: %s", entry["a"], entry["b"], entry["decision"])
         return returns

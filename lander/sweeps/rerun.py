@@ -23,6 +23,7 @@ from typing import Literal
 
 from omegaconf import DictConfig, OmegaConf, read_write
 
+from lander.config.precheck import ADASTOP
 from lander.errors import ConfigError
 from lander.storage.lock import NAME as LOCK_NAME
 from lander.storage.rundir import RunPaths, RunSummary, Status, SweepPaths, find_checkpoints, find_run_dirs
@@ -99,8 +100,8 @@ def check_same_sweep(config: DictConfig) -> None:
     check_aliases(text, str(saved))
     old = OmegaConf.create(text)
     keys = [("hydra.overrides.task", "overrides"), ("hydra.sweeper.params", "sweep parameters")]
-    if str(OmegaConf.select(config, "hydra.sweeper._target_", default="")).endswith(".AdaStopSweeper"):  # its
-        # interims follow its keys
+    if str(OmegaConf.select(config, "hydra.sweeper._target_", default="")).endswith(ADASTOP):  # its interims
+        # follow its keys
         keys.append(("hydra.sweeper", "AdaStop settings (n, K, alpha, B, baseline, score, seed)"))
     for key, what in keys:
         before, now = OmegaConf.select(old, key), OmegaConf.select(config, key)

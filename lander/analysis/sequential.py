@@ -235,12 +235,20 @@ def write_record(path: Path, record: dict[str, Any]) -> Path:
 
 
 def read_record(path: Path) -> dict[str, Any] | None:
-    """``comparison/adastop.json`` if the sweep was sequential (None if there is none or it cannot be read)."""
+    """``comparison/adastop.json`` if the sweep was sequential (None if there is none, it cannot be read, or it is
+    not the shape :meth:`SequentialTest.record` writes: a copied or edited file is left out, not a traceback)."""
     try:
         record = json.loads(path.read_text())
     except (OSError, ValueError):
         return None
-    return record if isinstance(record, dict) and isinstance(record.get("decisions"), list) else None
+    if not isinstance(record, dict) or not isinstance(record.get("decisions"), list):
+        return None
+    scores = record.get("scores")
+    numbers = isinstance(scores, dict) and all(
+        isinstance(v, list) and all(isinstance(x, int | float) and not isinstance(x, bool) for x in v)
+        for v in scores.values()
+    )
+    return record if numbers and all(isinstance(d, dict) for d in record["decisions"]) else None
 
 
 OPPOSITE = {"larger": "smaller", "smaller": "larger", "equal": "equal", "undecided": "undecided"}

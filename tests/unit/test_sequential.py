@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from adastop import MultipleAgentsComparator
 
-from lander.analysis.sequential import SequentialTest, decision_matrix, seeds_table
+from lander.analysis.sequential import SequentialTest, decision_matrix, read_record, seeds_table
 from lander.config.precheck import check_command
 from lander.errors import ConfigError
 from lander.sweeps.adastop import baseline_index, configurations
@@ -156,3 +156,15 @@ def test_a_design_too_small_to_decide_anything_is_known_as_such() -> None:
     scores = draw([0.0, 50.0], 2, 1)  # a difference no test could miss: still undecided, as said
     test = by_lander(scores, 2, 1)
     assert test.record("finished")["decisions"][0]["decision"] == "undecided"
+
+
+@pytest.mark.parametrize(
+    "text",
+    ['{"decisions": [], "scores": {"a": ["x"]}}', '{"decisions": ["x"], "scores": {}}', '{"decisions": []}', "[1"],
+)
+def test_a_record_not_of_the_written_shape_is_left_out(tmp_path, text: str) -> None:
+    path = tmp_path / "adastop.json"
+    path.write_text(text)
+    assert read_record(path) is None
+    path.write_text('{"decisions": [{"a": "x", "b": "y", "decision": "larger"}], "scores": {"x": [1.5], "y": [0]}}')
+    assert read_record(path) is not None

@@ -9,16 +9,34 @@ exactly the same observations. Ids of the form ``module:EnvId`` import ``module`
 from __future__ import annotations
 
 import logging
+import math
 import os
+import time
 from functools import partial
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
+from gymnasium.envs.box2d.lunar_lander import (
+    FPS,
+    LEG_DOWN,
+    MAIN_ENGINE_POWER,
+    MAIN_ENGINE_Y_LOCATION,
+    SCALE,
+    SIDE_ENGINE_AWAY,
+    SIDE_ENGINE_HEIGHT,
+    SIDE_ENGINE_POWER,
+    VIEWPORT_H,
+    VIEWPORT_W,
+    LunarLander,
+)
+from gymnasium.wrappers import OrderEnforcing, TimeLimit
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv, VecNormalize
+from stable_baselines3.common.vec_env.base_vec_env import VecEnvIndices, VecEnvStepReturn
 
 # Rendering with render_mode="rgb_array" needs no screen: pygame gets a dummy display, MuJoCo renders with EGL.
 os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
@@ -77,19 +95,39 @@ def apply_wrappers(env: gym.Env, wrappers: list[Any]) -> gym.Env:
 
 
 def make_env(env_cfg: DictConfig, render_mode: str | None = None) -> gym.Env:
-    """One un-seeded, wrapped environment (the caller seeds it on ``reset``).
+    """One un-seeded, wrapped environment (the caller seeds it on ``reset``). Gymnasium's LunarLander, not rendered,
+    is a :class:`LeanLunarLander` in ``TimeLimit`` (the same episodes as ``gymnasium.make``'s).
 
     :param env_cfg: the ``env`` config group
     :param render_mode: ``"rgb_array"`` for video (it wins over ``env.kwargs.render_mode``), ``None`` otherwise
     """
     route_mujoco_warnings(env_cfg.id)
     kwargs = env_kwargs(env_cfg) | ({"render_mode": render_mode} if render_mode else {})
+    if render_mode is None and is_plain_lunar_lander(env_cfg):  # the evaluations': the same episodes, faster
+        game, max_steps = lean_lunar_lander(env_cfg.id, kwargs)
+        return OrderEnforcing(game) if max_steps is None else TimeLimit(OrderEnforcing(game), max_steps)
     env = gym.make(env_cfg.id, **kwargs)
     return apply_wrappers(env, env_cfg.get("wrappers") or [])
 
 
+def is_plain_lunar_lander(env_cfg: DictConfig) -> bool:
+    """Whether ``env_cfg`` is Gymnasium's LunarLander with no wrapper of lander's and no rendering: the training
+    envs that :class:`LunarLanderVecEnv` steps (the same trajectories, without the wrapper stack)."""
+    try:
+        entry_point = gym.spec(env_cfg.id).entry_point
+    except Exception:  # an id gymnasium cannot look up yet ("module:Id") is no LunarLander of gymnasium's
+        return False
+    return (
+        entry_point == LUNAR_LANDER_ENTRY
+        and not env_cfg.get("wrappers")
+        and env_kwargs(env_cfg).get("render_mode") is None
+    )
+
+
 def make_train_env(env_cfg: DictConfig, n_envs: int, seed: int, vec_env: str = "dummy") -> VecEnv:
     """Training envs wrapped in SB3's ``Monitor`` (true returns), then ``env.wrappers``; seeded ``seed, seed + 1, ...``.
+    Gymnasium's LunarLander (no ``env.wrappers``, in this process) is :class:`LunarLanderVecEnv`: the same
+    trajectories as that wrapper stack, stepped in one loop.
 
     Made with ``render_mode=None`` (see :func:`env_kwargs`); SB3's ``make_vec_env`` would render by default.
 
@@ -99,6 +137,8 @@ def make_train_env(env_cfg: DictConfig, n_envs: int, seed: int, vec_env: str = "
     :param vec_env: ``"dummy"`` (one process) or ``"subproc"`` (one process per env)
     """
     route_mujoco_warnings(env_cfg.id)
+    if is_plain_lunar_lander(env_cfg) and vec_env == "dummy":
+        return LunarLanderVecEnv(env_cfg.id, n_envs, seed, env_kwargs(env_cfg))
     cls = SubprocVecEnv if vec_env == "subproc" else DummyVecEnv
     kwargs = {"start_method": "forkserver"} if vec_env == "subproc" else None
     wrappers = OmegaConf.to_container(env_cfg.get("wrappers") or OmegaConf.create([]), resolve=True)
@@ -112,6 +152,215 @@ def make_train_env(env_cfg: DictConfig, n_envs: int, seed: int, vec_env: str = "
         vec_env_kwargs=kwargs,
         wrapper_class=partial(apply_wrappers, wrappers=wrappers) if wrappers else None,
     )
+
+
+LUNAR_LANDER_ENTRY = "gymnasium.envs.box2d.lunar_lander:LunarLander"
+
+
+class LeanLunarLander(LunarLander):
+    """Gymnasium's ``LunarLander`` whose ``step`` (without rendering) is written for speed and gives the same
+    numbers: the same Box2D calls in the same order with the same arguments, the same random draws from the same
+    ``np_random``, the same arithmetic on the same doubles (``math.sqrt`` for ``np.sqrt`` of a float, ``min`` and
+    ``max`` for ``np.clip``), without ``action_space.contains`` or a Box2D property read twice.
+    ``tests/unit/test_envs.py`` steps it beside Gymnasium's own for tens of thousands of steps."""
+
+    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        if self.render_mode is not None:  # particles and frames: Gymnasium's own step
+            return super().step(action)  # type: ignore[no-any-return,no-untyped-call]  # Gymnasium's, untyped
+        assert self.lander is not None, "You forgot to call reset()"
+        if self.enable_wind and not (self.legs[0].ground_contact or self.legs[1].ground_contact):
+            self._blow()
+        main, side = self._throttles(action)
+        angle = self.lander.angle
+        tip = (math.sin(angle), math.cos(angle))
+        dispersion = [self.np_random.uniform(-1.0, +1.0) / SCALE for _ in range(2)]
+        m_power = self._fire_main(main, tip, dispersion) if main is not None else 0.0
+        s_power = self._fire_side(side, tip, dispersion) if side is not None else 0.0
+        self.world.Step(1.0 / FPS, 6 * 30, 2 * 30)
+        state = self._state()
+        shaping = (
+            -100 * math.sqrt(state[0] * state[0] + state[1] * state[1])
+            - 100 * math.sqrt(state[2] * state[2] + state[3] * state[3])
+            - 100 * abs(state[4])
+            + 10 * state[6]
+            + 10 * state[7]
+        )
+        reward = 0.0 if self.prev_shaping is None else shaping - self.prev_shaping
+        self.prev_shaping = shaping  # type: ignore[assignment]  # Gymnasium types it as its first value, None
+        reward -= m_power * 0.30
+        reward -= s_power * 0.03
+        terminated = False
+        if self.game_over or abs(state[0]) >= 1.0:
+            terminated, reward = True, -100
+        if not self.lander.awake:
+            terminated, reward = True, +100
+        return np.array(state, dtype=np.float32), reward, terminated, False, {}
+
+    def _blow(self) -> None:
+        """The wind's force and the turbulence's torque of this step."""
+        assert self.lander is not None
+        wind_mag = math.tanh(math.sin(0.02 * self.wind_idx) + math.sin(math.pi * 0.01 * self.wind_idx))
+        self.wind_idx += 1
+        self.lander.ApplyForceToCenter((wind_mag * self.wind_power, 0.0), True)
+        torque_mag = math.tanh(math.sin(0.02 * self.torque_idx) + math.sin(math.pi * 0.01 * self.torque_idx))
+        self.torque_idx += 1
+        self.lander.ApplyTorque(torque_mag * self.turbulence_power, True)
+
+    def _throttles(self, action: Any) -> tuple[float | None, tuple[float, float] | None]:
+        """The main engine's throttle (None: off) and the side engine's (direction, power) (None: off)."""
+        if self.continuous:
+            main = min(max(float(action[0]), -1.0), 1.0)  # np.clip(action, -1, 1), as doubles
+            side = min(max(float(action[1]), -1.0), 1.0)
+            throttle = (min(max(main, 0.0), 1.0) + 1.0) * 0.5 if main > 0.0 else None
+            if abs(side) > 0.5:  # np.sign, of a value beyond +-0.5
+                return throttle, (1.0 if side > 0 else -1.0, min(max(abs(side), 0.5), 1.0))
+            return throttle, None
+        integer = isinstance(action, int | np.integer) or (
+            isinstance(action, np.ndarray) and action.shape == () and np.issubdtype(action.dtype, np.integer)
+        )  # what Discrete(4).contains accepts
+        if not integer or not 0 <= int(action) < 4:
+            raise AssertionError(f"{action!r} ({type(action)}) invalid ")
+        discrete = int(action)
+        return 1.0 if discrete == 2 else None, (discrete - 2, 1.0) if discrete in (1, 3) else None
+
+    def _fire_main(self, m_power: float, tip: tuple[float, float], dispersion: list[float]) -> float:
+        """The main engine's impulse at throttle ``m_power``; returns it."""
+        assert self.lander is not None
+        ox = tip[0] * (MAIN_ENGINE_Y_LOCATION / SCALE + 2 * dispersion[0]) + -tip[1] * dispersion[1]
+        oy = -tip[1] * (MAIN_ENGINE_Y_LOCATION / SCALE + 2 * dispersion[0]) - tip[0] * dispersion[1]
+        position = self.lander.position
+        impulse_pos = (position[0] + ox, position[1] + oy)
+        impulse = (-ox * MAIN_ENGINE_POWER * m_power, -oy * MAIN_ENGINE_POWER * m_power)
+        self.lander.ApplyLinearImpulse(impulse, impulse_pos, True)
+        return m_power
+
+    def _fire_side(self, side: tuple[float, float], tip: tuple[float, float], dispersion: list[float]) -> float:
+        """The side engine's impulse, ``side`` = (direction, power); returns the power."""
+        assert self.lander is not None
+        direction, s_power = side
+        away = 3 * dispersion[1] + direction * SIDE_ENGINE_AWAY / SCALE
+        ox = tip[0] * dispersion[0] + -tip[1] * away
+        oy = -tip[1] * dispersion[0] - tip[0] * away
+        position = self.lander.position
+        impulse_pos = (position[0] + ox - tip[0] * 17 / SCALE, position[1] + oy + tip[1] * SIDE_ENGINE_HEIGHT / SCALE)
+        impulse = (-ox * SIDE_ENGINE_POWER * s_power, -oy * SIDE_ENGINE_POWER * s_power)
+        self.lander.ApplyLinearImpulse(impulse, impulse_pos, True)
+        return s_power
+
+    def _state(self) -> list[float]:
+        """The observation after the physics step, as doubles."""
+        assert self.lander is not None
+        pos, vel = self.lander.position, self.lander.linearVelocity
+        return [
+            (pos.x - VIEWPORT_W / SCALE / 2) / (VIEWPORT_W / SCALE / 2),
+            (pos.y - (self.helipad_y + LEG_DOWN / SCALE)) / (VIEWPORT_H / SCALE / 2),
+            vel.x * (VIEWPORT_W / SCALE / 2) / FPS,
+            vel.y * (VIEWPORT_H / SCALE / 2) / FPS,
+            self.lander.angle,
+            20.0 * self.lander.angularVelocity / FPS,
+            1.0 if self.legs[0].ground_contact else 0.0,
+            1.0 if self.legs[1].ground_contact else 0.0,
+        ]
+
+
+def lean_lunar_lander(env_id: str, kwargs: dict[str, Any]) -> tuple[LeanLunarLander, int | None]:
+    """The game ``gymnasium.make(env_id, **kwargs)`` unwraps to, as a :class:`LeanLunarLander`, and its time limit:
+    the id's registered keyword arguments updated by ``kwargs`` (``LunarLanderContinuous-v3`` is ``continuous=True``),
+    ``max_episode_steps`` taken as ``gymnasium.make`` takes it."""
+    spec, game_kwargs = gym.spec(env_id), dict(kwargs)
+    max_steps = game_kwargs.pop("max_episode_steps", spec.max_episode_steps)
+    return LeanLunarLander(**{**spec.kwargs, **game_kwargs}), max_steps
+
+
+class LunarLanderVecEnv(VecEnv):
+    """``n_envs`` of Gymnasium's LunarLander stepped in one loop, with what Gymnasium's ``TimeLimit`` and SB3's
+    ``Monitor`` and ``DummyVecEnv`` do written into that loop instead of a wrapper stack around each env.
+
+    The same trajectories as :func:`make_train_env`'s ``DummyVecEnv`` of ``Monitor``-ed ``gymnasium.make`` envs for
+    the same seed: the same observations, rewards, dones and infos (``episode``, ``TimeLimit.truncated``,
+    ``terminal_observation``) in the same order, each game its own ``np_random`` seeded ``seed + rank`` at the first
+    reset, its action space seeded as ``make_vec_env`` seeds it (``tests/unit/test_envs.py`` steps both for tens of
+    thousands of steps). Each game is a :class:`LeanLunarLander`: Gymnasium's class, its ``step`` written for speed.
+
+    :param env_id: a LunarLander id (``LunarLander-v3``; ``continuous`` comes in ``kwargs``)
+    :param n_envs: number of games
+    :param seed: the seed of the first game (the others ``seed + 1, ...``)
+    :param kwargs: ``gymnasium.make``'s keyword arguments (``render_mode`` None)
+    """
+
+    def __init__(self, env_id: str, n_envs: int, seed: int, kwargs: dict[str, Any]) -> None:
+        made = [lean_lunar_lander(env_id, kwargs) for _ in range(n_envs)]
+        self.games, self.max_steps = [game for game, _ in made], made[0][1]
+        for rank, game in enumerate(self.games):
+            game.action_space.seed(seed + rank)  # as make_vec_env seeds each env's action space
+        super().__init__(n_envs, self.games[0].observation_space, self.games[0].action_space)
+        self.seed(seed)
+        self.metadata = self.games[0].metadata
+        space = self.observation_space
+        assert isinstance(space, gym.spaces.Box)
+        self.obs = np.zeros((n_envs, *space.shape), dtype=space.dtype)  # DummyVecEnv's buffer
+        self.elapsed = [0] * n_envs  # TimeLimit's steps of the episode
+        self.rewards: list[list[float]] = [[] for _ in range(n_envs)]  # Monitor's rewards of the episode
+        self.started = time.time()  # Monitor's t_start
+        self.actions: np.ndarray | None = None
+
+    def reset(self) -> np.ndarray:
+        for rank, game in enumerate(self.games):
+            options = {"options": self._options[rank]} if self._options[rank] else {}
+            self.obs[rank], self.reset_infos[rank] = game.reset(seed=self._seeds[rank], **options)
+            self.elapsed[rank], self.rewards[rank] = 0, []
+        self._reset_seeds()
+        self._reset_options()
+        return self.obs.copy()
+
+    def step_async(self, actions: np.ndarray) -> None:
+        self.actions = actions
+
+    def step_wait(self) -> VecEnvStepReturn:
+        assert self.actions is not None
+        rewards = np.zeros(self.num_envs, dtype=np.float32)
+        dones = np.zeros(self.num_envs, dtype=bool)
+        infos: list[dict[str, Any]] = []
+        for rank, game in enumerate(self.games):
+            obs, reward, terminated, truncated, info = game.step(self.actions[rank])
+            self.elapsed[rank] += 1
+            if self.max_steps is not None and self.elapsed[rank] >= self.max_steps:
+                truncated = True  # TimeLimit's
+            episode = self.rewards[rank]
+            episode.append(float(reward))
+            if terminated or truncated:  # Monitor's record of the episode
+                total = sum(episode)
+                info["episode"] = {"r": round(total, 6), "l": len(episode), "t": round(time.time() - self.started, 6)}
+            rewards[rank] = reward
+            dones[rank] = done = terminated or truncated
+            info["TimeLimit.truncated"] = truncated and not terminated  # DummyVecEnv's
+            if done:
+                info["terminal_observation"] = obs
+                obs, self.reset_infos[rank] = game.reset()
+                self.elapsed[rank], self.rewards[rank] = 0, []
+            self.obs[rank] = obs
+            infos.append(info)
+        return self.obs.copy(), rewards, dones, infos
+
+    def close(self) -> None:
+        for game in self.games:
+            game.close()  # type: ignore[no-untyped-call]
+
+    def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
+        return [getattr(self.games[i], attr_name) for i in self._get_indices(indices)]
+
+    def set_attr(self, attr_name: str, value: Any, indices: VecEnvIndices = None) -> None:
+        for i in self._get_indices(indices):
+            setattr(self.games[i], attr_name, value)
+
+    def env_method(
+        self, method_name: str, *method_args: Any, indices: VecEnvIndices = None, **method_kwargs: Any
+    ) -> list[Any]:
+        return [getattr(self.games[i], method_name)(*method_args, **method_kwargs) for i in self._get_indices(indices)]
+
+    def env_is_wrapped(self, wrapper_class: type[gym.Wrapper], indices: VecEnvIndices = None) -> list[bool]:
+        # what Monitor and TimeLimit do is done here (SB3's evaluate_policy reads info["episode"] where Monitor wraps)
+        return [wrapper_class in (Monitor, TimeLimit) for _ in self._get_indices(indices)]
 
 
 def normalized(venv: VecEnv, normalize: DictConfig, gamma: float) -> VecEnv:
@@ -134,12 +383,12 @@ def normalized(venv: VecEnv, normalize: DictConfig, gamma: float) -> VecEnv:
     )
 
 
-def action_space_kind(space: gym.Space) -> str:
+def action_space_kind(space: gym.Space[Any]) -> str:
     """``"discrete"`` or ``"continuous"`` for an action space, as used by ``algo.action_spaces``."""
     return "discrete" if isinstance(space, (gym.spaces.Discrete, gym.spaces.MultiDiscrete)) else "continuous"
 
 
-def observation_space_kind(space: gym.Space) -> str:
+def observation_space_kind(space: gym.Space[Any]) -> str:
     """``"discrete"``, ``"image"`` (uint8 with 3 dims) or ``"vector"``, as used by ``algo.observation_spaces``."""
     if isinstance(space, (gym.spaces.Discrete, gym.spaces.Tuple)):
         return "discrete"

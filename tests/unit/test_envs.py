@@ -1,0 +1,121 @@
+"""The training envs of LunarLander without the wrapper stack (:class:`lander.envs.LunarLanderVecEnv`) are
+Gymnasium's and SB3's envs step for step: the same observations, rewards, dones and infos as SB3's ``DummyVecEnv``
+of ``Monitor``-ed ``gymnasium.make`` envs, for the discrete and the continuous game, through resets and time
+limits; a PPO model trained on either ends with the same weights."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from stable_baselines3 import PPO
+from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.monitor import Monitor
+from stable_baselines3.common.vec_env import DummyVecEnv
+
+from helpers import composed
+from lander.envs import LeanLunarLander, LunarLanderVecEnv, is_plain_lunar_lander, make_env, make_train_env
+from lander.evaluation.policy import evaluate
+
+ENV_ID = "LunarLander-v3"
+VARIANTS = {
+    "discrete": {},
+    "continuous": {"continuous": True},
+    "discrete-60-step-limit": {"max_episode_steps": 60},  # TimeLimit's truncation, often
+    "continuous-wind-60-step-limit": {"continuous": True, "enable_wind": True, "max_episode_steps": 60},
+    "registered-continuous": {"env_id": "LunarLanderContinuous-v3", "continuous": True},  # the id's kwarg given again
+}
+
+
+def wrapped(kwargs: dict, n_envs: int, seed: int, env_id: str = ENV_ID) -> DummyVecEnv:
+    """What lander's training envs were before :class:`LunarLanderVecEnv`: SB3's ``make_vec_env``."""
+    env = make_vec_env(env_id, n_envs=n_envs, seed=seed, env_kwargs={"render_mode": None, **kwargs})
+    assert isinstance(env, DummyVecEnv)
+    return env
+
+
+def actions(rng: np.random.Generator, continuous: bool, n_envs: int) -> np.ndarray:
+    """Random actions, the main engine more often than not (longer flights, landings and flights off screen)."""
+    if continuous:
+        return rng.uniform(-1.0, 1.0, size=(n_envs, 2)).astype(np.float32) + np.array([0.3, 0.0], dtype=np.float32)
+    return rng.choice(4, size=n_envs, p=[0.25, 0.15, 0.45, 0.15])
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_the_lean_lunar_lander_steps_as_the_wrapped_envs(variant: str) -> None:
+    kwargs, n_envs, seed = dict(VARIANTS[variant]), 4, 11
+    env_id = kwargs.pop("env_id", ENV_ID)
+    ref = wrapped(kwargs, n_envs, seed, env_id)
+    lean = LunarLanderVecEnv(env_id, n_envs, seed, {"render_mode": None, **kwargs})
+    assert lean.observation_space == ref.observation_space and lean.action_space == ref.action_space
+    assert np.array_equal(lean.action_space.sample(), ref.action_space.sample())  # seeded as make_vec_env seeds it
+    assert np.array_equal(lean.reset(), ref.reset())
+    rng, episodes, truncations = np.random.default_rng(3), 0, 0
+    for step in range(5000):  # 20,000 env steps
+        chosen = actions(rng, "continuous" in kwargs, n_envs)
+        obs_a, rew_a, done_a, infos_a = ref.step(chosen)
+        obs_b, rew_b, done_b, infos_b = lean.step(chosen)
+        assert np.array_equal(obs_a, obs_b) and obs_a.dtype == obs_b.dtype, step
+        assert np.array_equal(rew_a, rew_b) and rew_a.dtype == rew_b.dtype, step
+        assert np.array_equal(done_a, done_b), step
+        for info_a, info_b in zip(infos_a, infos_b, strict=True):
+            assert list(info_a) == list(info_b), step  # the same keys in the same order
+            if "episode" in info_a:
+                episodes += 1
+                assert {k: info_a["episode"][k] for k in "rl"} == {k: info_b["episode"][k] for k in "rl"}, step
+            if "terminal_observation" in info_a:
+                assert np.array_equal(info_a["terminal_observation"], info_b["terminal_observation"]), step
+            assert info_a["TimeLimit.truncated"] == info_b["TimeLimit.truncated"], step
+            truncations += info_a["TimeLimit.truncated"]
+    assert episodes > 100
+    if "max_episode_steps" in kwargs:
+        assert truncations > 10
+    assert lean.env_is_wrapped(Monitor) == ref.env_is_wrapped(Monitor)
+
+
+def test_a_model_trained_on_either_ends_with_the_same_weights() -> None:
+    trained = []
+    for env in (wrapped({}, 2, 5), LunarLanderVecEnv(ENV_ID, 2, 5, {"render_mode": None})):
+        model = PPO("MlpPolicy", env, n_steps=128, batch_size=64, n_epochs=2, seed=5, device="cpu")
+        model.learn(1024)
+        trained.append(model.policy.state_dict())
+    assert all(torch.equal(trained[0][k], trained[1][k]) for k in trained[0])
+
+
+@pytest.mark.parametrize("env_name", ["lunar_lander", "lunar_lander_continuous"])
+def test_the_evaluations_score_the_same_episodes(env_name: str) -> None:
+    """The evaluation envs (:func:`make_env`, not rendered) are lean too, and score a model as ``gymnasium.make``'s
+    envs do: the same return and length for each episode seed, stochastic actions included."""
+    import gymnasium as gym
+
+    cfg = composed(f"env={env_name}")
+    model = PPO("MlpPolicy", make_train_env(cfg.env, 2, 0), n_steps=64, batch_size=64, seed=1, device="cpu")
+    model.learn(128)
+    kwargs = {"render_mode": None, **cfg.env.kwargs}
+    lean = make_env(cfg.env)
+    assert isinstance(lean.unwrapped, LeanLunarLander)
+    results = []
+    for env_fn in (lambda: make_env(cfg.env), lambda: gym.make(ENV_ID, **kwargs)):
+        for deterministic in (True, False):
+            model.set_random_seed(2)  # the same draws for the sampled actions
+            result = evaluate(model, env_fn, n_episodes=6, base_seed=100, n_envs=3, deterministic=deterministic)
+            results.append((result.returns, result.lengths))
+    assert results[0] == results[2] and results[1] == results[3]
+    assert results[0] != results[1]  # greedy and sampled actions: two different evaluations compared
+
+
+@pytest.mark.parametrize(
+    "overrides,lean",
+    [
+        ([], True),
+        (["env=lunar_lander_continuous"], True),
+        (["env=cartpole"], False),
+        (["+env.kwargs.render_mode=rgb_array"], False),  # the test that rendering changes nothing renders its envs
+    ],
+)
+def test_the_lean_envs_train_plain_lunar_lander_only(overrides: list[str], lean: bool) -> None:
+    cfg = composed(*overrides)
+    assert is_plain_lunar_lander(cfg.env) is lean
+    env = make_train_env(cfg.env, 2, 0)
+    assert isinstance(env, LunarLanderVecEnv) is lean
+    env.close()

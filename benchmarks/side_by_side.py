@@ -2,7 +2,7 @@
 PPO experiment (LunarLander-v3, 1M steps, all lander defaults: W&B offline, evaluations, checkpoints, video, report).
 
     python benchmarks/side_by_side.py [--seeds 10] [--first-seed 0] [--per-process 5] [--steps 1000000]
-        [--zoo-seeds 5] [--zoo-python .zoo/bin/python] [--out benchmark-side-by-side] [--arms one side zoo]
+        [--zoo-seeds 5] [--zoo-python .zoo/bin/python] [--out benchmark-side-by-side] [--arms one side batched zoo]
         [--also EARLIER_OUT ...]
 
 Arms, one after the other on this machine (nothing else running) in the order ``--arms`` gives, each a whole
@@ -11,6 +11,7 @@ experiment that ends with its comparison:
 1. ``one per process``: ``python -m lander.run --multirun seed=0..N-1 hydra/launcher=joblib
    hydra.launcher.n_jobs=2``: today's way, two runs at a time;
 2. ``side by side``: the same with ``seeds_per_process=K`` (lander's launcher, two processes at a time);
+   ``batched``: arm 1 with ``batched_engine=true`` (each seed alone on the batched engine, two at a time);
 3. ``rl-zoo3``: ``python -m rl_zoo3.train --algo ppo --env LunarLander-v3 --seed S --num-threads 1`` for
    ``--zoo-seeds`` seeds, two at a time (its own defaults but one torch thread, as lander's ``torch_threads``: with
    its default threads two zoo runs on two cores oversubscribe them; in its own venv, see benchmarks/speed.py).
@@ -135,7 +136,7 @@ def main() -> None:
     parser.add_argument("--zoo-python", default=str(REPO / ".zoo" / "bin" / "python"))
     parser.add_argument("--margin", type=float, default=20.0)
     parser.add_argument("--out", default=str(REPO / "benchmark-side-by-side"))
-    parser.add_argument("--arms", nargs="*", default=["one", "side", "zoo"], choices=["one", "side", "zoo"])
+    parser.add_argument("--arms", nargs="*", default=["one", "side", "zoo"], choices=["one", "side", "batched", "zoo"])
     parser.add_argument("--also", nargs="*", default=[], help="earlier --out folders whose runs join the equivalence")
     args = parser.parse_args()
     out = Path(args.out).resolve()
@@ -151,6 +152,11 @@ def main() -> None:
             wall, cpu, _ = lander_arm(out / "side", seeds, args.steps, [f"seeds_per_process={args.per_process}"])
             results["side by side"] = (wall, cpu, peak_rss(out / "side"), args.seeds)
             print(f"side by side: {wall:.0f} s wall, {cpu / args.seeds:.1f} CPU s per seed", flush=True)
+        elif arm == "batched":
+            extra = ["hydra/launcher=joblib", "batched_engine=true"]
+            wall, cpu, _ = lander_arm(out / "batched", seeds, args.steps, extra)
+            results["batched engine alone"] = (wall, cpu, peak_rss(out / "batched"), args.seeds)
+            print(f"batched engine alone: {wall:.0f} s wall, {cpu / args.seeds:.1f} CPU s per seed", flush=True)
         elif arm == "zoo" and Path(args.zoo_python).exists():
             zoo = [args.zoo_python, "-m", "rl_zoo3.train", "--algo", "ppo", "--env", "LunarLander-v3"]
             commands = [[*zoo, "--num-threads", "1", "--seed", str(s), "-f", str(out / "zoo")]
@@ -162,49 +168,61 @@ def main() -> None:
     report(results, [out, *(Path(also).resolve() for also in args.also)], args.margin)
 
 
+ARMS = {"one": "one per process", "side": "side by side", "batched": "batched engine alone"}
+
+
 def report(results: dict[str, tuple[float, float, float, int]], outs: list[Path], margin: float) -> None:
-    """The table of the arms and the equivalence of the two lander arms (their run directories under ``outs``)."""
+    """The table of the arms and the equivalence of each lander arm to one per process (their run directories
+    under ``outs``)."""
     print("\n| arm | seeds | wall s to the end | CPU s per seed | peak RSS MB (largest process) |")
     print("|---|---|---|---|---|")
     for name, (wall, cpu, rss, n) in results.items():
         print(f"| {name} | {n} | {wall:.0f} | {cpu / n:.1f} | {rss:.0f} |")
-    if "one per process" in results and "side by side" in results:
-        one, side = results["one per process"], results["side by side"]
-        print(f"\nCPU per seed side by side / one per process: {side[1] / one[1]:.3f}; wall: {side[0] / one[0]:.3f}")
-    ones, sides = [out / "one" for out in outs], [out / "side" for out in outs]
-    if any(d.is_dir() for d in ones) and any(d.is_dir() for d in sides):
-        a, b = finals([d for d in ones if d.is_dir()]), finals([d for d in sides if d.is_dir()])
-        xa, xb = np.array(list(a.values())), np.array(list(b.values()))
-        print("\nfinal evaluation means (20 fixed episodes), by seed:")
-        print("| seed | one per process | side by side |\n|---|---|---|")
-        for seed in a:
-            print(f"| {seed} | {a[seed]:.1f} | {b.get(seed, float('nan')):.1f} |")
-        print(f"| mean (std) | {xa.mean():.1f} ({xa.std(ddof=1):.1f}) | {xb.mean():.1f} ({xb.std(ddof=1):.1f}) |")
-        diff, low, high, p = tost(xa, xb, margin)
-        verdict = "equivalent" if p < 0.05 else "not shown equivalent"
-        print(f"\ndifference side by side - one per process: {diff:+.1f}, 90% CI [{low:+.1f}, {high:+.1f}]; ")
-        print(f"TOST margin +-{margin:g}: p = {p:.4f} ({verdict})")
-        welch = stats.ttest_ind(xa, xb, equal_var=False)
-        print(f"Welch t-test of a difference: p = {welch.pvalue:.3f}")
-        for name, x in (("one per process", xa), ("side by side", xb)):
-            point, low_i, high_i = interval(x[:, None], aggregate_iqm)
-            print(f"IQM {name}: {float(point):.1f} [{float(low_i):.1f}, {float(high_i):.1f}] (95% bootstrap)")
-        ca, cb = curves([d for d in ones if d.is_dir()]), curves([d for d in sides if d.is_dir()])
-        print("\nlearning curves, mean over seeds of each evaluation:\n| timesteps | one per process | side by side |")
-        print("|---|---|---|")
-        shown = list(ca)[:: max(1, len(ca) // 10)]
-        for step in shown if shown[-1] == list(ca)[-1] else [*shown, list(ca)[-1]]:
-            print(f"| {step:,} | {np.mean(ca[step]):.1f} | {np.mean(cb.get(step, [np.nan])):.1f} |")
-        ra, rb = run_curves([d for d in ones if d.is_dir()]), run_curves([d for d in sides if d.is_dir()])
-        measures = {"area under the curve (mean of a run's evaluations)": lambda c: float(np.mean([m for _, m in c])),
-                    "timesteps to the first evaluation of 200 or more": take_off}  # fmt: skip
-        for name, measure in measures.items():
-            xa, xb = np.array([measure(c) for c in ra.values()]), np.array([measure(c) for c in rb.values()])
-            diff, low, high, _ = tost(xa, xb, 0.0)
-            print(f"\n{name}: one per process {xa.mean():,.1f} ({xa.std(ddof=1):,.1f}), side by side {xb.mean():,.1f} "
-                  f"({xb.std(ddof=1):,.1f}); difference {diff:+,.1f}, 90% CI [{low:+,.1f}, {high:+,.1f}]; "
-                  f"Welch p = {stats.ttest_ind(xa, xb, equal_var=False).pvalue:.3f}, "
-                  f"Mann-Whitney p = {stats.mannwhitneyu(xa, xb).pvalue:.3f}")  # fmt: skip
+    for arm in ("side", "batched"):
+        label = ARMS[arm]
+        if "one per process" in results and label in results:
+            one, other = results["one per process"], results[label]
+            print(f"\nCPU per seed {label} / one per process: {other[1] / other[3] / (one[1] / one[3]):.3f}; "
+                  f"wall: {other[0] / one[0]:.3f}")  # fmt: skip
+        ones, others = [out / "one" for out in outs], [out / arm for out in outs]
+        if any(d.is_dir() for d in ones) and any(d.is_dir() for d in others):
+            equivalence([d for d in ones if d.is_dir()], [d for d in others if d.is_dir()], label, margin)
+
+
+def equivalence(ones: list[Path], others: list[Path], label: str, margin: float) -> None:
+    """Final evaluations, TOST, IQMs, mean learning curves, areas and take-off steps of the runs in ``others``
+    against those of one seed per process in ``ones``."""
+    a, b = finals(ones), finals(others)
+    xa, xb = np.array(list(a.values())), np.array([b[seed] for seed in a if seed in b])
+    print(f"\nfinal evaluation means (20 fixed episodes), by seed:\n| seed | one per process | {label} |")
+    print("|---|---|---|")
+    for seed in a:
+        print(f"| {seed} | {a[seed]:.1f} | {b.get(seed, float('nan')):.1f} |")
+    print(f"| mean (std) | {xa.mean():.1f} ({xa.std(ddof=1):.1f}) | {xb.mean():.1f} ({xb.std(ddof=1):.1f}) |")
+    diff, low, high, p = tost(xa, xb, margin)
+    verdict = "equivalent" if p < 0.05 else "not shown equivalent"
+    print(f"\ndifference {label} - one per process: {diff:+.1f}, 90% CI [{low:+.1f}, {high:+.1f}]; ")
+    print(f"TOST margin +-{margin:g}: p = {p:.4f} ({verdict})")
+    print(f"Welch t-test of a difference: p = {stats.ttest_ind(xa, xb, equal_var=False).pvalue:.3f}")
+    for name, x in (("one per process", xa), (label, xb)):
+        point, low_i, high_i = interval(x[:, None], aggregate_iqm)
+        print(f"IQM {name}: {float(point):.1f} [{float(low_i):.1f}, {float(high_i):.1f}] (95% bootstrap)")
+    ca, cb = curves(ones), curves(others)
+    print(f"\nlearning curves, mean over seeds of each evaluation:\n| timesteps | one per process | {label} |")
+    print("|---|---|---|")
+    shown = list(ca)[:: max(1, len(ca) // 10)]
+    for step in shown if shown[-1] == list(ca)[-1] else [*shown, list(ca)[-1]]:
+        print(f"| {step:,} | {np.mean(ca[step]):.1f} | {np.mean(cb.get(step, [np.nan])):.1f} |")
+    ra, rb = run_curves(ones), run_curves(others)
+    measures = {"area under the curve (mean of a run's evaluations)": lambda c: float(np.mean([m for _, m in c])),
+                "timesteps to the first evaluation of 200 or more": take_off}  # fmt: skip
+    for name, measure in measures.items():
+        xa, xb = np.array([measure(c) for c in ra.values()]), np.array([measure(c) for c in rb.values()])
+        diff, low, high, _ = tost(xa, xb, 0.0)
+        print(f"\n{name}: one per process {xa.mean():,.1f} ({xa.std(ddof=1):,.1f}), {label} {xb.mean():,.1f} "
+              f"({xb.std(ddof=1):,.1f}); difference {diff:+,.1f}, 90% CI [{low:+,.1f}, {high:+,.1f}]; "
+              f"Welch p = {stats.ttest_ind(xa, xb, equal_var=False).pvalue:.3f}, "
+              f"Mann-Whitney p = {stats.mannwhitneyu(xa, xb).pvalue:.3f}")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -26,15 +26,17 @@ PPO_TARGET = "stable_baselines3.PPO"
 SIDE_BY_SIDE_TARGET = "lander.algorithms.batched_ppo.SideBySidePPO"
 
 
-def side_by_side(cfg: DictConfig) -> bool:
-    """Whether the run trains side by side with other seeds in its process (``seeds_per_process`` > 1, PPO)."""
-    return int(cfg.get("seeds_per_process") or 1) > 1 and cfg.algo.model._target_ == PPO_TARGET
+def batched(cfg: DictConfig) -> bool:
+    """Whether the run trains on the batched engine (:mod:`lander.algorithms.batched_ppo`): side by side with other
+    seeds in its process (``seeds_per_process`` > 1), or alone by choice (``batched_engine``); PPO only."""
+    chosen = int(cfg.get("seeds_per_process") or 1) > 1 or bool(cfg.get("batched_engine"))
+    return chosen and cfg.algo.model._target_ == PPO_TARGET
 
 
 def model_target(cfg: DictConfig) -> str:
-    """The model class's import path: ``algo.model._target_``, or for ``seeds_per_process`` > 1
+    """The model class's import path: ``algo.model._target_``, or on the batched engine (:func:`batched`)
     :class:`lander.algorithms.batched_ppo.SideBySidePPO` (SB3's PPO whose networks are batched across seeds)."""
-    return SIDE_BY_SIDE_TARGET if side_by_side(cfg) else str(cfg.algo.model._target_)
+    return SIDE_BY_SIDE_TARGET if batched(cfg) else str(cfg.algo.model._target_)
 
 
 def model_class(cfg: DictConfig) -> type[BaseAlgorithm]:
@@ -54,7 +56,7 @@ def build_model(cfg: DictConfig, env: VecEnv, seed: int) -> BaseAlgorithm:
         extra["action_noise"] = instantiate(cfg.algo.model.action_noise)(
             n_actions=int(np.prod(env.action_space.shape or ()))
         )
-    return instantiate(
+    model: BaseAlgorithm = instantiate(
         cfg.algo.model,
         _target_=model_target(cfg),
         env=env,
@@ -65,3 +67,4 @@ def build_model(cfg: DictConfig, env: VecEnv, seed: int) -> BaseAlgorithm:
         _convert_="all",
         **extra,
     )
+    return model

@@ -367,12 +367,22 @@ def activation_name(model: DictConfig) -> str:
 
 
 def check_side_by_side(cfg: DictConfig) -> None:
-    """``seeds_per_process`` > 1 trains seeds side by side with batched networks: PPO's MLP policy on vector
-    observations, with the keys :mod:`lander.algorithms.batched_ppo` implements; anything else named."""
+    """``seeds_per_process`` > 1 trains seeds side by side with batched networks, and ``batched_engine`` one seed
+    alone on the same engine: PPO's MLP policy on vector observations, with the keys
+    :mod:`lander.algorithms.batched_ppo` implements; anything else named, with the key that asked for it."""
     value = cfg.get("seeds_per_process", 1)
     _check(isinstance(value, int) and value >= 1, "seeds_per_process", value, "an integer >= 1 (1: one seed, SB3)")
-    if value == 1:
+    alone = cfg.get("batched_engine", False)
+    _check(isinstance(alone, bool), "batched_engine", alone, "true or false")
+    if value == 1 and not alone:
         return
+    # what is refused, named by the key the user set: seeds_per_process (side by side) or batched_engine (alone)
+    switch = (
+        f"seeds_per_process={value} trains PPO seeds side by side"
+        if value > 1
+        else ("batched_engine=true trains a PPO seed on the batched engine")
+    )
+    instead = "seeds_per_process=1" if value > 1 else "batched_engine=false"
     model = cfg.algo.model
     why = None
     if model._target_ != "stable_baselines3.PPO":
@@ -397,9 +407,7 @@ def check_side_by_side(cfg: DictConfig) -> None:
     elif cfg.device != "cpu":
         why = f"device={cfg.device}: it computes on the CPU (not yet verified on a GPU); device=cpu is"
     if why:
-        raise ConfigError(
-            f"seeds_per_process={value} trains PPO seeds side by side, and {why} (or seeds_per_process=1)"
-        )
+        raise ConfigError(f"{switch}, and {why} (or {instead})")
 
 
 def check_normalize(cfg: DictConfig) -> None:

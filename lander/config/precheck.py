@@ -96,6 +96,21 @@ def job_overrides(overrides: list[str], multirun: bool) -> list[list[str]]:
     return [list(job) for job in jobs]
 
 
+def check_booleans(cfg: DictConfig, overrides: list[str]) -> None:
+    """A true/false key given anything but true or false is refused: OmegaConf would take ``log_grad_norm=2`` or
+    ``=yes`` as true.
+
+    :param cfg: the job's config, ``overrides`` applied
+    :param overrides: the job's value overrides (``key=value``)
+    """
+    flags = [o for o in overrides if "=" in o and isinstance(OmegaConf.select(cfg, o.split("=", 1)[0].lstrip("+~"),
+                                                                       default=None), bool)]  # fmt: skip
+    for override in OverridesParser.create().parse_overrides(flags):  # only these parsed again: 2,000 seeds stay fast
+        key, value = override.get_key_element().lstrip("+"), override.value()
+        if not override.is_delete() and not isinstance(value, bool):
+            raise ConfigError(f"{key}={value!r} is not allowed: {key} must be true or false")
+
+
 def check_range(override: Any) -> None:
     """A ``range(start, stop[, step])`` sweep must have finite bounds, a step other than 0, and at least one value
     (Hydra fails on a step of 0 with a traceback and runs an empty sweep for ``range(0, 10, -1)``)."""
@@ -177,6 +192,7 @@ def check_jobs(
             cfg = full if single else with_values(composed[groups], [o for o in job if o not in groups])
             if not single:
                 trusted(cfg, allowed)
+            check_booleans(cfg, [o for o in job if not is_group_choice(o)])
             validate(cfg)
             if any(o.startswith("+algo.model.") for o in job):  # keys the algorithm's config does not have:
                 check_model_keys(cfg)  # against the class (imports torch: not done for other commands)

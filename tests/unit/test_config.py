@@ -188,6 +188,17 @@ BAD_INPUT = [
         "algo.model.policy_kwargs.share_features_extractor is not implemented by it; these are: activation_fn,",
     ),
     (["seeds_per_process=2", "device=auto"], "device=auto: it computes on the CPU (not yet verified on a GPU)"),
+    (["algo=a2c", "batched_engine=true"], "batched_engine=true trains a PPO seed on the batched engine, and algo=a2c"),
+    (
+        ["batched_engine=true", "device=auto"],
+        "device=auto: it computes on the CPU (not yet verified on a GPU); device=cpu",
+    ),
+    (["batched_engine=2"], "batched_engine=2 is not allowed: batched_engine must be true or false"),
+    (["log_grad_norm=yes"], "log_grad_norm='yes' is not allowed: log_grad_norm must be true or false"),
+    (
+        ["--multirun", "seed=0,1", "video.enabled=true,0"],
+        "video.enabled=0 is not allowed: video.enabled must be true or",
+    ),
     (
         ["seeds_per_process=2", f"+algo.model.policy_kwargs={{activation_fn:{{_target_:{GET_CLASS},path:{ELU}}}}}"],
         "algo.model.policy_kwargs.activation_fn=torch.nn.ELU is not; torch.nn.Tanh, torch.nn.ReLU",

@@ -52,7 +52,7 @@ class QCriticMixin(_PolicyBase):
     """
 
     def _build(self, lr_schedule: Any) -> None:
-        super()._build(lr_schedule)  # type: ignore[misc]
+        super()._build(lr_schedule)
         assert isinstance(self.action_space, spaces.Discrete), "a Q head needs a discrete action space"
         self.value_net = nn.Linear(self.mlp_extractor.latent_dim_vf, int(self.action_space.n))
         if self.ortho_init:
@@ -139,7 +139,7 @@ class MAC(A2C):
             entropy = distribution.entropy().mean()
             loss = policy_loss - self.ent_coef * entropy + self.vf_coef * value_loss
             self.policy.optimizer.zero_grad()
-            loss.backward()
+            loss.backward()  # type: ignore[no-untyped-call]
             th.nn.utils.clip_grad_norm_(self.policy.parameters(), self.max_grad_norm)
             self.policy.optimizer.step()
 

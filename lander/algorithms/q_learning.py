@@ -51,7 +51,7 @@ class QTablePolicy(BasePolicy):
 
     q_table: th.Tensor
 
-    def __init__(self, observation_space: spaces.Space, action_space: spaces.Space, **kwargs: Any) -> None:
+    def __init__(self, observation_space: spaces.Space[Any], action_space: spaces.Space[Any], **kwargs: Any) -> None:
         super().__init__(observation_space, action_space, **kwargs)
         if not isinstance(observation_space, spaces.Discrete) or not isinstance(action_space, spaces.Discrete):
             raise ValueError(

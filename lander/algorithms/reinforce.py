@@ -194,7 +194,7 @@ class Reinforce(BaseAlgorithm):
         entropy_mean = entropy.mean() if entropy is not None else -log_prob.mean()
         loss = policy_loss + self.vf_coef * value_loss - self.ent_coef * entropy_mean
         self.policy.optimizer.zero_grad()
-        loss.backward()
+        loss.backward()  # type: ignore[no-untyped-call]
         if self.max_grad_norm is not None:
             th.nn.utils.clip_grad_norm_(self.policy.parameters(), self.max_grad_norm)
         self.policy.optimizer.step()

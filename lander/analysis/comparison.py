@@ -60,7 +60,7 @@ class Comparison:
     tables: dict[str, pd.DataFrame]
     table: pd.DataFrame
     spanning: pd.DataFrame
-    left_out: dict[str, list] = field(default_factory=dict)
+    left_out: dict[str, list[Any]] = field(default_factory=dict)
     at_timesteps: int | None = None
     files: list[Path] = field(default_factory=list)
     sequential: dict[str, Any] | None = None
@@ -114,7 +114,7 @@ def analyse(paths: list[Path], baseline: str | None = None, at_timesteps: int | 
                 f"baseline={baseline!r} is not a configuration of {env}; configurations: {', '.join(by_label)}"
             )
     tables = {env: env_table(by_label, base) for env, by_label in groups.items()}  # type: ignore[arg-type]
-    left_out: dict[str, list] = {
+    left_out: dict[str, list[Any]] = {
         "failed": failed,
         "unfinished": unfinished,
         "unevaluated": unevaluated,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import pandas as pd
 import yaml
@@ -37,7 +37,7 @@ class Run:
     seed: int
     env: str
     status: str
-    summary: dict = field(default_factory=dict)
+    summary: dict[str, Any] = field(default_factory=dict)
     eval: pd.DataFrame | None = None
     final_returns: list[float] = field(default_factory=list)
     threshold: float | None = None
@@ -121,7 +121,7 @@ def read_run(path: Path) -> Run:
     )
 
 
-def with_budget(overrides: list[str], cfg: dict, summary: RunSummary | None) -> list[str]:
+def with_budget(overrides: list[str], cfg: dict[str, Any], summary: RunSummary | None) -> list[str]:
     """A run's overrides with the budget it was trained to: a run trained further (``resume=<run>
     total_timesteps=N``) keeps its first command's overrides, so its label would name the first budget."""
     budget = summary.total_timesteps if summary is not None else 0
@@ -210,7 +210,7 @@ def drop_duplicates(runs: list[Run]) -> tuple[list[Run], list[tuple[Run, Run]]]:
 
     :return: the runs kept, and ``(dropped, kept instead)`` pairs
     """
-    newest: dict[tuple, Run] = {}
+    newest: dict[tuple[Any, ...], Run] = {}
     for run in sorted(runs, key=lambda r: r.paths.summary.stat().st_mtime if r.paths.summary.is_file() else 0):
         newest[(run.env, run.key, run.seed)] = run
     kept = [r for r in runs if newest[(r.env, r.key, r.seed)] is r]

@@ -10,6 +10,7 @@ rliable's exactly (``tests/unit/test_statistics.py`` checks this against committ
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import cast
 
 import numpy as np
 
@@ -25,27 +26,27 @@ Metric = Callable[[np.ndarray], np.ndarray]
 
 def aggregate_mean(scores: np.ndarray) -> np.ndarray:
     """Mean over runs of each env, then over envs (rliable's ``aggregate_mean``); leading axes are kept."""
-    return scores.mean(axis=-2).mean(axis=-1)
+    return cast(np.ndarray, scores.mean(axis=-2).mean(axis=-1))
 
 
 def aggregate_iqm(scores: np.ndarray) -> np.ndarray:
     """Interquartile mean of all runs of all envs: the mean of the middle 50% (rliable's ``aggregate_iqm``)."""
     from scipy import stats  # on use: SciPy takes 0.5 s to import, a run's plot none of it
 
-    return stats.trim_mean(scores.reshape(*scores.shape[:-2], -1), 0.25, axis=-1)
+    return cast(np.ndarray, stats.trim_mean(scores.reshape(*scores.shape[:-2], -1), 0.25, axis=-1))
 
 
 def probability_of_improvement(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """P(X > Y) + P(X = Y) / 2 over all pairs of runs, per env, averaged over envs (the Mann-Whitney U / nm)."""
     greater = (x[..., :, None, :] > y[..., None, :, :]).mean(axis=(-3, -2))
     ties = (x[..., :, None, :] == y[..., None, :, :]).mean(axis=(-3, -2))
-    return (greater + 0.5 * ties).mean(axis=-1)
+    return cast(np.ndarray, (greater + 0.5 * ties).mean(axis=-1))
 
 
 def performance_profile(scores: np.ndarray, taus: np.ndarray) -> np.ndarray:
     """Fraction of runs (of all envs) whose score exceeds each ``tau`` (rliable's score distribution: ``> tau``)."""
     flat = scores.reshape(*scores.shape[:-2], -1)
-    return (flat[..., :, None] > np.asarray(taus)).mean(axis=-2)
+    return cast(np.ndarray, (flat[..., :, None] > np.asarray(taus)).mean(axis=-2))
 
 
 def resample(scores: np.ndarray, reps: int, seed: int = SEED) -> np.ndarray:
@@ -144,7 +145,7 @@ def holm(p_values: list[float]) -> list[float]:
     for rank, i in enumerate(order):
         running = max(running, min(1.0, (len(order) - rank) * p[i]))
         adjusted[i] = running
-    return adjusted.tolist()
+    return cast(list[float], adjusted.tolist())
 
 
 def versus_baseline(scores: dict[int, float], baseline: dict[int, float]) -> dict[str, float | str]:
@@ -174,7 +175,7 @@ def versus_baseline(scores: dict[int, float], baseline: dict[int, float]) -> dic
         effect = diffs.mean() / spread if spread > 0 else float("nan")
     else:
         result = stats.ttest_ind(x, y, equal_var=False)
-        effect = out["cohens_d"]  # type: ignore[assignment]
+        effect = out["cohens_d"]
     out |= {"test": "paired t" if paired else "Welch t", "p_value": float(result.pvalue)}
     out["seeds_needed"] = float(np.ceil(required_n(effect, paired)))
     return out

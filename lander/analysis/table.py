@@ -12,6 +12,8 @@ observed effect). ``episode_count`` counts evaluation episodes; nothing else is 
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 
@@ -26,7 +28,7 @@ def scores(runs: list[Run]) -> np.ndarray:
     return np.array([[r.final_mean] for r in runs], dtype=float)
 
 
-def summary_row(label: str, runs: list[Run]) -> dict:
+def summary_row(label: str, runs: list[Run]) -> dict[str, Any]:
     """The configuration's own statistics over its runs (no baseline)."""
     values = scores(runs)
     many = len(runs) > 1
@@ -52,7 +54,7 @@ def summary_row(label: str, runs: list[Run]) -> dict:
     }
 
 
-def versus_row(runs: list[Run], base: list[Run]) -> dict:
+def versus_row(runs: list[Run], base: list[Run]) -> dict[str, Any]:
     """The comparison of a configuration's runs with the baseline's (NaN where either has one seed)."""
     out = st.versus_baseline({r.seed: r.final_mean for r in runs}, {r.seed: r.final_mean for r in base})
     out |= {"prob_improvement": NAN, "prob_improvement_ci95_low": NAN, "prob_improvement_ci95_high": NAN}

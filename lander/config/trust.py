@@ -78,7 +78,7 @@ def resolvers(text: str) -> list[str]:
 
     def walk(tree: Any) -> None:
         if isinstance(tree, OmegaConfGrammarParser.InterpolationResolverContext):
-            found.append(tree.resolverName().getText())
+            found.append(tree.resolverName().getText())  # type: ignore[no-untyped-call]  # ANTLR's generated parser
         for child in tree.getChildren() if hasattr(tree, "getChildren") else ():
             walk(child)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -24,7 +25,7 @@ class EvalResult:
     lengths: list[int]
     seeds: list[int]
     threshold: float | None = None
-    extra: dict = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
 
     def stats(self) -> dict[str, float | int | None]:
         """Mean, std, standard error, median, min, max, n and success rate of the returns."""
@@ -44,7 +45,7 @@ class EvalResult:
         out["success_rate"] = float(np.mean(r >= self.threshold)) if self.threshold is not None else None
         return out
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """A JSON-ready record: the statistics and every episode."""
         episodes = [
             {"seed": s, "return": float(r), "length": int(n)}

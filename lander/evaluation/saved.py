@@ -59,7 +59,7 @@ def evaluate_run(run_dir: Path, args: DictConfig) -> Path:
     source = model_file(paths, args.model)
     env = make_train_env(cfg.env, 1, seed)
     try:
-        model = safe_load(cfg, source, env)  # type: ignore[arg-type]
+        model = safe_load(cfg, source, env)
         shape = tuple(env.observation_space.shape or ())
     finally:
         env.close()

@@ -24,7 +24,7 @@ def write_video(
     path: Path,
     progress: bool = False,
     obs_transform: Callable[[np.ndarray], np.ndarray] | None = None,
-) -> dict:
+) -> dict[str, Any]:
     """Play one episode on ``video.seed`` and write it to ``path`` (mp4, H.264), atomically.
 
     :param obs_transform: applied to observations before the policy sees them (frozen normalization)

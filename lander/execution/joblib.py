@@ -27,7 +27,7 @@ from lander.storage.rundir import RunPaths, RunSummary
 log = logging.getLogger("lander")
 
 
-class JoblibLauncher(HydraJoblibLauncher):
+class JoblibLauncher(HydraJoblibLauncher):  # type: ignore[misc]  # an untyped Hydra plugin
     """Hydra's joblib launcher (``hydra/launcher=joblib``: ``lander/conf/hydra/launcher/joblib.yaml``, the same
     keys; Hydra's ``execute_job`` runs each job in a loky worker), with two differences:
 

@@ -183,7 +183,8 @@ def signals_held() -> bool:
 
 def worker_stopped() -> int | None:
     """The signal that stopped this worker's sweep, if one did."""
-    return _held["signum"]
+    signum = _held["signum"]
+    return None if signum is None else int(signum)
 
 
 def stopped(signum: int, sweep_dir: Path, ran: int | None = None, pending: int | None = None) -> None:

@@ -141,7 +141,7 @@ class Lockstep:
         self.lets, self.waiting, self.codes, self.contexts = [greenlet(job) for job in jobs], {}, {}, {}
         self.hub, self.cpu_mark = getcurrent(), time.process_time()
         for let in self.lets:
-            let.lockstep = self  # type: ignore[attr-defined]
+            let.lockstep = self
         previous = greenlet.settrace(self._trace)
         try:
             with using_cpu_clock(self.job_cpu_seconds):

@@ -7,7 +7,7 @@ import signal
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from hydra.core.utils import JobReturn
 from hydra_plugins.hydra_submitit_launcher.submitit_launcher import LocalLauncher as HydraSubmititLocalLauncher
@@ -16,7 +16,7 @@ from lander.execution.jobs import hold_signals, interrupted_since, stopped
 from lander.process.signals import handling
 
 
-class SubmititLocalLauncher(HydraSubmititLocalLauncher):
+class SubmititLocalLauncher(HydraSubmititLocalLauncher):  # type: ignore[misc]  # an untyped Hydra plugin
     """Hydra's submitit launcher on this machine (``hydra/launcher=submitit_local``:
     ``lander/conf/hydra/launcher/submitit_local.yaml``, the same keys), whose processes other than the jobs' own
     ignore SIGINT/SIGTERM to the process group (Ctrl-C): each job stops with a checkpoint, then the sweep says how
@@ -35,8 +35,8 @@ class SubmititLocalLauncher(HydraSubmititLocalLauncher):
                 stopped(signum, sweep_dir)
         if (signum := interrupted_since(sweep_dir, started)) is not None:
             stopped(signum, sweep_dir)
-        return returns
+        return cast(Sequence[JobReturn], returns)
 
     def __call__(self, *args: Any, **kwargs: Any) -> JobReturn:  # in the job's task process
         hold_signals()  # a stopped job returns; the sweep says how to continue
-        return super().__call__(*args, **kwargs)
+        return cast(JobReturn, super().__call__(*args, **kwargs))

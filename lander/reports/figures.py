@@ -221,7 +221,7 @@ def curves_figure(groups: dict[str, list[Run]], env: str, band_kind: str = "seed
             line={"color": color, "width": 2.5},
         )
         for run in with_curves:
-            evals: pd.DataFrame = run.eval  # type: ignore[assignment]
+            evals: pd.DataFrame = run.eval
             seed_line = {"color": rgba(color, 0.6), "width": 1, "dash": "dot"}
             fig.add_scatter(
                 x=evals["timesteps"],
@@ -322,7 +322,9 @@ def profile_figure(groups: dict[str, list[Run]], env: str) -> go.Figure:
     return fig
 
 
-def sweep_figures(groups: dict[str, list[Run]], env: str, band_kind: str = "seeds", budget: int = 0) -> dict:
+def sweep_figures(
+    groups: dict[str, list[Run]], env: str, band_kind: str = "seeds", budget: int = 0
+) -> dict[str, go.Figure]:
     """Every figure of one env of a comparison, by name: ``learning_curves``, ``final_scores``,
     ``performance_profile``."""
     return {

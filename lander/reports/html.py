@@ -40,18 +40,15 @@ def esc(value: Any) -> str:
 def figure(fig: go.Figure, div_id: str) -> str:
     """A Plotly figure as a ``<div>`` (its data as JSON, ``<`` and ``>`` escaped by Plotly), no JS of its own."""
     config = {"displaylogo": False, "responsive": True, "toImageButtonOptions": {"filename": div_id}}
-    return (
-        '<div class="plot">'
-        + fig.to_html(full_html=False, include_plotlyjs=False, div_id=f"plot-{div_id}", config=config)
-        + "</div>"
-    )
+    body = fig.to_html(full_html=False, include_plotlyjs=False, div_id=f"plot-{div_id}", config=config)
+    return f'<div class="plot">{body}</div>'
 
 
 def table(frame: pd.DataFrame, float_format: str = "{:.4g}") -> str:
     """A DataFrame as an HTML table, cells escaped."""
     if frame.empty:
         return "<p><em>none</em></p>"
-    return frame.to_html(index=False, escape=True, na_rep="", border=0, float_format=lambda v: float_format.format(v))
+    return str(frame.to_html(index=False, escape=True, na_rep="", border=0, float_format=float_format.format))
 
 
 def number(value: Any) -> str:

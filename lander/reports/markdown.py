@@ -14,7 +14,7 @@ from lander.analysis.table import seed_notes
 
 def readable(table: pd.DataFrame) -> str:
     """The report's table: values with their intervals side by side, blanks where a statistic does not apply."""
-    return pd.DataFrame(readable_rows(table)).to_markdown(index=False, disable_numparse=True)
+    return str(pd.DataFrame(readable_rows(table)).to_markdown(index=False, disable_numparse=True))
 
 
 def readable_rows(table: pd.DataFrame) -> list[dict[str, str]]:
@@ -93,7 +93,7 @@ def report_lines(
     groups: dict[str, dict[str, list[Run]]],
     tables: dict[str, pd.DataFrame],
     spanning: pd.DataFrame,
-    left_out: dict[str, list],
+    left_out: dict[str, list[Any]],
     at_timesteps: int | None,
     sequential: dict[str, Any] | None = None,
 ) -> list[str]:
@@ -165,7 +165,7 @@ LEFT_OUT = {  # why a run was not compared (``Comparison.left_out``'s keys), in 
 }
 
 
-def left_out_line(left_out: dict[str, list], runs: int) -> str:
+def left_out_line(left_out: dict[str, list[Any]], runs: int) -> str:
     """One line saying how many of ``runs`` runs were not compared and why (``left_out``: ``Comparison.left_out``)."""
     said = ", ".join(f"{LEFT_OUT.get(key, key)}: {len(items)}" for key, items in left_out.items() if items)
     dropped = sum(len(items) for items in left_out.values())

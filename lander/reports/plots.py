@@ -10,6 +10,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
 
 from lander.analysis import statistics as st
 from lander.analysis.curves import ONE_EVALUATION, config_curves, single_evaluations
@@ -138,14 +140,14 @@ def plot_profile(groups: dict[str, list[Run]], env: str, path: Path) -> None:
     finish(fig, ax, path)
 
 
-def draw_threshold(ax: plt.Axes, groups: dict[str, list[Run]]) -> None:
+def draw_threshold(ax: Axes, groups: dict[str, list[Run]]) -> None:
     """The env's "solved" return as a dashed line, if it has one."""
     threshold = next(iter(groups.values()))[0].threshold
     if threshold is not None:
         ax.axhline(threshold, color="gray", ls="--", lw=1, label=f"threshold {threshold:g}")
 
 
-def finish(fig: plt.Figure, ax: plt.Axes, path: Path) -> None:
+def finish(fig: Figure, ax: Axes, path: Path) -> None:
     """Grid, legend, layout; write ``path`` atomically and free the figure."""
     ax.grid(alpha=0.3)
     if ax.get_legend_handles_labels()[0]:

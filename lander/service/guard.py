@@ -206,7 +206,7 @@ def bounded(receive: Any, limit: int) -> Any:
 
     async def receive_bounded() -> dict[str, Any]:
         nonlocal received
-        message = await receive()
+        message: dict[str, Any] = await receive()
         if message["type"] == "http.request":
             received += len(message.get("body", b""))
             if received > limit:

@@ -51,7 +51,7 @@ class Launcher:
     def __init__(self, root: Path, max_running: int = 1, max_jobs: int = 100, allowed: list[str] | None = None) -> None:
         self.root = root.resolve()
         self.record = self.root / ".lander-service" / "launched.jsonl"
-        self.children: dict[int, subprocess.Popen] = {}  # reaped as they end (no zombies)
+        self.children: dict[int, subprocess.Popen[bytes]] = {}  # reaped as they end (no zombies)
         self.max_running, self.max_jobs = max_running, max_jobs
         self.allowed = list(allowed or [])
         self.cwd = Path(tempfile.mkdtemp(prefix="lander-service-"))  # empty, the service's own: nothing to import
@@ -198,7 +198,9 @@ class Launcher:
         sent = self.send(run, (Status.PAUSED,), signal.SIGUSR2, ("is not paused", "nothing to continue"), group)
         return {"continuing": str(run.relative_to(self.root))} | sent
 
-    def send(self, run: Path, statuses: tuple[Status, ...], signum: int, said: tuple[str, str], group: bool) -> dict:
+    def send(
+        self, run: Path, statuses: tuple[Status, ...], signum: int, said: tuple[str, str], group: bool
+    ) -> dict[str, Any]:
         """Send ``signum`` to the process that holds ``run``, if the run's status is one of ``statuses``; else
         409 saying ``{run} {state} (status ...): {answer}`` (``said``). A process that trains other seeds beside
         ``run`` (``seeds_per_process``: :func:`lander.service.store.process_group`) gets the signal only if
@@ -254,13 +256,13 @@ class Launcher:
 
 def status(root: Path, run: Path) -> str:
     """A run's status from its ``summary.json``, read as the listing reads it ("unreadable" if it cannot be)."""
-    return store.summary_of(root, run)[0].get("status", "created")
+    return str(store.summary_of(root, run)[0].get("status", "created"))
 
 
 def created(pid: int) -> float | None:
     """The creation time of process ``pid`` (psutil's), recorded with it; None if it has ended already."""
     try:
-        return psutil.Process(pid).create_time()
+        return float(psutil.Process(pid).create_time())
     except psutil.Error:
         return None
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import io
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pandas as pd
 import yaml
@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from lander.config import catalog
 from lander.config.trust import resolve_trusted
 from lander.service import files, store
-from lander.storage.rundir import RunPaths, SweepPaths
+from lander.storage.rundir import RunPaths, SweepPaths, find_run_dirs
 from lander.storage.yamlfile import safe_yaml
 
 router = APIRouter()
@@ -195,7 +195,7 @@ class ComparisonDetail(TableDetail):
 
 
 def root_of(request: Request) -> Path:
-    return request.app.state.root
+    return cast(Path, request.app.state.root)
 
 
 @router.get(
@@ -285,7 +285,7 @@ def sweeps(request: Request) -> list[dict[str, Any]]:
 def sweep(request: Request, sweep_id: str) -> dict[str, Any]:
     root = root_of(request)
     path = store.sweep_dir(root, sweep_id)
-    jobs = [store.safe_run_info(root, job) for job in store.find_run_dirs([path])]
+    jobs = [store.safe_run_info(root, job) for job in find_run_dirs([path])]
     report = files.servable(root, SweepPaths(path).report)
     return {
         "id": sweep_id,
@@ -301,7 +301,9 @@ def table_rows(root: Path, table: Path) -> list[dict[str, Any]]:
     """A comparison's ``table.csv`` as JSON rows (none where it is not written yet, or unreadable)."""
     try:
         text = files.read_text(root, table, store.MAX_CSV)
-        return pd.read_csv(io.StringIO(text)).astype(object).where(pd.notna, None).to_dict("records")
+        return cast(
+            list[dict[str, Any]], pd.read_csv(io.StringIO(text)).astype(object).where(pd.notna, None).to_dict("records")
+        )
     except (files.Unreadable, ValueError):
         return []
 

@@ -7,7 +7,7 @@ checked by :func:`lander.service.overrides.check_overrides` before anything star
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from fastapi import APIRouter, Request
 from pydantic import BaseModel, Field
@@ -81,7 +81,7 @@ class Signalled(BaseModel):
 
 
 def launcher_of(request: Request) -> Launcher:
-    return request.app.state.launcher
+    return cast(Launcher, request.app.state.launcher)
 
 
 @router.post("/api/runs", status_code=201, summary='Start a run: {"overrides": ["algo=ppo", "seed=0"]}')

@@ -162,10 +162,10 @@ def number(value: str | None) -> Any:
     if value in (None, ""):
         return None
     try:
-        return int(value)  # type: ignore[arg-type]
+        return int(value)
     except ValueError:
         try:
-            return float(value)  # type: ignore[arg-type]
+            return float(value)
         except ValueError:
             return value
 

@@ -15,7 +15,7 @@ import socket
 import stat
 import time
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import psutil
 
@@ -34,7 +34,7 @@ class RunLock:
         self.path = Path(run_dir) / NAME
         self._handle: IO[str] | None = None
 
-    def owner(self) -> dict | None:
+    def owner(self) -> dict[str, Any] | None:
         """The pid, host and start time recorded by the process holding (or last holding) the lock."""
         try:
             with self._open() as handle:
@@ -93,7 +93,7 @@ class RunLock:
             self._handle = None
 
 
-def busy_message(run_dir: Path, owner: dict | None) -> str:
+def busy_message(run_dir: Path, owner: dict[str, Any] | None) -> str:
     who = f"process {owner.get('pid')} on {owner.get('host')}" if owner else "another process"
     return (
         f"run directory {run_dir} is in use by {who} (lock file {run_dir / NAME}); "
@@ -114,7 +114,7 @@ def same_process(pid: int, created: object) -> bool:
     if not isinstance(created, int | float) or isinstance(created, bool):
         return False
     try:
-        return abs(psutil.Process(pid).create_time() - created) < 0.01
+        return bool(abs(psutil.Process(pid).create_time() - created) < 0.01)
     except (psutil.Error, OSError, ValueError, OverflowError):
         return False
 

@@ -14,7 +14,7 @@ import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from stable_baselines3.common.running_mean_std import RunningMeanStd
@@ -92,7 +92,7 @@ class NormalizationStats:
             return obs
         scaled = (obs - self.arrays["obs_mean"]) / np.sqrt(self.arrays["obs_var"] + self.settings["epsilon"])
         clip = self.settings["clip_obs"]
-        return np.clip(scaled, -clip, clip).astype(np.float32)
+        return cast(np.ndarray, np.clip(scaled, -clip, clip).astype(np.float32))
 
 
 def read_stats(path: Path, obs_shape: tuple[int, ...]) -> NormalizationStats:

@@ -18,7 +18,7 @@ import yaml
 MAX_NODES = 100_000  # a run's whole config is about 300 nodes; a preset or an override list far fewer
 
 
-class YamlBomb(yaml.YAMLError):
+class YamlBomb(yaml.YAMLError):  # type: ignore[misc]  # PyYAML's classes are untyped here
     """A YAML text whose aliases expand past :data:`MAX_NODES` nodes (or nest past Python's recursion limit)."""
 
 

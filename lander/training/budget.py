@@ -69,7 +69,7 @@ class BudgetProgressBar(ProgressBarCallback):
     def __init__(self, end: int) -> None:
         super().__init__()
         self.end = end
-        self.pbar = None  # type: ignore[assignment]
+        self.pbar = None
 
     def _on_training_start(self) -> None:
         originals = (sys.stdout, sys.stderr)
@@ -94,7 +94,7 @@ class BudgetProgressBar(ProgressBarCallback):
         log its own streams back."""
         if self.pbar is not None:
             self.pbar.close()
-            self.pbar = None  # type: ignore[assignment]
+            self.pbar = None
         for handler, stream in getattr(self, "_moved", []):
             handler.setStream(stream)
         self._moved = []

@@ -126,7 +126,7 @@ def run_rss_mb(process: psutil.Process | None = None) -> float:
     for child in process.children(recursive=True):
         with contextlib.suppress(psutil.Error):  # it ended meanwhile
             total += child.memory_info().rss
-    return total / 2**20
+    return float(total / 2**20)
 
 
 class GpuProbe:
@@ -237,7 +237,7 @@ class ResourceMonitor(BaseCallback):
 
     def _cpu_seconds(self) -> float:
         times = self._process.cpu_times()
-        return times.user + times.system
+        return float(times.user + times.system)
 
     def _on_training_start(self) -> None:
         self.gpu = GpuProbe(self.model.device) if self.model.device.type == "cuda" else None

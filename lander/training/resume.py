@@ -62,7 +62,7 @@ def resume_config(run_dir: Path, total_timesteps: int | None = None) -> DictConf
     cfg.resume = str(run_dir)
     if total_timesteps is not None:
         cfg.total_timesteps = total_timesteps
-    return cfg  # type: ignore[return-value]
+    return cfg
 
 
 def load_newest_checkpoint(cfg: DictConfig, paths: RunPaths, env: VecEnv) -> BaseAlgorithm | None:
@@ -88,7 +88,7 @@ def load_newest_checkpoint(cfg: DictConfig, paths: RunPaths, env: VecEnv) -> Bas
             reasons.append(str(exc))
             continue
         model.num_timesteps = steps
-        model._last_obs = None  # type: ignore[assignment]  # the envs are new: learn() resets them
+        model._last_obs = None  # the envs are new: learn() resets them
         log.info("resuming from %s", path.name)
         return model
     if found:

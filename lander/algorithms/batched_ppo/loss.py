@@ -5,6 +5,7 @@ differentiated by torch's autograd is the tests' oracle (``tests/unit/test_side_
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -107,7 +108,7 @@ class NumpyLoss:
             if index:
                 grad = np.matmul(grad, layer.weight)
 
-    def distribution(self, out: np.ndarray, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray, dict]:
+    def distribution(self, out: np.ndarray, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
         """The log-probabilities of ``actions`` and the entropies, each ``[K, B]``, of the distributions the heads
         ``out`` give (logits ``[K, B, A]`` of a Categorical, or means of a diagonal Gaussian with the state-independent
         ``log_std``), and what :meth:`distribution_backward` needs."""
@@ -129,7 +130,9 @@ class NumpyLoss:
         entropy = np.broadcast_to((np.float32(0.5 + 0.5 * np.log(2 * np.pi)) + log_std).sum(-1), log_prob.shape)
         return log_prob, entropy, {"diff": diff, "inverse_var": inverse_var}
 
-    def distribution_backward(self, kept: dict, grad_log_prob: np.ndarray, grad_entropy: np.ndarray) -> np.ndarray:
+    def distribution_backward(
+        self, kept: dict[str, Any], grad_log_prob: np.ndarray, grad_entropy: np.ndarray
+    ) -> np.ndarray:
         """The gradient of the heads' output ``[K, B, A]`` from those of the log-probabilities ``[K, B]`` and of
         each entropy term ``[K, 1]`` (:meth:`distribution`'s ``kept``); a Gaussian's ``log_std`` gradient goes
         into its view."""
@@ -140,13 +143,13 @@ class NumpyLoss:
                 grad_log_prob[..., None] + grad_entropy[..., None] * (log_p + kept["entropy"][..., None])
             )
             np.put_along_axis(grad_out, taken, np.take_along_axis(grad_out, taken, -1) + grad_log_prob[..., None], -1)
-            return grad_out
+            return cast(np.ndarray, grad_out)
         assert self.grad_log_std is not None
         scaled = kept["diff"] * kept["inverse_var"]  # d log_prob / d mean
         # d log_prob / d log_std = diff^2 / var - 1;  d entropy / d log_std = 1 for each of the B terms
         np.einsum("kb,kba->ka", grad_log_prob, kept["diff"] * scaled - 1, out=self.grad_log_std)
         self.grad_log_std += grad_entropy * grad_log_prob.shape[1]
-        return grad_log_prob[..., None] * scaled
+        return cast(np.ndarray, grad_log_prob[..., None] * scaled)
 
     def minibatch(
         self,

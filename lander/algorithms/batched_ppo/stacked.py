@@ -46,7 +46,7 @@ def affine(x: np.ndarray, weight: np.ndarray, bias: np.ndarray, activation: str 
     ``activation(x @ weight^T + bias)`` ``[K, B, out]`` (``"tanh"``, ``"relu"`` or None). The rollouts' actions,
     the evaluations and :class:`NumpyLoss` all use it, so they round alike; NumPy's ``tanh`` is several times
     faster than torch's CPU kernel."""
-    y = np.matmul(x, weight.transpose(0, 2, 1))
+    y: np.ndarray = np.matmul(x, weight.transpose(0, 2, 1))
     y += bias[:, None, :]
     if activation == "tanh":
         np.tanh(y, out=y)
@@ -166,4 +166,5 @@ class StackedPolicy:
 def gaussian_log_prob(actions: torch.Tensor, mean: torch.Tensor, log_std: torch.Tensor) -> torch.Tensor:
     """Log-density of a diagonal Gaussian, summed over the action dims: ``[K, B, A]`` -> ``[K, B]``."""
     var = torch.exp(2 * log_std)
-    return (-((actions - mean) ** 2) / (2 * var) - log_std - 0.5 * np.log(2 * np.pi)).sum(-1)
+    density: torch.Tensor = -((actions - mean) ** 2) / (2 * var) - log_std - 0.5 * np.log(2 * np.pi)
+    return density.sum(-1)

@@ -14,7 +14,7 @@ def algo_run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
     """One tiny run per algorithm (W&B offline), shared by every test that takes this fixture."""
     algo = request.param
     run_dir = tmp_path_factory.mktemp(f"run_{algo}") / "run"
-    tiny_run(run_dir, algo, "logger=wandb", "log_grad_norm=true")
+    tiny_run(run_dir, algo, "logger=wandb", "log_grad_norm=true", video=True, report=True)  # the default config
     return algo, run_dir
 
 

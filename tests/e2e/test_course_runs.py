@@ -52,7 +52,10 @@ PAIRS = [
 def test_tiny_run_leaves_the_complete_record(tmp_path, algo, env):
     run_dir = tmp_path / "run"
     proc = run_lander(
-        run_dir, *tiny(algo, STEPS[algo], checkpoints=500, monitor=500), f"env={env}", *ENV_TINY.get(env, [])
+        run_dir,
+        *tiny(algo, STEPS[algo], checkpoints=500, monitor=500, video=True, report=True),
+        f"env={env}",
+        *ENV_TINY.get(env, []),
     )
     assert proc.returncode == 0, f"{algo} on {env} failed:\n{proc.stderr[-4000:]}"
     for name in [

@@ -23,8 +23,15 @@ from helpers.processes import warm_shell
 
 PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 BLOCK = re.compile(r"<!-- runnable -->\s*```bash\n(.*?)```", re.S)
-# what a page's `python -m lander.run` gets appended: one env, 256 steps, whatever the algorithm or preset
-TINY = " ".join(["n_envs=1", "algo.total_timesteps=256", *tiny(None, 256, eval_every=128, episodes=2, checkpoints=128)])
+# what a page's `python -m lander.run` gets appended: one env, 256 steps, whatever the algorithm or preset; the video
+# and the report as a user's command makes them
+TINY = " ".join(
+    [
+        "n_envs=1",
+        "algo.total_timesteps=256",
+        *tiny(None, 256, eval_every=128, episodes=2, checkpoints=128, video=True, report=True),
+    ]
+)
 WRAPPER = f"""
 warm() {{
   if [ -n "${{WARM_PYTHON:-}}" ] && [ "$1" = "-m" ] && [[ "$2" == lander.* ]]; then

@@ -21,7 +21,7 @@ from helpers.consistency import assert_consistent, temporaries
 from helpers.wandb_reader import read_runs
 
 BUDGET = 1024
-RUN = tiny("ppo", BUDGET, n_steps=128, eval_every=256, checkpoints=256, monitor=256)
+RUN = tiny("ppo", BUDGET, n_steps=128, eval_every=256, checkpoints=256, monitor=256, video=True, report=True)
 KILLS = [  # (LANDER_FAULT, whether the default suite runs it; the others are @slow)
     ("start:summary:KILL", False),  # right after summary.json says running
     ("start:snapshot:KILL", True),  # during the environment snapshot, before any checkpoint: resumes from 0

@@ -13,7 +13,7 @@ import pytest
 from helpers import lander, read_json, run_lander, start_lander, tiny
 from helpers.wandb_reader import read_runs
 
-TINY = tiny("ppo", 0, eval_every=512)  # each test gives its budget
+TINY = tiny("ppo", 0, eval_every=512, video=True, report=True)  # each test gives its budget
 
 
 @pytest.mark.parametrize(

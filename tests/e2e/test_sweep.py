@@ -20,7 +20,8 @@ from helpers import REPO, lander, read_json, run_lander, start_lander, tiny
 from helpers.browser import check_visit, hover_text, not_blank, open_page, plot_data, wait_for_plots
 from helpers.wandb_reader import read_run, records
 
-JOB = ["n_envs=2", *tiny(None, 1024, n_steps=256, eval_every=256)]  # a sweep's job: two PPO/A2C updates
+# a sweep's job: two PPO/A2C updates, with the video and report of the default config
+JOB = ["n_envs=2", *tiny(None, 1024, n_steps=256, eval_every=256, video=True, report=True)]
 NOT_WALL_CLOCK = ["timesteps", "mean", "std", "sem", "n", "median", "min", "max", "success_rate", "mean_length"]
 
 

@@ -66,7 +66,8 @@ def test_peak_memory_is_the_whole_runs_as_the_kernel_counts_it(tmp_path):
     """``peak_rss_mb`` is the run's largest resident memory with the video and report included: what the kernel
     reports for the process (``wait4``'s ``ru_maxrss``, as ``/usr/bin/time``), not a sample taken mid-run."""
     run_dir = tmp_path / "run"
-    cmd = [sys.executable, "-m", "lander.run", *SMALL, "total_timesteps=1024", f"hydra.run.dir={run_dir}"]
+    run = tiny("ppo", 1024, n_steps=128, eval_every=512, episodes=2, video=True, report=True)
+    cmd = [sys.executable, "-m", "lander.run", *run, f"hydra.run.dir={run_dir}"]
     proc = subprocess.Popen(cmd, cwd=REPO, env=lander_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     _, status, usage = os.wait4(proc.pid, 0)  # a new interpreter (not forked warm): its own memory only
     proc.returncode = os.waitstatus_to_exitcode(status)

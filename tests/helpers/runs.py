@@ -44,9 +44,9 @@ def tiny(
     episodes: int = 3,
     checkpoints: int = 0,
     monitor: int = 0,
-    video: bool = True,
+    video: bool = False,
     logger: str = "none",
-    report: bool = True,
+    report: bool = False,
 ) -> list[str]:
     """The overrides of a tiny run: the one place the tests say how to make a run small.
 
@@ -55,7 +55,9 @@ def tiny(
     :param n_steps: PPO/A2C steps per env per rollout (default: PPO 256, A2C its own 5)
     :param eval_every: ``eval.freq``; ``episodes`` evaluation episodes on as many envs
     :param checkpoints: ``checkpoint_freq`` (0: none); ``monitor``: ``monitor_freq`` (0: off)
-    :param video: a short video (50 steps), or none; ``report``: ``report.html`` or not
+    :param video: a short video (50 steps), or none; ``report``: ``report.html`` or not. Off unless a test reads
+        them or runs the default config (the video and the report are 1.5 s of a 3.5 s tiny run): the runs of
+        every algorithm (``algo_run``), the sweeps, the service's, the faults' and the docs' commands have them
     :param logger: ``logger=`` (W&B only where a test reads it: ``"wandb"``)
     """
     out = [f"algo={algo}", *ALGO_TINY[algo]] if algo else []
@@ -102,9 +104,11 @@ def run_lander(
     return lander(*overrides, f"hydra.run.dir={run_dir}", env=env, timeout=timeout)
 
 
-def tiny_run(run_dir: Path, algo: str, *extra: str, **kwargs) -> subprocess.CompletedProcess:
+def tiny_run(
+    run_dir: Path, algo: str, *extra: str, video: bool = False, report: bool = False, **kwargs
+) -> subprocess.CompletedProcess:
     """A tiny run of ``algo`` (:func:`tiny`, checkpoints and resource samples every 500 steps) that must succeed."""
-    proc = run_lander(run_dir, *tiny(algo, checkpoints=500, monitor=500), *extra, **kwargs)
+    proc = run_lander(run_dir, *tiny(algo, checkpoints=500, monitor=500, video=video, report=report), *extra, **kwargs)
     assert proc.returncode == 0, f"run failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"
     return proc
 

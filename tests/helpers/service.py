@@ -26,7 +26,11 @@ from helpers.runs import REPO, lander_env, tiny
 # a run of a tiny budget, and one long enough to be stopped while it trains, both with the default logger (W&B
 # offline: its files, links among them, are what a user's runs hold; a test that needs none adds logger=none)
 # (the service takes lander's own keys only: the algorithm's size is set without algo=, whatever it is)
-TINY = ["n_envs=2", "algo.model.n_steps=256", *tiny(None, 1024, eval_every=512, episodes=2, logger="wandb")]
+TINY = [
+    "n_envs=2",
+    "algo.model.n_steps=256",
+    *tiny(None, 1024, eval_every=512, episodes=2, logger="wandb", video=True, report=True),
+]
 LONG = [
     "n_envs=2",
     "algo.model.n_steps=256",

@@ -247,6 +247,7 @@ def final_returns(cls: type[PPO], seeds: list[int]) -> list[float]:
     return returns
 
 
+@pytest.mark.slow  # 12 s; the exact update tests below catch each mutation it catches (docs/development.md)
 def test_side_by_side_learns_cartpole_as_sb3_does() -> None:
     """On the same seeds and budget the batched learner reaches SB3's range of returns (a random policy: ~22; 500
     is the most). Each draws its own random streams, so returns differ seed by seed: BENCHMARKS.md compares the two

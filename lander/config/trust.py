@@ -143,8 +143,8 @@ def check_trusted(cfg: DictConfig | dict[str, Any], prefixes: Sequence[str], whe
         for name in imported(node):
             if not is_allowed(name, prefixes):
                 raise ConfigError(
-                    f"{source}{key} imports {name!r}, which is not one of lander's own targets: start "
-                    f"the service with --allow-target {name} to allow it"
+                    f"{source}{key} imports {name!r}, which is not one of lander's own targets: allow it with "
+                    f"--allow-target {name} (lander.serve and lander.reproduce take it)"
                 )
     env = resolved.get("env") if isinstance(resolved, dict) else None
     env_id = str(env.get("id", "")) if isinstance(env, dict) else ""
@@ -166,5 +166,5 @@ def check_hydra_node(hydra: dict[str, Any], prefixes: Sequence[str], source: str
             if not (name.startswith(HYDRA_TARGETS) or is_allowed(name, prefixes)):
                 raise ConfigError(
                     f"{source}{key} makes Hydra import {name!r}, which is not Hydra's, a plugin's or lander's: "
-                    f"start the service with --allow-target {name} to allow it"
+                    f"allow it with --allow-target {name} (lander.serve and lander.reproduce take it)"
                 )

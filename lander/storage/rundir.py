@@ -335,14 +335,19 @@ def _natural(path: Path) -> list[tuple[int, int, str]]:
     return [(0, int(part), "") if part.isdigit() else (1, 0, part) for part in path.parts]
 
 
+REPRODUCTION = re.compile(r"\.reproduce-\d+$")  # lander.reproduce's directory beside a run
+
+
 def find_run_dirs(paths: Iterable[Path]) -> list[Path]:
     """Every run directory at or below ``paths`` (sweep directories, run directories, or a mix), each once,
     in the order of the paths given and, below each, of job number (job 2 before job 10); the sweep's
-    ``comparison/`` and the earlier attempts of re-run jobs (``attempts/``) left out."""
+    ``comparison/``, the earlier attempts of re-run jobs (``attempts/``) and the reproductions of runs
+    (``<run>.reproduce-N``, :mod:`lander.reproduce`: a check, not another seed) left out, unless named."""
     found: dict[Path, None] = {}
     for root in paths:
         for config in sorted(Path(root).glob("**/.hydra/config.yaml"), key=_natural):
             run_dir = config.parent.parent
-            if not {"comparison", "attempts"} & set(run_dir.relative_to(root).parts):
+            parts = run_dir.relative_to(root).parts
+            if not {"comparison", "attempts"} & set(parts) and not any(REPRODUCTION.search(p) for p in parts):
                 found.setdefault(run_dir)
     return list(found)

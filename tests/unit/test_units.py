@@ -58,12 +58,13 @@ def test_atomic_write_replaces_whole_files_and_leaves_no_temporary(tmp_path: Pat
     assert [p.name for p in tmp_path.iterdir()] == ["a.json"]
 
 
-def test_run_discovery_orders_jobs_by_number_and_skips_the_comparison(tmp_path: Path) -> None:
-    for job in ("10", "2", "1", "comparison/0"):
+def test_run_discovery_orders_jobs_by_number_and_skips_the_comparison_and_reproductions(tmp_path: Path) -> None:
+    for job in ("10", "2", "1", "comparison/0", "2.reproduce-1"):
         (tmp_path / job / ".hydra").mkdir(parents=True)
         (tmp_path / job / ".hydra" / "config.yaml").write_text("seed: 0\n")
-    assert [p.name for p in find_run_dirs([tmp_path])] == ["1", "2", "10"]
+    assert [p.name for p in find_run_dirs([tmp_path])] == ["1", "2", "10"]  # a reproduction is no other seed
     assert find_run_dirs([tmp_path / "2", tmp_path]) == [tmp_path / "2", tmp_path / "1", tmp_path / "10"]
+    assert find_run_dirs([tmp_path / "2.reproduce-1"]) == [tmp_path / "2.reproduce-1"]  # unless named
 
 
 def test_neutral_keys_are_declared_on_the_schema() -> None:

@@ -1,0 +1,265 @@
+"""Entry point: ``python -m lander.reproduce <run dir> [--steps N] [--allow-target PREFIX ...]``: does this run
+reproduce here?
+
+The run is trained again from its own saved config (``.hydra/config.yaml``: algorithm, env, seed, budget, every
+key) into a new directory beside it (``<run>.reproduce-1``, then ``-2``, ...), and the two are compared: every
+metrics CSV row by row (the wall-clock columns aside; ``resources.csv``, which measures the machine, left out),
+the final evaluation episode by episode, and every weight of the final model. One verdict is printed: identical;
+or the first divergence (file, row, step, key, both values), with what differs in the environment snapshots
+(``environment/versions.json``: Python, packages, CPU, torch threads) that could explain it. ``--steps N`` trains
+and compares only the first N steps (rounded up to whole rollouts as any budget is): a cheap check, whose weights
+are compared with the original's checkpoint at that step where it kept one.
+
+The reproduction records its metrics only: no tracker (W&B, TensorBoard), video or report, which never change a
+result (they are neutral keys). A config that imports anything but lander's own targets is refused, as the
+service refuses it, unless ``--allow-target`` names it: a run directory from elsewhere runs no code of its own by
+being reproduced.
+
+Exit codes: 0 identical, 1 diverged (or the reproduction failed), 2 bad input (nothing written).
+"""
+
+from __future__ import annotations
+
+from lander.process.signals import exit_on_signals
+
+if __name__ == "__main__":
+    exit_on_signals()
+
+import argparse
+import csv
+import io
+import json
+import logging
+import sys
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from lander.config.checks import checked
+from lander.config.schema import load_saved
+from lander.config.trust import check_trusted
+from lander.errors import ConfigError, RunFileError
+from lander.storage.lock import RunLock
+from lander.storage.rundir import RunPaths, RunSummary, Status
+
+log = logging.getLogger("lander.reproduce")
+
+METRICS = ("train_episodes.csv", "eval.csv", "eval_episodes.csv", "sb3_progress.csv")
+CLOCK = {"wall_time", "eval_seconds", "time/fps", "time/time_elapsed"}  # what measures the clock, not the run
+STEP_KEYS = ("timesteps", "time/total_timesteps")
+SNAPSHOT_KEYS = ("python", "platform", "machine", "cpu_model", "torch_cpu_capability", "torch_threads")
+
+
+@dataclass
+class Divergence:
+    """Where a reproduction first differs from its original: ``file``, ``row`` (1-based, after the header),
+    ``step`` (its timesteps, where the file has them), ``key``, and both values."""
+
+    file: str
+    row: int | None
+    step: str | None
+    key: str
+    original: Any
+    reproduced: Any
+
+    def __str__(self) -> str:
+        where = self.file + (f" row {self.row}" if self.row is not None else "")
+        where += f" (timesteps {self.step})" if self.step is not None else ""
+        return f"{where}, {self.key}: {self.original!r} in the original, {self.reproduced!r} here"
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m lander.reproduce", description=__doc__.split("\n\n")[0])
+    parser.add_argument("run", help="the run directory to reproduce")
+    parser.add_argument("--steps", type=int, default=None, help="train and compare only the first N steps")
+    parser.add_argument(
+        "--allow-target", action="append", default=[], metavar="PREFIX", help="a target the config may import"
+    )
+    return parser.parse_args(argv)
+
+
+def plan(run: Path, steps: int | None, allowed: list[str]) -> tuple[DictConfig, Path, int | None]:
+    """The config to train again, the new directory beside ``run`` and the steps to compare (None: the whole run);
+    :class:`ConfigError` for bad input, before anything is written."""
+    paths = RunPaths(run)
+    if not run.is_dir():
+        raise ConfigError(f"{str(run)!r} is not a directory")
+    if not paths.is_run():
+        raise ConfigError(f"{str(run)!r} is not a lander run directory (no .hydra/config.yaml)")
+    if steps is not None and steps < 1:
+        raise ConfigError(f"--steps {steps}: the number of steps to reproduce, an integer >= 1")
+    cfg = load_saved(paths.config)
+    check_trusted(cfg, allowed, where=str(paths.config))
+    summary = RunSummary.load(paths)
+    if steps is not None and summary is not None and steps >= summary.timesteps > 0:
+        steps = None  # as many steps as the run took, or more: the whole run
+    if int(cfg.get("seeds_per_process") or 1) > 1:
+        raise ConfigError(
+            f"{run} trained side by side with other seeds (seeds_per_process={cfg.seeds_per_process}): its numbers "
+            "depend on its group; reproduce the sweep (its command again, into a new directory) instead"
+        )
+    OmegaConf.set_struct(cfg, False)
+    cfg.resume = None
+    if steps is not None:
+        cfg.total_timesteps = steps
+    # nothing that changes a result (neutral keys): no tracker, video, report or progress bar
+    cfg.logger, cfg.video.enabled, cfg.report, cfg.progress_bar = {}, False, False, False
+    checked(cfg)
+    number = 1
+    while (copy := run.with_name(f"{run.name}.reproduce-{number}")).exists():
+        number += 1
+    return cfg, copy, steps
+
+
+def read_rows(path: Path) -> list[dict[str, str]]:
+    """A metrics CSV's complete rows (none if it is missing)."""
+    if not path.is_file():
+        return []
+    text = path.read_text()
+    return list(csv.DictReader(io.StringIO(text[: text.rfind("\n") + 1])))
+
+
+def step_of(row: dict[str, str]) -> str | None:
+    return next((row[key] for key in STEP_KEYS if key in row), None)
+
+
+def compare_metrics(original: RunPaths, copy: RunPaths, upto: int | None) -> tuple[Divergence | None, int]:
+    """The first differing cell of the metrics CSVs (rows at or before step ``upto`` only, where given), and the
+    number of rows compared."""
+    compared = 0
+    for name in METRICS:
+        rows_a = read_rows(original.metrics / name)
+        rows_b = read_rows(copy.metrics / name)
+        if upto is not None:  # the first steps only, and evaluations only where both evaluated: a shorter budget
+            # moves the evaluation at the budget, and evaluating changes no training step
+            common = {step_of(r) for r in rows_a} & {step_of(r) for r in rows_b} if name.startswith("eval") else None
+            rows_a, rows_b = (
+                [r for r in rows if int(float(step_of(r) or 0)) <= upto and (common is None or step_of(r) in common)]
+                for rows in (rows_a, rows_b)
+            )
+        for index, (a, b) in enumerate(zip(rows_a, rows_b, strict=False), start=1):
+            for key in sorted((set(a) | set(b)) - CLOCK):  # a key SB3 added later is empty in earlier rows
+                if (a.get(key) or "") != (b.get(key) or ""):
+                    return Divergence(f"metrics/{name}", index, step_of(a), key, a.get(key), b.get(key)), compared
+            compared += 1
+        if len(rows_a) != len(rows_b):
+            row = min(len(rows_a), len(rows_b)) + 1
+            return Divergence(f"metrics/{name}", row, None, "number of rows", len(rows_a), len(rows_b)), compared
+    return None, compared
+
+
+def weights(model_zip: Path) -> dict[str, Any]:
+    """The policy's tensors of an SB3 ``model.zip``, read without unpickling (``weights_only``)."""
+    import torch  # on use: the arguments are checked, and bad input refused, without torch's 2 s
+
+    with zipfile.ZipFile(model_zip) as archive:
+        return dict(torch.load(io.BytesIO(archive.read("policy.pth")), weights_only=True, map_location="cpu"))
+
+
+def compare_weights(original_zip: Path, copy_zip: Path) -> Divergence | None:
+    a, b = weights(original_zip), weights(copy_zip)
+    for key in sorted(set(a) | set(b)):
+        if key not in a or key not in b or not bool((a[key] == b[key]).all()):
+            first = None if key not in a or key not in b else (a[key] != b[key]).nonzero()[0].tolist()
+            value_a = None if key not in a or first is None else float(a[key][tuple(first)])
+            value_b = None if key not in b or first is None else float(b[key][tuple(first)])
+            return Divergence(copy_zip.name, None, None, f"{key}{first or ''}", value_a, value_b)
+    return None
+
+
+def compare_evaluation(original: RunPaths, copy: RunPaths) -> Divergence | None:
+    a = json.loads(original.eval_json.read_text()).get("episodes", [])
+    b = json.loads(copy.eval_json.read_text()).get("episodes", [])
+    for index, (x, y) in enumerate(zip(a, b, strict=False), start=1):
+        for key in ("seed", "return", "length"):
+            if x.get(key) != y.get(key):
+                return Divergence("eval.json", index, None, f"episodes[{index - 1}].{key}", x.get(key), y.get(key))
+    if len(a) != len(b):
+        return Divergence("eval.json", None, None, "episodes", len(a), len(b))
+    return None
+
+
+def snapshot_differences(original: RunPaths, copy: RunPaths) -> list[str]:
+    """What differs between the two runs' environment snapshots that could change a number: Python, platform,
+    CPU, torch's CPU code path and threads, and the packages lander records."""
+    try:
+        a = json.loads((original.environment / "versions.json").read_text())
+        b = json.loads((copy.environment / "versions.json").read_text())
+    except (OSError, ValueError):
+        return ["the original's environment snapshot (environment/versions.json) is missing or unreadable"]
+    found = [f"{key}: {a.get(key)!r} then, {b.get(key)!r} now" for key in SNAPSHOT_KEYS if a.get(key) != b.get(key)]
+    packages_a, packages_b = a.get("packages") or {}, b.get("packages") or {}
+    for name in sorted(set(packages_a) | set(packages_b)):
+        if packages_a.get(name) != packages_b.get(name) and name != "lander":
+            found.append(f"{name}: {packages_a.get(name)} then, {packages_b.get(name)} now")
+    commit_a, commit_b = (a.get("git") or {}).get("commit"), (b.get("git") or {}).get("commit")
+    if packages_a.get("lander") != packages_b.get("lander") or commit_a != commit_b:
+        found.append(f"lander: commit {commit_a} then, {commit_b} now")
+    return found
+
+
+def verdict(original: RunPaths, copy: RunPaths, steps: int | None, trained: int) -> tuple[Divergence | None, str]:
+    """The first divergence (None: identical) and what was compared."""
+    divergence, rows = compare_metrics(original, copy, trained if steps is not None else None)
+    compared = [f"{rows} metric rows"]
+    if divergence is None and steps is None:
+        divergence = compare_evaluation(original, copy)
+        compared.append("the final evaluation's episodes")
+    if divergence is None:
+        checkpoint = original.checkpoints / f"model_{trained}_steps.zip"
+        target = original.model if steps is None else checkpoint
+        if target.is_file():
+            divergence = compare_weights(target, copy.model)
+            compared.append(f"every weight of {target.relative_to(original.root)}")
+        else:
+            compared.append(f"no weights (the original kept no checkpoint at {trained:,} steps)")
+    return divergence, ", ".join(compared)
+
+
+def reproduce(run: Path, steps: int | None, allowed: list[str]) -> int:
+    """Train ``run`` again beside it and print the verdict; the exit code (0 identical, 1 diverged)."""
+    from lander.training.train import train  # torch and SB3 (~2 s): after the checks, so bad input fails at once
+
+    cfg, copy, steps = plan(run, steps, allowed)
+    copy.mkdir()
+    (copy / ".hydra").mkdir()
+    OmegaConf.save(cfg, copy / ".hydra" / "config.yaml")
+    handler = logging.FileHandler(copy / "run.log")
+    logging.basicConfig(level=logging.INFO, format="[%(asctime)s][%(name)s][%(levelname)s] - %(message)s")
+    logging.getLogger().addHandler(handler)
+    log.info("reproducing %s in %s%s", run, copy, f" (its first {steps:,} steps)" if steps else "")
+    RunLock(copy).acquire()
+    summary = train(cfg, copy)
+    if summary.status != Status.COMPLETED:
+        print(f"failed: the reproduction in {copy} ended {summary.status}: {summary.error}")
+        return 1
+    divergence, compared = verdict(RunPaths(run), RunPaths(copy), steps, int(summary.timesteps))
+    differences = snapshot_differences(RunPaths(run), RunPaths(copy))
+    if divergence is None:
+        print(f"identical: {copy} reproduces {run} to its step {summary.timesteps:,} ({compared})")
+        return 0
+    print(f"diverged: {divergence}")
+    print(f"  compared up to there: {compared}; the reproduction is in {copy}")
+    if differences:
+        print("  what differs in the environment snapshot:")
+        for line in differences:
+            print(f"    {line}")
+    else:
+        print("  the environment snapshots agree (Python, platform, CPU, torch threads, packages, lander's commit)")
+    return 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse(sys.argv[1:] if argv is None else argv)
+    try:
+        return reproduce(Path(args.run), args.steps, args.allow_target)
+    except (ConfigError, RunFileError) as exc:
+        print(f"lander.reproduce: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,87 @@
+"""``python -m lander.reproduce <run>``: a run trained again from its saved config, beside it, and compared with it;
+one verdict (identical, or the first divergence with what differs in the environment snapshot), exit 0 or 1; bad
+input in one line, exit 2, nothing written."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from omegaconf import OmegaConf
+
+from helpers import composed, lander, tiny, tiny_run
+from lander.reproduce import main
+
+
+def reproduce(*args: str):
+    return lander(*args, module="lander.reproduce")
+
+
+def test_a_default_tiny_run_reproduces_and_a_changed_value_is_the_first_divergence(tmp_path):
+    run = tmp_path / "run"  # the default config (W&B offline, video, report) at a tiny budget, checkpoints at 512
+    tiny_run(run, "ppo", "logger=wandb", "checkpoint_freq=512", video=True, report=True)
+
+    same = reproduce(str(run))
+    assert same.returncode == 0, same.stderr[-3000:]
+    assert same.stdout.startswith(f"identical: {run}.reproduce-1 reproduces {run} to its step 1,024 (")
+    assert "the final evaluation's episodes, every weight of model.zip" in same.stdout
+    assert (tmp_path / "run.reproduce-1" / "metrics" / "eval.csv").is_file()
+
+    first = reproduce(str(run), "--steps", "512")  # the cheap check: the first rollout, against the checkpoint
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert "to its step 512" in first.stdout and "every weight of checkpoints/model_512_steps.zip" in first.stdout
+
+    config = run / ".hydra" / "config.yaml"  # one value changed, and the snapshot says another torch
+    config.write_text(config.read_text().replace("learning_rate: 0.0003", "learning_rate: 0.001"))
+    versions = run / "environment" / "versions.json"
+    snapshot = json.loads(versions.read_text())
+    snapshot["packages"]["torch"] = "2.12.0"
+    versions.write_text(json.dumps(snapshot))
+    changed = reproduce(str(run))
+    assert changed.returncode == 1, changed.stderr[-3000:]
+    lines = changed.stdout.splitlines()
+    assert lines[0].startswith("diverged: metrics/") and "in the original" in lines[0] and "here" in lines[0]
+    assert any(line.strip().startswith("torch: 2.12.0 then, 2.13.0") for line in lines), lines
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "run",
+        "run.reproduce-1",
+        "run.reproduce-2",
+        "run.reproduce-3",
+    ]
+
+
+def saved_run(directory, *overrides: str):
+    """A run directory holding only the saved config of ``overrides`` (what the checks read before anything)."""
+    (directory / ".hydra").mkdir(parents=True)
+    OmegaConf.save(composed(*tiny("ppo"), *overrides), directory / ".hydra" / "config.yaml")
+    return directory
+
+
+@pytest.mark.parametrize(
+    "case,said",
+    [
+        ("missing", "is not a directory"),
+        ("no config", "is not a lander run directory (no .hydra/config.yaml)"),
+        ("untrusted", "algo.model imports 'os.system', which is not one of lander's own targets: allow it with"),
+        ("steps 0", "--steps 0: the number of steps to reproduce, an integer >= 1"),
+        ("side by side", "trained side by side with other seeds (seeds_per_process=2): its numbers depend on its"),
+    ],
+)
+def test_bad_input_is_one_line_exit_2_and_nothing_written(tmp_path, capsys, case, said):
+    run, args = tmp_path / "run", []
+    if case == "no config":
+        run.mkdir()
+    elif case == "untrusted":
+        saved_run(run)
+        config = run / ".hydra" / "config.yaml"
+        config.write_text(config.read_text().replace("_target_: stable_baselines3.PPO", "_target_: os.system"))
+    elif case == "steps 0":
+        saved_run(run)
+        args = ["--steps", "0"]
+    elif case == "side by side":
+        saved_run(run, "seeds_per_process=2")
+    before = sorted(tmp_path.rglob("*"))
+    assert main([str(run), *args]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith("lander.reproduce: ") and said in err[0], err
+    assert sorted(tmp_path.rglob("*")) == before

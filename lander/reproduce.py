@@ -94,7 +94,9 @@ def plan(run: Path, steps: int | None, allowed: list[str]) -> tuple[DictConfig, 
     cfg = load_saved(paths.config)
     check_trusted(cfg, allowed, where=str(paths.config))
     summary = RunSummary.load(paths)
-    if steps is not None and summary is not None and steps >= summary.timesteps > 0:
+    if summary is not None and summary.status != Status.COMPLETED and summary.timesteps > 0:
+        steps = min(steps or summary.timesteps, summary.timesteps)  # a stopped run: what it recorded
+    elif steps is not None and summary is not None and steps >= summary.timesteps > 0:
         steps = None  # as many steps as the run took, or more: the whole run
     if int(cfg.get("seeds_per_process") or 1) > 1:
         raise ConfigError(
@@ -126,6 +128,13 @@ def step_of(row: dict[str, str]) -> str | None:
     return next((row[key] for key in STEP_KEYS if key in row), None)
 
 
+def kept(step: str | None, upto: int, common: set[str | None] | None, final: bool) -> bool:
+    """Whether a row at ``step`` is compared when only the first ``upto`` steps were trained again: at or before
+    ``upto`` (before it, for an evaluation: ``final``), and at a step both runs recorded where ``common`` is given."""
+    at = int(float(step or 0))
+    return (at < upto if final else at <= upto) and (common is None or step in common)
+
+
 def compare_metrics(original: RunPaths, copy: RunPaths, upto: int | None) -> tuple[Divergence | None, int]:
     """The first differing cell of the metrics CSVs (rows at or before step ``upto`` only, where given), and the
     number of rows compared."""
@@ -133,11 +142,12 @@ def compare_metrics(original: RunPaths, copy: RunPaths, upto: int | None) -> tup
     for name in METRICS:
         rows_a = read_rows(original.metrics / name)
         rows_b = read_rows(copy.metrics / name)
-        if upto is not None:  # the first steps only, and evaluations only where both evaluated: a shorter budget
-            # moves the evaluation at the budget, and evaluating changes no training step
+        if upto is not None:  # the first steps only; evaluations only where both evaluated, before the copy's last
+            # step: a shorter budget moves the evaluation at the budget (after the last update, where a periodic one
+            # at that step comes before it), and evaluating changes no training step
             common = {step_of(r) for r in rows_a} & {step_of(r) for r in rows_b} if name.startswith("eval") else None
             rows_a, rows_b = (
-                [r for r in rows if int(float(step_of(r) or 0)) <= upto and (common is None or step_of(r) in common)]
+                [r for r in rows if kept(step_of(r), upto, common, final=name.startswith("eval"))]
                 for rows in (rows_a, rows_b)
             )
         for index, (a, b) in enumerate(zip(rows_a, rows_b, strict=False), start=1):

@@ -18,8 +18,9 @@ def reproduce(*args: str):
 
 
 def test_a_default_tiny_run_reproduces_and_a_changed_value_is_the_first_divergence(tmp_path):
-    run = tmp_path / "run"  # the default config (W&B offline, video, report) at a tiny budget, checkpoints at 512
-    tiny_run(run, "ppo", "logger=wandb", "checkpoint_freq=512", video=True, report=True)
+    run = tmp_path / "run"  # the default config (W&B offline, video, report) at a tiny budget, checkpoints at 512;
+    # an evaluation every 256 steps: the one at 512 comes before the update there, --steps 512's final one after it
+    tiny_run(run, "ppo", "logger=wandb", "checkpoint_freq=512", "eval.freq=256", video=True, report=True)
 
     same = reproduce(str(run))
     assert same.returncode == 0, same.stderr[-3000:]

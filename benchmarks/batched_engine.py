@@ -29,12 +29,13 @@ def run_pair(seed: int, steps: int, out: Path, cores: tuple[int, int]) -> dict[s
     for (arm, switch), core in zip(ARMS.items(), cores, strict=True):
         cmd = ["taskset", "-c", str(core), sys.executable, "-m", "lander.run", f"seed={seed}", switch,
                f"total_timesteps={steps}", f"hydra.run.dir={out / f'{arm}-{seed}'}"]  # fmt: skip
-        running[arm] = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        log = out / f"{arm}-{seed}.stderr.log"  # a file, not a pipe that fills while the run waits on it
+        running[arm] = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=log.open("wb"))
     found = {}
     for arm, process in running.items():
         _, status, usage = os.wait4(process.pid, 0)
         if os.waitstatus_to_exitcode(status):
-            raise SystemExit(f"{arm} seed {seed} failed: {process.stderr.read().decode()[-2000:]}")  # type: ignore[union-attr]
+            raise SystemExit(f"{arm} seed {seed} failed: {(out / f'{arm}-{seed}.stderr.log').read_text()[-2000:]}")
         summary = json.loads((out / f"{arm}-{seed}" / "summary.json").read_text())
         found[arm] = (usage.ru_utime + usage.ru_stime, summary["train_cpu_seconds"], summary["final_eval_mean"])
     return found

@@ -33,8 +33,10 @@ import os
 import resource
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from scipy import stats
@@ -55,17 +57,21 @@ def timed(commands: list[list[str]], at_once: int, cwd: Path) -> tuple[float, fl
     peak RSS in MB of the largest command's process tree: ``wait4``'s ``ru_maxrss``)."""
     start, cpu, peak = time.perf_counter(), children_cpu(), 0.0
     pending = list(commands)
-    running: list[subprocess.Popen[bytes]] = []
+    running: list[tuple[subprocess.Popen[bytes], Any]] = []
     while pending or running:
         while pending and len(running) < at_once:
-            running.append(subprocess.Popen(pending.pop(0), cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE))
-        for process in list(running):
+            # stderr to a file: a pipe read only at the end fills (64 kB: W&B's lines of ~17 runs) and blocks the runs
+            log = tempfile.TemporaryFile()  # noqa: SIM115  # closed when its command ends
+            running.append((subprocess.Popen(pending.pop(0), cwd=cwd, stdout=subprocess.DEVNULL, stderr=log), log))
+        for process, log in list(running):
             pid, status, usage = os.wait4(process.pid, os.WNOHANG)
             if pid:
-                running.remove(process)
+                running.remove((process, log))
                 peak = max(peak, usage.ru_maxrss / 1024)
+                log.seek(0)
                 if os.waitstatus_to_exitcode(status):
-                    raise SystemExit(f"{process.args!r} failed: {process.stderr.read().decode()[-2000:]}")  # type: ignore[union-attr]
+                    raise SystemExit(f"{process.args!r} failed: {log.read().decode()[-2000:]}")
+                log.close()
         time.sleep(0.5)
     return time.perf_counter() - start, children_cpu() - cpu, peak
 

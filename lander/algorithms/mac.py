@@ -149,6 +149,7 @@ class MAC(A2C):
             "train/explained_variance",
             explained_variance(self.rollout_buffer.values.flatten(), self.rollout_buffer.returns.flatten()),
         )
+        self.logger.record("train/loss", loss.item())
         self.logger.record("train/policy_loss", policy_loss.item())
         self.logger.record("train/value_loss", value_loss.item())
         self.logger.record("train/entropy", entropy.item())

@@ -198,6 +198,7 @@ class Reinforce(BaseAlgorithm):
         if self.max_grad_norm is not None:
             th.nn.utils.clip_grad_norm_(self.policy.parameters(), self.max_grad_norm)
         self.policy.optimizer.step()
+        self.logger.record("train/loss", loss.item())
         self.logger.record("train/policy_loss", policy_loss.item())
         self.logger.record("train/value_loss", value_loss.item())
         self.logger.record("train/entropy", entropy_mean.item())

@@ -20,6 +20,7 @@ import torch
 from hydra.errors import InstantiationException
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
+from stable_baselines3 import A2C
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
@@ -307,6 +308,28 @@ class NonFiniteGuard(BaseCallback):
 
     def _on_rollout_start(self) -> None:
         check_finite(self.model)
+
+    def _on_step(self) -> bool:
+        return True
+
+
+class A2CLoss(BaseCallback):
+    """``train/loss`` for SB3's A2C, which records the terms of the loss it minimises but not the loss: ``policy_loss
+    + ent_coef * entropy_loss + vf_coef * value_loss`` of the last update (``A2C.train``'s formula, from its float32
+    terms), recorded when the next rollout starts, before SB3 writes that update's records. PPO, DQN and lander's
+    own algorithms record their ``train/loss`` themselves; SAC's and TD3's actor and critic minimise two losses
+    (``train/actor_loss``, ``train/critic_loss``), which SB3 records."""
+
+    TERMS = ("train/policy_loss", "train/entropy_loss", "train/value_loss")
+
+    def _on_rollout_start(self) -> None:
+        if not isinstance(self.model, A2C) or type(self.model).train is not A2C.train:
+            return  # another algorithm, or a subclass that trains (and records) its own way, as MAC
+        values = self.model.logger.name_to_value
+        if not all(t in values for t in self.TERMS):
+            return
+        policy, entropy, value = (float(values[t]) for t in self.TERMS)
+        self.model.logger.record("train/loss", policy + self.model.ent_coef * entropy + self.model.vf_coef * value)
 
     def _on_step(self) -> bool:
         return True
@@ -775,7 +798,7 @@ def callbacks_for(
         after_eval=list(rules),
     )
     episodes = EpisodeLogger(paths.train_episodes, sinks)
-    callbacks: list[BaseCallback] = [NonFiniteGuard(), episodes]  # the guard first: nothing NaN is saved
+    callbacks: list[BaseCallback] = [NonFiniteGuard(), episodes, A2CLoss()]  # the guard first: nothing NaN is saved
     if cfg.get("log_grad_norm"):  # absent from the config of a run made before it existed
         callbacks.append(GradientNorms())
     if cfg.max_episodes is not None:

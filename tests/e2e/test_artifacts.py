@@ -101,6 +101,20 @@ def test_every_update_records_its_gradient_norm_before_clipping(algo_run):
         assert len(norms) and (norms > 0).all() and np.isfinite(norms).all(), (key, progress.columns.tolist())
     if algo in ("ppo", "a2c"):  # clipped at max_grad_norm (0.5) after the norm is taken: seen above it
         assert progress["train/grad_norm"].max() > 0.5
+    if algo in ("ppo", "a2c", "dqn"):  # the loss each minimises (SAC's and TD3's two: actor_loss, critic_loss)
+        losses = progress["train/loss"].dropna()
+        assert len(losses) and np.isfinite(losses).all(), progress.columns.tolist()
+    else:
+        assert {"train/actor_loss", "train/critic_loss"} <= set(progress.columns)
+    if algo == "a2c":  # the sum of its recorded terms, weighted as A2C.train weights them
+        model = yaml.safe_load((run_dir / ".hydra/config.yaml").read_text())["algo"]["model"]
+        row = progress.dropna(subset=["train/loss"]).iloc[-1]
+        terms = (
+            row["train/policy_loss"]
+            + float(model.get("ent_coef", 0.0)) * row["train/entropy_loss"]
+            + float(model.get("vf_coef", 0.5)) * row["train/value_loss"]
+        )
+        assert row["train/loss"] == pytest.approx(terms, rel=1e-6)
 
 
 def test_eval_json_has_every_episode(algo_run):

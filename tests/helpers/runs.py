@@ -56,8 +56,8 @@ def tiny(
     :param eval_every: ``eval.freq``; ``episodes`` evaluation episodes on as many envs
     :param checkpoints: ``checkpoint_freq`` (0: none); ``monitor``: ``monitor_freq`` (0: off)
     :param video: a short video (50 steps), or none; ``report``: ``report.html`` or not. Off unless a test reads
-        them or runs the default config (the video and the report are 1.5 s of a 3.5 s tiny run): the runs of
-        every algorithm (``algo_run``), the sweeps, the service's, the faults' and the docs' commands have them
+        them or runs the default config (the two are about 1 s of a tiny run's 2.5 s after its imports): the runs
+        of every algorithm (``algo_run``), the sweeps, the service's, the faults' and the docs' commands have them
     :param logger: ``logger=`` (W&B only where a test reads it: ``"wandb"``)
     """
     out = [f"algo={algo}", *ALGO_TINY[algo]] if algo else []

@@ -51,7 +51,7 @@ def test_the_lean_lunar_lander_steps_as_the_wrapped_envs(variant: str) -> None:
     assert np.array_equal(lean.action_space.sample(), ref.action_space.sample())  # seeded as make_vec_env seeds it
     assert np.array_equal(lean.reset(), ref.reset())
     rng, episodes, truncations = np.random.default_rng(3), 0, 0
-    for step in range(5000):  # 20,000 env steps
+    for step in range(2500):  # 10,000 env steps, 50,000 over the variants
         chosen = actions(rng, "continuous" in kwargs, n_envs)
         obs_a, rew_a, done_a, infos_a = ref.step(chosen)
         obs_b, rew_b, done_b, infos_b = lean.step(chosen)
@@ -67,7 +67,7 @@ def test_the_lean_lunar_lander_steps_as_the_wrapped_envs(variant: str) -> None:
                 assert np.array_equal(info_a["terminal_observation"], info_b["terminal_observation"]), step
             assert info_a["TimeLimit.truncated"] == info_b["TimeLimit.truncated"], step
             truncations += info_a["TimeLimit.truncated"]
-    assert episodes > 100
+    assert episodes > 50
     if "max_episode_steps" in kwargs:
         assert truncations > 10
     assert lean.env_is_wrapped(Monitor) == ref.env_is_wrapped(Monitor)

@@ -111,8 +111,9 @@ def make_env(env_cfg: DictConfig, render_mode: str | None = None) -> gym.Env:
 
 
 def is_plain_lunar_lander(env_cfg: DictConfig) -> bool:
-    """Whether ``env_cfg`` is Gymnasium's LunarLander with no wrapper of lander's and no rendering: the training
-    envs that :class:`LunarLanderVecEnv` steps (the same trajectories, without the wrapper stack)."""
+    """Whether ``env_cfg`` is Gymnasium's LunarLander with no wrapper of lander's and no rendering: the envs made as
+    :class:`LeanLunarLander` (training: :class:`LunarLanderVecEnv`; evaluation: :func:`make_env`), with the same
+    trajectories as the wrapper stack."""
     try:
         entry_point = gym.spec(env_cfg.id).entry_point
     except Exception:  # an id gymnasium cannot look up yet ("module:Id") is no LunarLander of gymnasium's

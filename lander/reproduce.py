@@ -247,13 +247,12 @@ def reproduce(run: Path, steps: int | None, allowed: list[str]) -> int:
         print(f"failed: the reproduction in {copy} ended {summary.status}: {summary.error}")
         return 1
     divergence, compared = verdict(RunPaths(run), RunPaths(copy), steps, int(summary.timesteps))
-    differences = snapshot_differences(RunPaths(run), RunPaths(copy))
     if divergence is None:
         print(f"identical: {copy} reproduces {run} to its step {summary.timesteps:,} ({compared})")
         return 0
     print(f"diverged: {divergence}")
     print(f"  compared up to there: {compared}; the reproduction is in {copy}")
-    if differences:
+    if differences := snapshot_differences(RunPaths(run), RunPaths(copy)):
         print("  what differs in the environment snapshot:")
         for line in differences:
             print(f"    {line}")

@@ -372,17 +372,13 @@ def check_side_by_side(cfg: DictConfig) -> None:
     :mod:`lander.algorithms.batched_ppo` implements; anything else named, with the key that asked for it."""
     value = cfg.get("seeds_per_process", 1)
     _check(isinstance(value, int) and value >= 1, "seeds_per_process", value, "an integer >= 1 (1: one seed, SB3)")
-    alone = cfg.get("batched_engine", False)
-    _check(isinstance(alone, bool), "batched_engine", alone, "true or false")
-    if value == 1 and not alone:
+    if value == 1 and not cfg.get("batched_engine", False):  # a bool: the schema types it, the precheck its value
         return
     # what is refused, named by the key the user set: seeds_per_process (side by side) or batched_engine (alone)
-    switch = (
-        f"seeds_per_process={value} trains PPO seeds side by side"
-        if value > 1
-        else ("batched_engine=true trains a PPO seed on the batched engine")
-    )
-    instead = "seeds_per_process=1" if value > 1 else "batched_engine=false"
+    if value > 1:
+        switch, instead = f"seeds_per_process={value} trains PPO seeds side by side", "seeds_per_process=1"
+    else:
+        switch, instead = "batched_engine=true trains a PPO seed on the batched engine", "batched_engine=false"
     model = cfg.algo.model
     why = None
     if model._target_ != "stable_baselines3.PPO":

@@ -103,8 +103,8 @@ def check_booleans(cfg: DictConfig, overrides: list[str]) -> None:
     :param cfg: the job's config, ``overrides`` applied
     :param overrides: the job's value overrides (``key=value``)
     """
-    flags = [o for o in overrides if "=" in o and isinstance(OmegaConf.select(cfg, o.split("=", 1)[0].lstrip("+~"),
-                                                                       default=None), bool)]  # fmt: skip
+    keys = {o: o.split("=", 1)[0].lstrip("+~") for o in overrides if "=" in o}
+    flags = [o for o, key in keys.items() if isinstance(OmegaConf.select(cfg, key, default=None), bool)]
     for override in OverridesParser.create().parse_overrides(flags):  # only these parsed again: 2,000 seeds stay fast
         key, value = override.get_key_element().lstrip("+"), override.value()
         if not override.is_delete() and not isinstance(value, bool):

@@ -146,15 +146,16 @@ class SweepRecord:
                 ]
         return pd.DataFrame(rows)
 
-    def figures(self, band: str = "seeds") -> dict[str, dict[str, Any]]:
-        """Per env, the Plotly figures by name: ``learning_curves``, ``final_scores``, ``performance_profile``."""
+    def figures(self, band: str = "seeds", x: str = "timesteps") -> dict[str, dict[str, Any]]:
+        """Per env, the Plotly figures by name: ``learning_curves`` (against ``x``: timesteps or episodes),
+        ``final_scores``, ``performance_profile``."""
         found = self.comparison
-        return {env: sweep_figures(by_label, env, band, found.budget(env)) for env, by_label in found.groups.items()}
+        return {env: sweep_figures(by_label, env, band, found.budget(env), x) for env, by_label in found.groups.items()}
 
-    def report(self, band: str = "seeds") -> Path:
+    def report(self, band: str = "seeds", x: str = "timesteps") -> Path:
         """Write ``comparison/`` (tables, plots, ``report.html``) anew; return the HTML report's path."""
         paths = SweepPaths(self.path)
-        compare([self.path], paths.comparison, band=band)
+        compare([self.path], paths.comparison, band=band, x=x)
         return paths.report
 
 

@@ -1,4 +1,5 @@
-"""``python -m lander.compare <sweep dir or run dirs...> [--baseline LABEL] [--out DIR] [--at-timesteps N]``: write
+"""``python -m lander.compare <sweep dir or run dirs...> [--baseline LABEL] [--out DIR] [--at-timesteps N]
+[--band seeds|episodes] [--x-axis timesteps|episodes]``: write
 the comparison a sweep writes at its end (:func:`lander.reports.sweep_report.compare`): ``comparison/table.csv``,
 ``table.md``, ``report.md``, ``report.html`` and per env ``learning_curves_<env>.png``, ``final_scores_<env>.png`` and
 ``performance_profile_<env>.png``. Every run of an env is compared at the largest evaluated timestep all of them
@@ -37,6 +38,13 @@ def main(argv: list[str] | None = None) -> int:
         help="band of the curves: 95%% bootstrap interval of the mean over seeds (seeds), or the standard error "
         "over all evaluation episodes of all seeds (episodes)",
     )
+    parser.add_argument(
+        "--x-axis",
+        choices=("timesteps", "episodes"),
+        default="timesteps",
+        help="x axis of the curves: env steps (timesteps), or the training episodes each run had ended by each "
+        "evaluation (episodes)",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     missing = [str(p) for p in args.paths if not p.is_dir()]
@@ -46,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--at-timesteps={args.at_timesteps}: must be a number of timesteps >= 1")
     out = args.out or SweepPaths(args.paths[0]).comparison
     try:
-        compare(args.paths, out, args.baseline, args.at_timesteps, args.band)
+        compare(args.paths, out, args.baseline, args.at_timesteps, args.band, args.x_axis)
     except RunSetError as exc:
         log.error("lander.compare: %s", exc)
         return 2

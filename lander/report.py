@@ -20,14 +20,14 @@ from lander.storage.rundir import RunPaths, SweepPaths, find_run_dirs
 log = logging.getLogger(__name__)
 
 
-def write_reports(path: Path, band: str = "seeds") -> list[Path]:
+def write_reports(path: Path, band: str = "seeds", x: str = "timesteps") -> list[Path]:
     """The reports of one run directory, or of every run under ``path`` and their comparison; their paths."""
     if RunPaths(path).is_run():
         return [write_run_report(path)]
     written = [write_run_report(run) for run in find_run_dirs([path])]
     if not written:
         raise RunSetError(f"no run directories (with .hydra/config.yaml) under {path}")
-    found = compare([path], SweepPaths(path).comparison, band=band)
+    found = compare([path], SweepPaths(path).comparison, band=band, x=x)
     return written + [p for p in found.files if p.suffix == ".html"]
 
 
@@ -35,6 +35,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m lander.report", description=__doc__.split("\n")[0])
     parser.add_argument("paths", nargs="+", type=Path, help="run directories and/or sweep directories")
     parser.add_argument("--band", choices=("seeds", "episodes"), default="seeds", help="band of a sweep's curves")
+    parser.add_argument(
+        "--x-axis", choices=("timesteps", "episodes"), default="timesteps", help="x axis of a sweep's curves"
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     missing = [str(p) for p in args.paths if not p.is_dir()]
@@ -42,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"not a directory: {', '.join(missing)}")
     try:
         for path in args.paths:
-            for report in write_reports(path, args.band):
+            for report in write_reports(path, args.band, args.x_axis):
                 print(report)
     except RunSetError as exc:
         log.error("lander.report: %s", exc)

@@ -43,7 +43,7 @@ from lander.config.schema import load_saved
 from lander.config.trust import check_trusted
 from lander.errors import ConfigError, RunFileError
 from lander.storage.lock import RunLock
-from lander.storage.rundir import RunPaths, RunSummary, Status
+from lander.storage.rundir import RunPaths, RunSummary, Status, write_json
 
 log = logging.getLogger("lander.reproduce")
 
@@ -93,16 +93,20 @@ def plan(run: Path, steps: int | None, allowed: list[str]) -> tuple[DictConfig, 
         raise ConfigError(f"--steps {steps}: the number of steps to reproduce, an integer >= 1")
     cfg = load_saved(paths.config)
     check_trusted(cfg, allowed, where=str(paths.config))
-    summary = RunSummary.load(paths)
-    if summary is not None and summary.status != Status.COMPLETED and summary.timesteps > 0:
-        steps = min(steps or summary.timesteps, summary.timesteps)  # a stopped run: what it recorded
-    elif steps is not None and summary is not None and steps >= summary.timesteps > 0:
-        steps = None  # as many steps as the run took, or more: the whole run
     if int(cfg.get("seeds_per_process") or 1) > 1:
         raise ConfigError(
             f"{run} trained side by side with other seeds (seeds_per_process={cfg.seeds_per_process}): its numbers "
             "depend on its group; reproduce the sweep (its command again, into a new directory) instead"
         )
+    summary = RunSummary.load(paths)
+    if summary is None or (summary.status != Status.COMPLETED and summary.timesteps == 0):
+        raise ConfigError(
+            f"{str(run)!r} recorded no training step (no summary.json, or 0 timesteps): nothing to compare"
+        )
+    if summary.status != Status.COMPLETED:
+        steps = min(steps or summary.timesteps, summary.timesteps)  # a stopped run: what it recorded
+    elif steps is not None and steps >= summary.timesteps > 0:
+        steps = None  # as many steps as the run took, or more: the whole run
     OmegaConf.set_struct(cfg, False)
     cfg.resume = None
     if steps is not None:
@@ -110,9 +114,8 @@ def plan(run: Path, steps: int | None, allowed: list[str]) -> tuple[DictConfig, 
     # nothing that changes a result (neutral keys): no tracker, video, report or progress bar
     cfg.logger, cfg.video.enabled, cfg.report, cfg.progress_bar = {}, False, False, False
     checked(cfg)
-    number = 1
-    while (copy := run.with_name(f"{run.name}.reproduce-{number}")).exists():
-        number += 1
+    taken = RunPaths(run).reproductions()
+    copy = run.with_name(f"{run.name}.reproduce-{int(taken[-1].name.rsplit('-', 1)[1]) + 1 if taken else 1}")
     return cfg, copy, steps
 
 
@@ -243,22 +246,29 @@ def reproduce(run: Path, steps: int | None, allowed: list[str]) -> int:
     log.info("reproducing %s in %s%s", run, copy, f" (its first {steps:,} steps)" if steps else "")
     RunLock(copy).acquire()
     summary = train(cfg, copy)
+    found, lines = said(RunPaths(run), RunPaths(copy), steps, summary)
+    write_json(RunPaths(copy).reproduction, {"original": str(run), "verdict": found, "lines": lines})
+    print("\n".join(lines))
+    return 0 if found == "identical" else 1
+
+
+def said(original: RunPaths, copy: RunPaths, steps: int | None, summary: RunSummary) -> tuple[str, list[str]]:
+    """The verdict (``identical``, ``diverged`` or ``failed``) and the lines that say it, the first one whole."""
     if summary.status != Status.COMPLETED:
-        print(f"failed: the reproduction in {copy} ended {summary.status}: {summary.error}")
-        return 1
-    divergence, compared = verdict(RunPaths(run), RunPaths(copy), steps, int(summary.timesteps))
+        return "failed", [f"failed: the reproduction in {copy.root} ended {summary.status}: {summary.error}"]
+    divergence, compared = verdict(original, copy, steps, int(summary.timesteps))
     if divergence is None:
-        print(f"identical: {copy} reproduces {run} to its step {summary.timesteps:,} ({compared})")
-        return 0
-    print(f"diverged: {divergence}")
-    print(f"  compared up to there: {compared}; the reproduction is in {copy}")
-    if differences := snapshot_differences(RunPaths(run), RunPaths(copy)):
-        print("  what differs in the environment snapshot:")
-        for line in differences:
-            print(f"    {line}")
+        return "identical", [
+            f"identical: {copy.root} reproduces {original.root} to its step {summary.timesteps:,} ({compared})"
+        ]
+    lines = [f"diverged: {divergence}", f"  compared up to there: {compared}; the reproduction is in {copy.root}"]
+    if differences := snapshot_differences(original, copy):
+        lines += ["  what differs in the environment snapshot:", *(f"    {line}" for line in differences)]
     else:
-        print("  the environment snapshots agree (Python, platform, CPU, torch threads, packages, lander's commit)")
-    return 1
+        lines.append(
+            "  the environment snapshots agree (Python, platform, CPU, torch threads, packages, lander's commit)"
+        )
+    return "diverged", lines
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -9,24 +9,28 @@ import pandas as pd
 from lander.analysis.runset import Run
 from lander.analysis.statistics import bootstrap_band
 
+X_LABELS = {"timesteps": "timesteps", "episodes": "training episodes"}  # what curves are drawn against (``x_axis``)
 
-def mean_curve(runs: list[Run]) -> pd.DataFrame:
+
+def mean_curve(runs: list[Run], x: str = "timesteps") -> pd.DataFrame:
     """Eval mean across seeds, with the 95% percentile bootstrap interval over seeds where 2 or more have a value.
 
-    Each run's curve is interpolated onto the union of the runs' eval timesteps, within that run's own range.
+    Each run's curve is interpolated onto the union of the runs' eval points on ``x``, within that run's own range.
 
-    :return: columns ``timesteps``, ``mean``, ``low``, ``high`` (NaN where fewer than 2 seeds) and ``n_seeds``
+    :param x: ``"timesteps"``, or ``"episodes"`` (the training episodes each run had ended by each evaluation)
+    :return: columns ``x`` (the grid, named by it), ``mean``, ``low``, ``high`` (NaN where fewer than 2 seeds) and
+        ``n_seeds``; one row a grid point
     """
     curves = [r.eval for r in runs if r.eval is not None and len(r.eval)]
-    grid = np.unique(np.concatenate([c["timesteps"].to_numpy() for c in curves]))
-    values = np.full((len(curves), len(grid)), np.nan)
+    grid = np.unique(np.concatenate([c[x].to_numpy() for c in curves]))
+    values = np.full((len(curves), len(grid)), np.nan)  # shape (n_runs, n_points)
     for i, c in enumerate(curves):
-        inside = (grid >= c["timesteps"].min()) & (grid <= c["timesteps"].max())
-        values[i, inside] = np.interp(grid[inside], c["timesteps"], c["mean"])
+        inside = (grid >= c[x].min()) & (grid <= c[x].max())
+        values[i, inside] = np.interp(grid[inside], c[x], c["mean"])
     low, high = bootstrap_band(values)
     return pd.DataFrame(
         {
-            "timesteps": grid,
+            x: grid,
             "mean": np.nanmean(values, axis=0),
             "low": low,
             "high": high,
@@ -35,29 +39,30 @@ def mean_curve(runs: list[Run]) -> pd.DataFrame:
     )
 
 
-def pooled_curve(runs: list[Run]) -> pd.DataFrame:
+def pooled_curve(runs: list[Run], x: str = "timesteps") -> pd.DataFrame:
     """Eval mean and standard error over all evaluation episodes of all seeds (``metrics/eval_episodes.csv``).
 
     Episodes of one run are not independent of each other, so this band is narrower than the spread over seeds;
     course assignment 004 asks for it. The k-th evaluations of the runs are pooled (plotted at their mean
-    timestep), so runs evaluated at slightly different steps line up.
+    timestep, or number of training episodes with ``x="episodes"``), so runs evaluated at slightly different steps
+    line up.
 
-    :return: columns ``timesteps``, ``mean``, ``low``/``high`` (mean -/+ one episode s.e.), ``n_seeds``,
+    :return: columns ``x`` (named by it), ``mean``, ``low``/``high`` (mean -/+ one episode s.e.), ``n_seeds``,
         ``n_episodes``
     """
     evaluations: dict[int, list[tuple[int, np.ndarray]]] = {}
     for run in runs:
         episodes = pd.read_csv(run.paths.eval_episodes)
-        kept = set(run.eval["timesteps"]) if run.eval is not None else set()
-        for k, (steps, group) in enumerate(episodes[episodes["timesteps"].isin(kept)].groupby("timesteps")):
-            evaluations.setdefault(k, []).append((int(steps), group["return"].to_numpy(dtype=float)))
+        at = dict(zip(run.eval["timesteps"], run.eval[x], strict=True)) if run.eval is not None else {}
+        for k, (steps, group) in enumerate(episodes[episodes["timesteps"].isin(at)].groupby("timesteps")):
+            evaluations.setdefault(k, []).append((int(at[steps]), group["return"].to_numpy(dtype=float)))
     rows = []
     for k in sorted(evaluations):
         returns = np.concatenate([r for _, r in evaluations[k]])
         sem = float(returns.std(ddof=1) / np.sqrt(len(returns))) if len(returns) > 1 else 0.0
         rows.append(
             {
-                "timesteps": float(np.mean([t for t, _ in evaluations[k]])),
+                x: float(np.mean([t for t, _ in evaluations[k]])),
                 "mean": float(returns.mean()),
                 "low": float(returns.mean()) - sem,
                 "high": float(returns.mean()) + sem,
@@ -71,18 +76,20 @@ def pooled_curve(runs: list[Run]) -> pd.DataFrame:
 ONE_EVALUATION = "one evaluation per run: lower eval.freq to see a curve"
 
 
-def config_curves(groups: dict[str, list[Run]], band: str = "seeds") -> dict[str, tuple[list[Run], pd.DataFrame]]:
+def config_curves(
+    groups: dict[str, list[Run]], band: str = "seeds", x: str = "timesteps"
+) -> dict[str, tuple[list[Run], pd.DataFrame]]:
     """Per configuration: its runs that have evaluations, and their curve (:func:`mean_curve`, or with
-    ``band="episodes"`` :func:`pooled_curve` where every run has ``eval_episodes.csv``).
+    ``band="episodes"`` :func:`pooled_curve` where every run has ``eval_episodes.csv``) against ``x``.
 
-    :return: ``{label: (runs, curve)}``; ``curve`` has columns timesteps, mean, low, high (one row a timestep)
+    :return: ``{label: (runs, curve)}``; ``curve`` has columns ``x``, mean, low, high (one row a point)
     """
     found = {}
     for label, runs in groups.items():
         with_curves = [r for r in runs if r.eval is not None and len(r.eval)]
         if with_curves:
             pooled = band == "episodes" and all(r.paths.eval_episodes.is_file() for r in with_curves)
-            found[label] = (with_curves, pooled_curve(with_curves) if pooled else mean_curve(with_curves))
+            found[label] = (with_curves, pooled_curve(with_curves, x) if pooled else mean_curve(with_curves, x))
     return found
 
 

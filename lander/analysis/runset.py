@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
+import numpy as np
 import pandas as pd
 import yaml
 
@@ -92,6 +93,23 @@ def read_evals(path: Path, strict: bool = True) -> pd.DataFrame | None:
     return evals.sort_values("timesteps", kind="stable").drop_duplicates("timesteps", keep="last")
 
 
+def episodes_at(train_episodes: Path, timesteps: np.ndarray) -> np.ndarray:
+    """The training episodes a run had finished by each of ``timesteps`` (``metrics/train_episodes.csv``: the
+    highest ``episode`` number ended at or before it; 0 where none, or where the file cannot be read).
+
+    :param timesteps: shape ``(n,)``, env steps
+    :return: shape ``(n,)``, episode counts
+    """
+    try:
+        train = pd.read_csv(train_episodes, usecols=["timesteps", "episode"]).dropna()
+    except (OSError, ValueError, pd.errors.ParserError, UnicodeDecodeError):
+        return np.zeros(len(timesteps), dtype=np.int64)
+    train = train.sort_values("timesteps", kind="stable")
+    ended = np.maximum.accumulate(train["episode"].to_numpy(dtype=np.int64)) if len(train) else np.zeros(0, np.int64)
+    index = np.searchsorted(train["timesteps"].to_numpy(), timesteps, side="right")
+    return np.where(index > 0, ended[np.maximum(index - 1, 0)] if len(ended) else 0, 0)
+
+
 def read_run(path: Path) -> Run:
     """Read a run directory (``.hydra/``, ``summary.json``, ``metrics/eval.csv``)."""
     paths = RunPaths(path)
@@ -107,6 +125,8 @@ def read_run(path: Path) -> Run:
     except RunFileError as exc:
         raise RunSetError(str(exc)) from None
     evals = read_evals(paths.eval_csv, strict=summary is not None and summary.status == Status.COMPLETED)
+    if evals is not None:
+        evals = evals.assign(episodes=episodes_at(paths.train_episodes, evals["timesteps"].to_numpy()))
     return Run(
         path=path,
         overrides=with_budget([str(o) for o in overrides or []], cfg, summary),

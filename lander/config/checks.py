@@ -106,6 +106,7 @@ MODEL_RANGES: dict[str, tuple[float, float, bool, bool, str]] = {
 CHOICES: dict[str, tuple[str, ...]] = {
     "vec_env": ("dummy", "subproc"),
     "comparison_band": ("seeds", "episodes"),
+    "x_axis": ("timesteps", "episodes"),
     "budget_rounding": ("up", "down"),
     "env.action_space": ACTION_SPACES,
     "env.observation_space": OBSERVATION_SPACES,

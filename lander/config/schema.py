@@ -141,6 +141,7 @@ class LanderConfig:
     final_eval: bool = MISSING
     baseline: str | None = neutral()
     comparison_band: str = neutral()
+    x_axis: str = neutral()  # learning curves against timesteps or training episodes
     report: bool = neutral()  # write report.html (lander/report_run.py)
 
 

@@ -8,12 +8,14 @@ which is several times faster than SB3's one-episode-at-a-time ``evaluate_policy
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
+import torch as th
 from stable_baselines3.common.base_class import BaseAlgorithm
 
 
@@ -76,7 +78,45 @@ def evaluate(
     :param threshold: return counted as success in ``success_rate``
     :param obs_transform: applied to the stacked observations before ``predict`` (e.g. VecNormalize's)
     :param envs: reusable envs (the evaluation callback keeps them between evaluations)
+
+    Sampled actions (``deterministic=False``) come from torch's generator forked and seeded with ``base_seed`` for
+    the evaluation: the same episodes every time, and training's own random stream untouched by them.
     """
+    with seeded_sampling(model, base_seed, deterministic):
+        return play(model, env_fn, n_episodes, base_seed, n_envs, deterministic, threshold, obs_transform, envs)
+
+
+@contextmanager
+def seeded_sampling(model: BaseAlgorithm, seed: int, deterministic: bool) -> Iterator[None]:
+    """For sampled actions, the generators ``predict`` draws from (torch's, on the CPU and the model's GPU, and
+    NumPy's global one: DQN's epsilon-greedy) seeded with ``seed`` inside and restored after; nothing for
+    deterministic ones, which draw no random numbers."""
+    if deterministic:
+        yield
+        return
+    devices = [model.device.index or 0] if model.device.type == "cuda" else []
+    numpy_state = np.random.get_state()
+    try:
+        with th.random.fork_rng(devices=devices):
+            th.manual_seed(seed)
+            np.random.seed(seed % 2**32)
+            yield
+    finally:
+        np.random.set_state(numpy_state)
+
+
+def play(
+    model: BaseAlgorithm,
+    env_fn: Callable[[], gym.Env],
+    n_episodes: int,
+    base_seed: int,
+    n_envs: int,
+    deterministic: bool,
+    threshold: float | None,
+    obs_transform: Callable[[np.ndarray], np.ndarray] | None,
+    envs: list[gym.Env] | None,
+) -> EvalResult:
+    """The episodes of :func:`evaluate`, with its parameters, drawing from torch's generators as they stand."""
     envs = envs if envs is not None else [env_fn() for _ in range(min(n_envs, n_episodes))]
     seeds = [base_seed + i for i in range(n_episodes)]
     returns, lengths = [0.0] * n_episodes, [0] * n_episodes

@@ -15,8 +15,8 @@ from plotly.colors import qualitative
 from plotly.subplots import make_subplots
 
 from lander.analysis import statistics as st
-from lander.analysis.curves import ONE_EVALUATION, config_curves, single_evaluations
-from lander.analysis.runset import Run
+from lander.analysis.curves import ONE_EVALUATION, X_LABELS, config_curves, single_evaluations
+from lander.analysis.runset import Run, episodes_at
 from lander.storage.csvlog import read_complete
 from lander.storage.rundir import RunPaths
 
@@ -71,13 +71,20 @@ def band(x: pd.Series, low: pd.Series, high: pd.Series, color: str, name: str, g
     )
 
 
-def returns_figure(paths: RunPaths, threshold: float | None = None, window: int = 50) -> go.Figure:
-    """Training episode returns (each, and a moving mean) and the evaluation mean ± s.e., vs timesteps."""
+def returns_figure(
+    paths: RunPaths, threshold: float | None = None, window: int = 50, x: str = "timesteps"
+) -> go.Figure:
+    """Training episode returns (each, and a moving mean) and the evaluation mean ± s.e., vs timesteps or training
+    episodes (``x``)."""
     fig = go.Figure()
     train, evals = read_metrics(paths.train_episodes), read_metrics(paths.eval_csv)
+    if x == "episodes" and len(train):
+        train = train.assign(episodes=train["episode"])
+    if x == "episodes" and len(evals):
+        evals = evals.assign(episodes=episodes_at(paths.train_episodes, evals["timesteps"].to_numpy()))
     if len(train):
         fig.add_scatter(
-            x=train["timesteps"],
+            x=train[x],
             y=train["return"],
             mode="markers",
             name="training episode",
@@ -87,7 +94,7 @@ def returns_figure(paths: RunPaths, threshold: float | None = None, window: int 
         )
         smooth = train["return"].rolling(window, min_periods=1).mean()
         fig.add_scatter(
-            x=train["timesteps"],
+            x=train[x],
             y=smooth,
             name=f"training, {window}-episode mean",
             line={"color": COLORS[0], "width": 2},
@@ -95,7 +102,7 @@ def returns_figure(paths: RunPaths, threshold: float | None = None, window: int 
     if len(evals):
         fig.add_trace(
             band(
-                evals["timesteps"],
+                evals[x],
                 evals["mean"] - evals["sem"],
                 evals["mean"] + evals["sem"],
                 COLORS[1],
@@ -104,7 +111,7 @@ def returns_figure(paths: RunPaths, threshold: float | None = None, window: int 
             )
         )
         fig.add_scatter(
-            x=evals["timesteps"],
+            x=evals[x],
             y=evals["mean"],
             mode="lines+markers",
             legendgroup="eval",
@@ -115,7 +122,7 @@ def returns_figure(paths: RunPaths, threshold: float | None = None, window: int 
         )
     if threshold is not None:
         fig.add_hline(y=threshold, line={"dash": "dash", "color": "gray"}, annotation_text=f"threshold {threshold:g}")
-    fig.update_layout(title="Returns", xaxis_title="timesteps", yaxis_title="episode return", **LAYOUT)
+    fig.update_layout(title="Returns", xaxis_title=X_LABELS[x], yaxis_title="episode return", **LAYOUT)
     return fig
 
 
@@ -185,10 +192,10 @@ def speed_figure(paths: RunPaths) -> go.Figure:
     return small_multiples(resources, "timesteps", columns if "timesteps" in resources else [], "Speed and memory")
 
 
-def run_figures(paths: RunPaths, threshold: float | None = None) -> dict[str, go.Figure]:
-    """Every figure of a run, by name: ``returns``, ``eval_episodes``, ``training``, ``speed``."""
+def run_figures(paths: RunPaths, threshold: float | None = None, x: str = "timesteps") -> dict[str, go.Figure]:
+    """Every figure of a run, by name: ``returns`` (against ``x``), ``eval_episodes``, ``training``, ``speed``."""
     return {
-        "returns": returns_figure(paths, threshold),
+        "returns": returns_figure(paths, threshold, x=x),
         "eval_episodes": eval_episodes_figure(paths),
         "training": training_figure(paths),
         "speed": speed_figure(paths),
@@ -202,17 +209,21 @@ def threshold_line(fig: go.Figure, groups: dict[str, list[Run]]) -> None:
         fig.add_hline(y=threshold, line={"dash": "dash", "color": "gray"}, annotation_text=f"threshold {threshold:g}")
 
 
-def curves_figure(groups: dict[str, list[Run]], env: str, band_kind: str = "seeds", budget: int = 0) -> go.Figure:
-    """Per configuration the mean evaluation return over seeds with its band; each seed's curve toggles on."""
+def curves_figure(
+    groups: dict[str, list[Run]], env: str, band_kind: str = "seeds", budget: int = 0, x: str = "timesteps"
+) -> go.Figure:
+    """Per configuration the mean evaluation return over seeds with its band, against ``x`` (timesteps or training
+    episodes; the compared budget is marked against timesteps only); each seed's curve toggles on."""
     fig = go.Figure()
-    curves = config_curves(groups, band_kind)
+    curves = config_curves(groups, band_kind, x)
     single = single_evaluations(curves)
+    budget = budget if x == "timesteps" else 0
     for label, (with_curves, curve) in curves.items():
         color = COLORS[[*groups].index(label) % len(COLORS)]  # as without curves: the same color a label
-        fig.add_trace(band(curve["timesteps"], curve["low"], curve["high"], color, label, label))
+        fig.add_trace(band(curve[x], curve["low"], curve["high"], color, label, label))
         interval = {"type": "data", "symmetric": False, "array": curve["high"] - curve["mean"]}
         fig.add_scatter(
-            x=curve["timesteps"],
+            x=curve[x],
             y=curve["mean"],
             name=f"{label} (n={len(with_curves)})",
             legendgroup=label,
@@ -224,7 +235,7 @@ def curves_figure(groups: dict[str, list[Run]], env: str, band_kind: str = "seed
             evals: pd.DataFrame = run.eval
             seed_line = {"color": rgba(color, 0.6), "width": 1, "dash": "dot"}
             fig.add_scatter(
-                x=evals["timesteps"],
+                x=evals[x],
                 y=evals["mean"],
                 name=f"{label}, seed {run.seed}",
                 visible="legendonly",
@@ -239,13 +250,13 @@ def curves_figure(groups: dict[str, list[Run]], env: str, band_kind: str = "seed
             annotation_position="bottom left",
         )
     if single:  # one point a configuration: an axis from 0 to past the budget, and why there is no curve
-        last = max([budget, *(int(c["timesteps"].max()) for _, c in curves.values())])
+        last = max([budget, *(int(c[x].max()) for _, c in curves.values())])
         fig.update_xaxes(range=[0, last * 1.1])
         fig.add_annotation(text=ONE_EVALUATION, xref="paper", yref="paper", x=0.5, y=0.02, showarrow=False)
     spread = "± s.e. over all evaluation episodes" if band_kind == "episodes" else "95% bootstrap CI over seeds"
     fig.update_layout(
         title=f"{env}: evaluation return (mean, {spread})",
-        xaxis_title="timesteps",
+        xaxis_title=X_LABELS[x],
         yaxis_title="evaluation return",
         **LAYOUT,
     )
@@ -323,12 +334,12 @@ def profile_figure(groups: dict[str, list[Run]], env: str) -> go.Figure:
 
 
 def sweep_figures(
-    groups: dict[str, list[Run]], env: str, band_kind: str = "seeds", budget: int = 0
+    groups: dict[str, list[Run]], env: str, band_kind: str = "seeds", budget: int = 0, x: str = "timesteps"
 ) -> dict[str, go.Figure]:
-    """Every figure of one env of a comparison, by name: ``learning_curves``, ``final_scores``,
+    """Every figure of one env of a comparison, by name: ``learning_curves`` (against ``x``), ``final_scores``,
     ``performance_profile``."""
     return {
-        "learning_curves": curves_figure(groups, env, band_kind, budget),
+        "learning_curves": curves_figure(groups, env, band_kind, budget, x),
         "final_scores": final_scores_figure(groups, env),
         "performance_profile": profile_figure(groups, env),
     }

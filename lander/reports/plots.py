@@ -14,34 +14,35 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from lander.analysis import statistics as st
-from lander.analysis.curves import ONE_EVALUATION, config_curves, single_evaluations
-from lander.analysis.runset import Run
+from lander.analysis.curves import ONE_EVALUATION, X_LABELS, config_curves, single_evaluations
+from lander.analysis.runset import Run, episodes_at
 from lander.storage.rundir import RunPaths, atomic_write
 
 
-def plot_learning_curve(run_dir: Path, title: str, threshold: float | None = None, window: int = 50) -> Path | None:
-    """Training episode returns (raw and smoothed) and evaluation mean ± standard error vs timesteps.
+def plot_learning_curve(
+    run_dir: Path, title: str, threshold: float | None = None, window: int = 50, x: str = "timesteps"
+) -> Path | None:
+    """Training episode returns (raw and smoothed) and evaluation mean ± standard error vs timesteps or episodes.
 
     :param run_dir: run directory holding ``metrics/train_episodes.csv`` and ``metrics/eval.csv``
     :param title: plot title
     :param threshold: "solved" return, drawn as a dashed line
     :param window: episodes in the moving average of training returns
+    :param x: ``"timesteps"`` or ``"episodes"`` (training episodes ended; an evaluation at those ended by then)
     :return: the path of ``learning_curve.png``, or None when there is nothing to plot
     """
     paths = RunPaths(run_dir)
-    train_path, eval_path = paths.train_episodes, paths.eval_csv
-    train = pd.read_csv(train_path) if train_path.is_file() else pd.DataFrame()
-    evals = pd.read_csv(eval_path) if eval_path.is_file() else pd.DataFrame()
+    train, evals = run_curves(paths, x)
     if train.empty and evals.empty:
         return None
     fig, ax = plt.subplots(figsize=(9, 5), dpi=110)
     if not train.empty:
-        ax.plot(train["timesteps"], train["return"], color="tab:blue", alpha=0.15, lw=0.6, label="training episode")
+        ax.plot(train[x], train["return"], color="tab:blue", alpha=0.15, lw=0.6, label="training episode")
         smooth = train["return"].rolling(window, min_periods=1).mean()
-        ax.plot(train["timesteps"], smooth, color="tab:blue", lw=1.8, label=f"training, {window}-episode mean")
+        ax.plot(train[x], smooth, color="tab:blue", lw=1.8, label=f"training, {window}-episode mean")
     if not evals.empty:
         ax.plot(
-            evals["timesteps"],
+            evals[x],
             evals["mean"],
             "o-",
             color="tab:orange",
@@ -50,7 +51,7 @@ def plot_learning_curve(run_dir: Path, title: str, threshold: float | None = Non
             label=f"evaluation mean ± s.e. ({int(evals['n'].iloc[-1])} episodes)",
         )
         ax.fill_between(
-            evals["timesteps"],
+            evals[x],
             evals["mean"] - evals["sem"],
             evals["mean"] + evals["sem"],
             color="tab:orange",
@@ -58,7 +59,7 @@ def plot_learning_curve(run_dir: Path, title: str, threshold: float | None = Non
         )
     if threshold is not None:
         ax.axhline(threshold, color="gray", ls="--", lw=1, label=f"threshold {threshold:g}")
-    ax.set_xlabel("timesteps")
+    ax.set_xlabel(X_LABELS[x])
     ax.set_ylabel("episode return")
     ax.set_title(title)
     ax.grid(alpha=0.3)
@@ -70,33 +71,52 @@ def plot_learning_curve(run_dir: Path, title: str, threshold: float | None = Non
     return out
 
 
-def plot_curves(groups: dict[str, list[Run]], env: str, path: Path, band: str = "seeds", budget: int = 0) -> None:
-    """Eval return vs timesteps: per configuration the mean over seeds and a band, and the compared budget.
+def run_curves(paths: RunPaths, x: str = "timesteps") -> tuple[pd.DataFrame, pd.DataFrame]:
+    """A run's training episodes and evaluations, each with an ``episodes`` column: the training episodes ended
+    by then (a training episode's own number); empty frames for files that are missing."""
+    train = pd.read_csv(paths.train_episodes) if paths.train_episodes.is_file() else pd.DataFrame()
+    evals = pd.read_csv(paths.eval_csv) if paths.eval_csv.is_file() else pd.DataFrame()
+    if x == "episodes":
+        if not train.empty:
+            train = train.assign(episodes=train["episode"])
+        if not evals.empty:
+            evals = evals.assign(episodes=episodes_at(paths.train_episodes, evals["timesteps"].to_numpy()))
+    return train, evals
+
+
+def plot_curves(
+    groups: dict[str, list[Run]], env: str, path: Path, band: str = "seeds", budget: int = 0, x: str = "timesteps"
+) -> None:
+    """Eval return vs timesteps (or training episodes): per configuration the mean over seeds and a band, and the
+    compared budget.
 
     :param band: ``"seeds"`` (95% bootstrap interval of the mean over seeds; none where only one seed has a
         value) or ``"episodes"`` (mean ± s.e. over all evaluation episodes of all seeds, as course assignment
         004 asks; runs without ``eval_episodes.csv`` fall back to seeds)
-    :param budget: the timestep the comparison is made at, drawn as a dotted line (0: none)
+    :param budget: the timestep the comparison is made at, drawn as a dotted line (0: none; not drawn against
+        episodes, where it has no one place)
+    :param x: ``"timesteps"`` or ``"episodes"`` (training episodes each run had ended by each evaluation)
     """
     fig, ax = plt.subplots(figsize=(9, 5.5), dpi=110)
-    curves = config_curves(groups, band)
+    curves = config_curves(groups, band, x)
     single = single_evaluations(curves)
+    budget = budget if x == "timesteps" else 0
     for label, (runs, curve) in curves.items():
-        x, mean = curve["timesteps"], curve["mean"]
-        (line,) = ax.plot(x, mean, lw=2, marker="o" if single else None, label=f"{label} (n={len(runs)})")
+        at, mean = curve[x], curve["mean"]
+        (line,) = ax.plot(at, mean, lw=2, marker="o" if single else None, label=f"{label} (n={len(runs)})")
         if single:  # one point: its interval as an error bar (a band of one point is not drawn)
-            ax.errorbar(x, mean, yerr=[mean - curve["low"], curve["high"] - mean], color=line.get_color(), capsize=4)
+            ax.errorbar(at, mean, yerr=[mean - curve["low"], curve["high"] - mean], color=line.get_color(), capsize=4)
         else:
-            ax.fill_between(x, curve["low"], curve["high"], color=line.get_color(), alpha=0.2)
+            ax.fill_between(at, curve["low"], curve["high"], color=line.get_color(), alpha=0.2)
     draw_threshold(ax, groups)
     if budget:
         ax.axvline(budget, color="black", ls=":", lw=1, label=f"compared at {budget:,}")
     if single:
-        last = max([budget, *(int(c["timesteps"].max()) for _, c in curves.values())])
+        last = max([budget, *(int(c[x].max()) for _, c in curves.values())])
         ax.set_xlim(0, last * 1.1)
         ax.text(0.5, 0.04, ONE_EVALUATION, transform=ax.transAxes, ha="center", color="dimgray")
     spread = "± s.e. over all eval episodes of all seeds" if band == "episodes" else "and 95% bootstrap CI over seeds"
-    ax.set(xlabel="timesteps", ylabel=f"evaluation return (mean {spread})", title=f"{env}: evaluation return")
+    ax.set(xlabel=X_LABELS[x], ylabel=f"evaluation return (mean {spread})", title=f"{env}: evaluation return")
     finish(fig, ax, path)
 
 

@@ -53,10 +53,10 @@ def runs_table(runs: list[Run], report: Path) -> str:
     return f'<table class="text">{head}{"".join(rows)}</table>' if rows else "<p><em>none</em></p>"
 
 
-def env_section(found: Comparison, env: str, band: str) -> str:
-    """One env: where it is compared, the table, the figures."""
+def env_section(found: Comparison, env: str, band: str, x: str) -> str:
+    """One env: where it is compared, the table, the figures (curves against ``x``)."""
     by_label, rows = found.groups[env], found.tables[env]
-    figures = sweep_figures(by_label, env, band, found.budget(env))
+    figures = sweep_figures(by_label, env, band, found.budget(env), x)
     lines = "".join(f"<p>{inline_markdown(line)}</p>" for line in budget_lines(by_label, found.at_timesteps))
     return (
         f"<h3>{esc(env)}</h3>{lines}<p>Baseline: <code>{esc(rows['baseline'].iloc[0])}</code>. Every statistic "
@@ -91,9 +91,9 @@ def sequential(record: dict[str, Any]) -> str:
     return text + (table(matrix.reset_index()) if len(matrix) else "") + table(seeds_table(record))
 
 
-def write_sweep_report(found: Comparison, path: Path, band: str = "seeds") -> Path:
-    """Write the comparison's ``report.html`` to ``path``; return it."""
-    compared = "".join(env_section(found, env, band) for env in found.groups)
+def write_sweep_report(found: Comparison, path: Path, band: str = "seeds", x: str = "timesteps") -> Path:
+    """Write the comparison's ``report.html`` to ``path`` (curves against ``x``); return it."""
+    compared = "".join(env_section(found, env, band, x) for env in found.groups)
     if len(found.spanning):
         compared += "<h3>Across envs</h3><p>P(improvement) over the baseline averaged over envs.</p>" + table(
             found.spanning
@@ -119,7 +119,12 @@ def write_sweep_report(found: Comparison, path: Path, band: str = "seeds") -> Pa
 
 
 def compare(
-    paths: list[Path], out_dir: Path, baseline: str | None = None, at_timesteps: int | None = None, band: str = "seeds"
+    paths: list[Path],
+    out_dir: Path,
+    baseline: str | None = None,
+    at_timesteps: int | None = None,
+    band: str = "seeds",
+    x: str = "timesteps",
 ) -> Comparison:
     """Write the comparison of the runs under ``paths`` to ``out_dir``; return what it found.
 
@@ -131,6 +136,7 @@ def compare(
     :param baseline: the configuration label the others are tested against (default: the first)
     :param at_timesteps: compare the runs as they stood at this many steps (default: each env's common budget)
     :param band: the curves' band, ``"seeds"`` (bootstrap over seeds) or ``"episodes"`` (s.e. over episodes)
+    :param x: the curves' x axis, ``"timesteps"`` or ``"episodes"`` (training episodes ended by each evaluation)
     :return: what was compared (:class:`Comparison`), with the files written in ``files``
     """
     found = analyse(paths, baseline, at_timesteps)
@@ -138,7 +144,7 @@ def compare(
     files: list[Path] = []
     for env, by_label in found.groups.items():
         for name, plot in (
-            ("learning_curves", partial(plot_curves, band=band, budget=found.budget(env))),
+            ("learning_curves", partial(plot_curves, band=band, budget=found.budget(env), x=x)),
             ("final_scores", plot_final_scores),
             ("performance_profile", plot_profile),
         ):
@@ -150,7 +156,7 @@ def compare(
     files += write_tables(found.table, found.spanning, out_dir, report)
     records = {"runs": len(found.runs), "compared": found.compared, "left_out": found.left_out_records()}
     files.append(write_json(out_dir / "left_out.json", records))
-    files.append(write_sweep_report(found, out_dir / "report.html", band))
+    files.append(write_sweep_report(found, out_dir / "report.html", band, x))
     log.info("comparison of %d runs written to %s", found.compared, out_dir)
     found.files = files
     return found

@@ -82,6 +82,20 @@ function runRow(run) {
     resume.onclick = () => action("POST", `/api/runs/${run.id}/resume`, null, d => "resuming " + d.path);
     buttons.append(resume);
   }
+  // python -m lander.reproduce: trains the run again beside it and compares; its latest verdict shows here
+  const last = (run.reproductions || []).slice(-1)[0];
+  if (last) {
+    const verdict = el("div", "reproduction: " + last.verdict, "verdict " + last.verdict);
+    verdict.title = last.lines.join("\n") || last.path;  // the first divergence, on hover
+    status.append(verdict);
+  }
+  const trained = run.status === "completed" || (run.status === "interrupted" && run.timesteps > 0);
+  if (trained && !run.active && !(last && last.verdict === "running")) {
+    const again = el("button", "Reproduce"); again.className = "reproduce";
+    again.title = "train this run again from its saved config beside it and compare metrics, evaluation and weights";
+    again.onclick = () => action("POST", `/api/runs/${run.id}/reproduce`, {}, d => "reproducing " + d.path);
+    buttons.append(again);
+  }
   row.append(buttons);
   return row;
 }

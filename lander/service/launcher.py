@@ -34,7 +34,7 @@ from lander.storage.lock import RunLock, owner_process, same_process
 from lander.storage.rundir import RunPaths, Status
 from lander.storage.yamlfile import safe_yaml
 
-MODULES = ("lander.run", "lander.compare")  # what the service starts
+MODULES = ("lander.run", "lander.compare", "lander.reproduce")  # what the service starts
 SAFE_PATH = ["-P"] if sys.version_info >= (3, 11) else []  # no working directory on sys.path (3.11+; 3.10: the
 # empty working directory stands in for it)
 
@@ -72,9 +72,11 @@ class Launcher:
             n += 1
         return found
 
-    def start(self, args: list[str], directory: Path, kind: str, module: str = "lander.run") -> dict[str, Any]:
-        """``python -P -m <module> <args>`` (``lander.run``, or :data:`MODULES`' other) in its own session; its
-        console to ``<directory>/service.log``."""
+    def start(
+        self, args: list[str], directory: Path, kind: str, module: str = "lander.run", console: Path | None = None
+    ) -> dict[str, Any]:
+        """``python -P -m <module> <args>`` (``lander.run``, or :data:`MODULES`' others) in its own session; its
+        console to ``console`` (default ``<directory>/service.log``)."""
         assert module in MODULES
         self.writable()
         command = [sys.executable, *SAFE_PATH, "-m", module, *args]  # a list: no shell reads the overrides
@@ -83,17 +85,20 @@ class Launcher:
             if kind == "resume":
                 self.not_launched_into(directory, status(self.root, directory))
             self.room()
+            log_file = console or directory / "service.log"
             try:
-                directory.mkdir(parents=True, exist_ok=True)
-                console = os.fdopen(files.append_only(directory / "service.log"), "ab")
+                log_file.parent.mkdir(parents=True, exist_ok=True)
+                output = os.fdopen(files.append_only(log_file), "ab")
             except OSError as exc:
-                raise Refused(f"cannot write {directory}: {exc.strerror or exc}; nothing was started", 409) from exc
-            with console:
+                raise Refused(
+                    f"cannot write {log_file.parent}: {exc.strerror or exc}; nothing was started", 409
+                ) from exc
+            with output:
                 process = subprocess.Popen(
                     command,
                     cwd=self.cwd,
                     env=env,
-                    stdout=console,
+                    stdout=output,
                     stderr=subprocess.STDOUT,
                     stdin=subprocess.DEVNULL,
                     start_new_session=True,
@@ -242,16 +247,37 @@ class Launcher:
             raise Refused(f"{run.name} is running (or still writing its last files): it cannot be resumed now", 409)
         if current == Status.COMPLETED.value:
             raise Refused(f"{run.name} is completed: nothing to resume", 409)
+        self.check_saved_config(run, "resumed")
+        return self.start([f"resume={run}"], run, "resume")
+
+    def reproduce(self, run: Path, steps: int | None = None) -> dict[str, Any]:
+        """``python -m lander.reproduce <run> [--steps N]`` for a run no process holds, whose saved config lander
+        trusts: it trains the run again into ``<run>.reproduce-N`` and writes its verdict there
+        (``reproduction.json``); its console goes to ``<root>/.lander-service/reproductions/``, the run itself
+        is only read."""
+        if RunLock(run).busy():
+            raise Refused(f"{run.name} is running (or still writing its last files): reproduce it once it ends", 409)
+        summary = store.summary_of(self.root, run)[0]
+        if summary.get("status") != Status.COMPLETED.value and not summary.get("timesteps"):
+            raise Refused(f"{run.name} has not trained a step: nothing to reproduce", 409)
+        self.check_saved_config(run, "reproduced")
+        args = [str(run), *(["--steps", str(steps)] if steps is not None else [])]
+        args += [f"--allow-target={prefix}" for prefix in self.allowed]
+        console = self.record.parent / "reproductions" / f"{datetime.now():%Y-%m-%d_%H-%M-%S}_{run.name}.log"
+        return self.start(args, run, "reproduce", "lander.reproduce", console)
+
+    def check_saved_config(self, run: Path, verb: str) -> None:
+        """The run's saved config imports and resolves only what lander trusts, and none of its files leads out of
+        it (the run appends to them); else 422 saying why it cannot be ``verb`` by the service."""
         config = RunPaths(run).config
         try:
             saved = safe_yaml(files.read_text(self.root, config, store.MAX_CONFIG), files.shown(self.root, config))
             if not isinstance(saved, dict):
                 raise ConfigError(f"{config}: not a mapping of keys")
             check_trusted(saved, self.allowed, where=str(config.relative_to(self.root)))
-            files.check_contained(self.root, run)  # the run appends to its files: none may lead elsewhere
+            files.check_contained(self.root, run)
         except (files.Unreadable, yaml.YAMLError, ConfigError) as exc:
-            raise Refused(f"{run.name} cannot be resumed by the service: {str(exc).splitlines()[0]}") from exc
-        return self.start([f"resume={run}"], run, "resume")
+            raise Refused(f"{run.name} cannot be {verb} by the service: {str(exc).splitlines()[0]}") from exc
 
 
 def status(root: Path, run: Path) -> str:

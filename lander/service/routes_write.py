@@ -58,12 +58,18 @@ class Signal(BaseModel):
     group: bool = Field(False, description="act on every seed that shares the run's process (409 otherwise)")
 
 
+class Reproduce(BaseModel):
+    """A reproduction of a run (``python -m lander.reproduce``): all of it, or its first ``steps`` steps."""
+
+    steps: int | None = Field(None, ge=1, description="train and compare only the first N steps (null: the whole run)")
+
+
 class Launched(BaseModel):
     """A process the service started."""
 
     id: str = Field(description="the run's, sweep's or comparison's id")
     pid: int
-    kind: str = Field(description="run, sweep, compare or resume")
+    kind: str = Field(description="run, sweep, compare, resume or reproduce")
     path: str = Field(description="its directory, under the root")
     args: list[str] = Field(description="the arguments of python -m lander.run (or lander.compare)")
     started: float = Field(description="when (Unix time)")
@@ -144,6 +150,17 @@ def go_on(request: Request, run_id: str, body: Signal) -> Signalled:
 def resume(request: Request, run_id: str) -> Launched:
     launcher = launcher_of(request)
     return Launched(**launcher.resume(store.run_dir(launcher.root, run_id)) | {"id": run_id})
+
+
+@router.post(
+    "/api/runs/{run_id}/reproduce",
+    status_code=201,
+    summary="Train a run again beside it and compare (python -m lander.reproduce): its verdict appears in the run's "
+    "reproductions",
+)
+def reproduce(request: Request, run_id: str, body: Reproduce) -> Launched:
+    launcher = launcher_of(request)
+    return Launched(**launcher.reproduce(store.run_dir(launcher.root, run_id), body.steps) | {"id": run_id})
 
 
 @router.get("/api/launched", summary="The processes this root's service started, and whether they run")

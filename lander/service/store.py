@@ -207,7 +207,31 @@ def run_info(root: Path, path: Path) -> dict[str, Any]:
         "started": started(path),
         "files": [name for name in FILES if servable(root, path / name)],
         "process_group": [],  # the runs its process trains (>1: seeds side by side), set by its callers
+        "reproductions": reproductions(root, paths),
     }
+
+
+VERDICTS = ("identical", "diverged", "failed")  # what lander.reproduce writes to reproduction.json
+
+
+def reproductions(root: Path, paths: RunPaths) -> list[dict[str, Any]]:
+    """The run's reproductions (``python -m lander.reproduce``), oldest first: each one's directory, its verdict
+    (``identical``, ``diverged``, ``failed``; ``running`` while its process holds it, ``unfinished`` without a
+    record) and the lines that say it (text, at most 20 of 500 characters)."""
+    found = []
+    for copy in paths.reproductions():
+        if not copy.resolve().is_relative_to(root.resolve()):  # a link out of the root: not shown
+            continue
+        verdict, lines = ("running" if RunLock(copy).busy() else "unfinished"), []
+        try:
+            record = json.loads(read_text(root, RunPaths(copy).reproduction, MAX_SUMMARY))
+            if isinstance(record, dict) and record.get("verdict") in VERDICTS:
+                verdict = record["verdict"]
+                lines = [str(line)[:500] for line in record.get("lines") or []][:20]
+        except (Unreadable, ValueError):
+            pass
+        found.append({"path": str(copy.resolve().relative_to(root.resolve())), "verdict": verdict, "lines": lines})
+    return found
 
 
 def started(path: Path) -> float:
@@ -250,6 +274,7 @@ def safe_run_info(root: Path, path: Path) -> dict[str, Any]:
             "started": started(path),
             "files": [],
             "process_group": [],
+            "reproductions": [],
         }
 
 

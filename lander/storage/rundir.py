@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import errno
+import glob
 import json
 import os
 import re
@@ -135,9 +136,20 @@ class RunPaths:
         self.eval_episodes = self.metrics / "eval_episodes.csv"
         self.sb3_progress = self.metrics / "sb3_progress.csv"
         self.resources = self.metrics / "resources.csv"
+        self.reproduction = self.root / "reproduction.json"  # a reproduction's verdict (lander.reproduce)
 
     def __repr__(self) -> str:
         return f"RunPaths({str(self.root)!r})"
+
+    def reproductions(self) -> list[Path]:
+        """The directories ``python -m lander.reproduce`` trained this run again in (``<run>.reproduce-N``), in
+        order of ``N``."""
+        found = [
+            p
+            for p in self.root.parent.glob(f"{glob.escape(self.root.name)}.reproduce-*")
+            if REPRODUCTION.search(p.name)
+        ]
+        return sorted(found, key=lambda p: int(p.name.rsplit("-", 1)[1]))
 
     @property
     def metric_files(self) -> dict[str, Path]:

@@ -93,14 +93,14 @@ class ComparisonCallback(Callback):
         # matplotlib, Plotly; 3.3 s measured with `python -X importtime`) is imported when a sweep ends
         from lander.reports.sweep_report import compare
 
-        band = config.get("comparison_band", "seeds")
+        band, x = config.get("comparison_band", "seeds"), config.get("x_axis", "timesteps")
         try:
-            return compare([sweep_dir], SweepPaths(sweep_dir).comparison, config.get("baseline"), band=band)
+            return compare([sweep_dir], SweepPaths(sweep_dir).comparison, config.get("baseline"), band=band, x=x)
         except RunSetError as exc:
             if config.get("baseline") is None or "baseline=" not in str(exc):
                 raise
             log.error("%s; the comparison tests against the first configuration instead", exc)
-            return compare([sweep_dir], SweepPaths(sweep_dir).comparison, None, band=band)
+            return compare([sweep_dir], SweepPaths(sweep_dir).comparison, None, band=band, x=x)
 
     @staticmethod
     def _log_to_wandb(node: DictConfig, sweep_dir: Path, found: Comparison) -> None:

@@ -83,7 +83,8 @@ def record_results(
     # matplotlib, pandas and imageio are imported only now, after training, so they do not weigh on it
 
     fault("finish:plot")
-    plot_learning_curve(paths.root, f"{run_name(cfg, effective_gamma(cfg))} ({cfg.env.id})", cfg.env.reward_threshold)
+    title = f"{run_name(cfg, effective_gamma(cfg))} ({cfg.env.id})"
+    plot_learning_curve(paths.root, title, cfg.env.reward_threshold, x=cfg.get("x_axis", "timesteps"))
     if cfg.video.enabled:
         fault("finish:video")
         log.info("recording video.mp4: one episode on seed %d, up to %d steps ...", cfg.video.seed, cfg.video.max_steps)
@@ -145,7 +146,8 @@ def plot_recorded(cfg: DictConfig, paths: RunPaths) -> bool:
 
     try:
         title = f"{run_name(cfg, effective_gamma(cfg))} ({cfg.env.id}), stopped"
-        return plot_learning_curve(paths.root, title, cfg.env.reward_threshold) is not None
+        x = cfg.get("x_axis", "timesteps")
+        return plot_learning_curve(paths.root, title, cfg.env.reward_threshold, x=x) is not None
     except Exception as exc:  # a stopping run must still exit cleanly; the plot is a convenience
         log.warning("no learning curve for the stopped run: %s", exc)
         return False

@@ -48,6 +48,55 @@ def test_qcritic_preset_names_runs_like_the_assignment_and_pools_eval_episodes(t
     assert curve["mean"].iloc[-1] == pytest.approx(episodes["return"].iloc[-3:].mean())
 
 
+def test_reinforce_preset_compares_the_assignments_four_versions_against_episodes(tmp_path):
+    """Task 1's plain sum, extra 1's discounted return, extra 2's return-to-go, extra 3's baseline: one sweep, one
+    change from each version to the next, its curves against training episodes (the extras' x axis), as the run's
+    own plot and ``lander.compare --x-axis`` draw them too."""
+    sweep_dir = tmp_path / "reinforce"
+    proc = sweep(
+        sweep_dir,
+        "experiment=reinforce_cartpole",
+        "seed=0",
+        "total_timesteps=1200",
+        "algo.model.batch_episodes=5",
+        "report=true",
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    jobs = sorted((p for p in sweep_dir.iterdir() if p.name.isdigit()), key=lambda p: int(p.name))
+    models = [OmegaConf.load(job / ".hydra/config.yaml").algo.model for job in jobs]
+    versions = [(m.return_type, m.gamma, m.baseline, m.normalize) for m in models]
+    assert versions == [
+        ("episode", 1.0, False, False),  # the plain sum of rewards, the assignment's loss
+        ("episode", 0.99, False, False),
+        ("reward_to_go", 0.99, False, False),
+        ("reward_to_go", 0.99, True, False),
+    ]
+    names = [read_json(job / "summary.json")["run_name"] for job in jobs]
+    assert names == [f"reinforce_{v}_seed-0" for v in ("sum", "discounted", "reward_to_go", "baseline")]
+    table = pd.read_csv(sweep_dir / "comparison/table.csv")
+    assert list(table["config"]) == [
+        f"reinforce_variant={v}" for v in ("sum", "discounted", "reward_to_go", "baseline")
+    ]
+    assert (table["baseline"] == "reinforce_variant=sum").all()
+
+    from lander.analysis.curves import config_curves
+    from lander.analysis.runset import find_runs
+    from lander.compare import main as compare_main
+
+    runs = find_runs([sweep_dir])
+    curves = config_curves({"all": runs}, x="episodes")
+    (run,) = [r for r in runs if r.path == jobs[0]]
+    train = pd.read_csv(jobs[0] / "metrics/train_episodes.csv")
+    ended = [int(train.loc[train["timesteps"] <= t, "episode"].max()) for t in run.eval["timesteps"]]
+    assert list(run.eval["episodes"]) == ended and ended[-1] > ended[0] > 0
+    assert set(curves["all"][1]["episodes"]) == set().union(*(set(r.eval["episodes"]) for r in runs))
+    html = (sweep_dir / "comparison/report.html").read_text()
+    assert '"title":{"text":"training episodes"}' in html  # the comparison's curves, by the preset's x_axis
+    assert '"title":{"text":"training episodes"}' in (jobs[0] / "report.html").read_text()  # the run's own
+    assert compare_main([str(sweep_dir), "--out", str(tmp_path / "by_steps"), "--x-axis", "timesteps"]) == 0
+    assert '"title":{"text":"timesteps"}' in (tmp_path / "by_steps/report.html").read_text()
+
+
 @pytest.mark.slow  # kept out of the default suite for its time (docs/development.md)
 def test_q_learning_alpha_preset_states_the_best_alpha_per_env(tmp_path):
     sweep_dir = tmp_path / "alpha"
@@ -103,6 +152,50 @@ def test_every_preset_composes(preset, algo, env):
     assert cfg.algo.name == algo and cfg.env.name == (env or "frozen_lake")
     assert cfg.run_name.endswith("_seed-0")
     assert cfg.env.normalize.enabled == preset.endswith("_normalized")  # the course's trainer does not normalize
+    assigned = {  # what the assignments set, key by key (004's run_algorithm and evaluate(); 003's PPOTrainer call)
+        "qcritic_pong": {"eval.deterministic": False, "eval.freq": 300_000, "total_timesteps": 20_000_000},
+        "ppo_half_cheetah": {
+            "env.id": "HalfCheetah-v4",
+            "algo.n_envs": 8,
+            "total_timesteps": 5_000_000,
+            "algo.model.n_steps": 1000,
+            "algo.model.n_epochs": 3,
+            "algo.model.batch_size": 64,
+            "eval.freq": 400_000,
+            "eval.episodes": 10,
+        },
+    }.get(preset, {})
+    assert {key: OmegaConf.select(cfg, key) for key in assigned} == assigned
+
+
+@pytest.mark.parametrize(
+    "preset,overrides",
+    [
+        ("ppo_half_cheetah", ["total_timesteps=8000"]),  # one rollout of the assignment's 8 x 1000 steps
+        ("qcritic_pong", ["algo=a2c", "total_timesteps=160"]),  # two updates of 16 envs x 5 steps
+    ],
+)
+def test_a_long_preset_runs_at_a_tiny_budget_with_its_assigned_values(tmp_path, preset, overrides):
+    """The presets too long to run in the suite as assigned (5M HalfCheetah steps; 20M Pong steps) run with only
+    their budget and evaluation made tiny, every other value as assigned, the Pong evaluation sampled."""
+    run_dir = tmp_path / preset
+    tiny_eval = ["eval.freq=0", "eval.episodes=1", "eval.n_envs=1", "video.enabled=false", "report=false"]
+    proc = run_lander(run_dir, f"experiment={preset}", "seed=0", *overrides, *tiny_eval, "logger=none")
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    cfg = OmegaConf.load(run_dir / ".hydra/config.yaml")
+    summary = read_json(run_dir / "summary.json")
+    assert summary["status"] == "completed" and summary["timesteps"] == int(overrides[-1].split("=")[1])
+    if preset == "ppo_half_cheetah":
+        assert (cfg.env.id, cfg.algo.n_envs, cfg.algo.model.n_steps, cfg.algo.model.n_epochs) == (
+            "HalfCheetah-v4",
+            8,
+            1000,
+            3,
+        )
+        assert len(pd.read_csv(run_dir / "metrics/sb3_progress.csv")) == 1  # one update of 8,000 steps
+    else:
+        assert cfg.eval.deterministic is False and cfg.env.id == "ale_py:PongNoFrameskip-v4"
+    assert read_json(run_dir / "eval.json")["n"] == 1
 
 
 @pytest.mark.slow  # kept out of the default suite for its time (docs/development.md)

@@ -66,6 +66,7 @@ def saved_run(directory, *overrides: str):
         ("untrusted", "algo.model imports 'os.system', which is not one of lander's own targets: allow it with"),
         ("steps 0", "--steps 0: the number of steps to reproduce, an integer >= 1"),
         ("side by side", "trained side by side with other seeds (seeds_per_process=2): its numbers depend on its"),
+        ("no step", "recorded no training step (no summary.json, or 0 timesteps): nothing to compare"),
     ],
 )
 def test_bad_input_is_one_line_exit_2_and_nothing_written(tmp_path, capsys, case, said):
@@ -81,6 +82,8 @@ def test_bad_input_is_one_line_exit_2_and_nothing_written(tmp_path, capsys, case
         args = ["--steps", "0"]
     elif case == "side by side":
         saved_run(run, "seeds_per_process=2")
+    elif case == "no step":
+        saved_run(run)  # no summary.json: it never trained
     before = sorted(tmp_path.rglob("*"))
     assert main([str(run), *args]) == 2
     err = capsys.readouterr().err.splitlines()

@@ -250,7 +250,7 @@ def test_a_restarted_service_still_knows_what_it_launched(tmp_path):
 def test_the_dashboard_after_one_click_on_the_printed_url(tmp_path):
     """The default service (a token) in Chromium: the printed URL opens the dashboard, which launches, stops,
     resumes, pauses and continues a run, launches a sweep and shows its runs, reports (drawn, sandboxed) and
-    comparison, and compares ticked runs."""
+    comparison, compares ticked runs, and reproduces a run (``lander.reproduce``) showing its verdict."""
     with service(tmp_path) as svc, open_page(svc.printed_url, offline=False) as (page, visit):
         assert page.url == f"{svc.url}/"  # the token became a cookie and left the address bar
         page.wait_for_selector("#algo option[value=sac]", state="attached")  # the form's choices: /api/algos, envs
@@ -304,6 +304,11 @@ def test_the_dashboard_after_one_click_on_the_printed_url(tmp_path):
         wait_for_plots(report, 2)  # a run's report draws its plots in its sandbox
         (listed,) = svc.get("/api/sweeps").json()
         sweep = svc.get(f"/api/sweeps/{listed['id']}").json()
+        svc.wait_for("/api/launched", lambda entries: not any(e["alive"] for e in entries), 60)  # room for one more
+        job = "#runs tr[data-id*='multirun']"  # a job of the sweep, completed
+        page.click(f"{job} button.reproduce")
+        page.wait_for_selector(f"{job} .verdict.identical", timeout=120000)  # trained again, compared: identical
+        verdict = page.get_attribute(f"{job} .verdict.identical", "title")
         page.fill("#overrides", "algo=pop")
         page.click("#launch-sweep")
         page.wait_for_selector("#message.error", timeout=60000)
@@ -314,7 +319,8 @@ def test_the_dashboard_after_one_click_on_the_printed_url(tmp_path):
     assert bad_seeds.startswith("seeds:") and unknown.startswith("unknown key no_such_key")
     assert adastop_run == "AdaStop decides the seeds of a sweep: use Launch sweep"
     launched = (tmp_path / ".lander-service" / "launched.jsonl").read_text().splitlines()
-    assert len(launched) == 4  # the run, its resume, the sweep, the comparison: nothing for the refused forms
+    assert len(launched) == 5  # the run, its resume, the sweep, the comparison, the reproduction: nothing refused
+    assert verdict.startswith("identical: ") and ".reproduce-1 reproduces " in verdict
     assert all(u.startswith(svc.url) for u in visit.requests), visit.requests  # nothing from elsewhere (no CDN)
     assert stopped == "interrupted" and paused == "paused"
     assert statuses.count("completed") == 2 and statuses.count("interrupted") == 1  # the sweep's jobs, the run

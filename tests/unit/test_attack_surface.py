@@ -406,3 +406,47 @@ def test_serve_help_is_whole_and_warns_that_a_token_on_the_command_line_is_visib
     assert "It finds" not in text and "(FastAPI, uvicorn)." in text
     assert "readable by every user of this machine in the process list (/proc/<pid>/cmdline)" in text
     assert "comparisons/" in (REPO / ".gitignore").read_text().splitlines()  # what the service writes into a root
+
+
+def test_a_reproduction_from_the_service_is_refused_as_a_resume_is_and_its_verdict_listed_as_text(tmp_path):
+    """``POST /api/runs/{id}/reproduce`` (the dashboard's Reproduce): refused, with nothing started, for a run a
+    process holds, a run that never trained, a config lander does not trust, ``steps`` below 1; a reproduction's
+    verdict is listed with the run, a value lander never writes shown as ``unfinished``."""
+    held, fresh, hostile, done = (planted_run(tmp_path, n, s) for n, s in
+                                  [("held", "running"), ("fresh", "created"), ("hostile", "completed"),
+                                   ("done", "completed")])  # fmt: skip
+    config = yaml.safe_load((hostile / ".hydra/config.yaml").read_text())
+    config["algo"]["model"]["_target_"] = "os.system"
+    (hostile / ".hydra/config.yaml").write_text(yaml.safe_dump(config))
+    copies = [done.with_name("done.reproduce-1"), done.with_name("done.reproduce-2")]
+    for copy, verdict in zip(copies, ["diverged", "<img src=x onerror=alert(1)>"], strict=True):
+        copy.mkdir()
+        lines = ["diverged: metrics/eval.csv row 1 (timesteps 500), mean: '1.0' in the original, '2.0' here"]
+        (copy / "reproduction.json").write_text(json.dumps({"verdict": verdict, "lines": lines}))
+    lock = RunLock(held).acquire()
+    try:
+        with client(tmp_path) as http:
+            said = {
+                name: http.post(f"/api/runs/{store.to_id(tmp_path, run)}/reproduce", json=body)
+                for name, run, body in [
+                    ("held", held, {}),
+                    ("fresh", fresh, {}),
+                    ("hostile", hostile, {}),
+                    ("zero", done, {"steps": 0}),
+                ]
+            }
+            listed = {r["path"]: r for r in http.get("/api/runs").json()}
+    finally:
+        lock.release()
+    assert said["held"].status_code == 409 and "is running" in said["held"].json()["error"]
+    assert said["fresh"].status_code == 409 and "has not trained a step" in said["fresh"].json()["error"]
+    assert said["hostile"].status_code == 422 and "cannot be reproduced by the service" in said["hostile"].text
+    assert "os.system" in said["hostile"].text
+    assert said["zero"].status_code == 422 and "steps" in said["zero"].text
+    assert not (tmp_path / ".lander-service" / "launched.jsonl").exists()  # nothing was started
+    assert [(r["path"], r["verdict"]) for r in listed["outputs/done"]["reproductions"]] == [
+        ("outputs/done.reproduce-1", "diverged"),
+        ("outputs/done.reproduce-2", "unfinished"),
+    ]
+    assert listed["outputs/done"]["reproductions"][0]["lines"][0].startswith("diverged: metrics/eval.csv row 1")
+    assert "outputs/done.reproduce-1" not in listed  # a reproduction is listed with its run, not as a run

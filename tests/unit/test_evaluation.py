@@ -48,3 +48,21 @@ def test_statistics():
     assert stats["sem"] == pytest.approx(stats["std"] / 2)
     assert stats["success_rate"] == 0.75 and (stats["min"], stats["max"]) == (100.0, 300.0)
     assert len(result.to_dict()["episodes"]) == 4
+
+
+def test_sampled_evaluation_is_seeded_and_leaves_trainings_random_streams_alone(model):
+    """``eval.deterministic=false`` (course assignment 004's evaluation): the same sampled episodes each time, other
+    ones than greedy actions give, and the generators training draws from are where they were."""
+    import torch as th
+
+    env_fn = partial(gym.make, "LunarLander-v3")
+    th.manual_seed(5)
+    np.random.seed(5)
+    torch_before, numpy_before = th.random.get_rng_state(), np.random.get_state()[1].copy()
+    first = evaluate(model, env_fn, n_episodes=4, base_seed=100, n_envs=2, deterministic=False)
+    assert th.equal(th.random.get_rng_state(), torch_before)
+    assert (np.random.get_state()[1] == numpy_before).all()
+    again = evaluate(model, env_fn, n_episodes=4, base_seed=100, n_envs=2, deterministic=False)
+    greedy = evaluate(model, env_fn, n_episodes=4, base_seed=100, n_envs=2)
+    assert first.returns == again.returns and first.lengths == again.lengths
+    assert first.returns != greedy.returns

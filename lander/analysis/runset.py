@@ -100,14 +100,28 @@ def episodes_at(train_episodes: Path, timesteps: np.ndarray) -> np.ndarray:
     :param timesteps: shape ``(n,)``, env steps
     :return: shape ``(n,)``, episode counts
     """
+    none = np.zeros(len(timesteps), dtype=np.int64)
     try:
         train = pd.read_csv(train_episodes, usecols=["timesteps", "episode"]).dropna()
     except (OSError, ValueError, pd.errors.ParserError, UnicodeDecodeError):
-        return np.zeros(len(timesteps), dtype=np.int64)
+        return none
+    if not len(train):
+        return none
     train = train.sort_values("timesteps", kind="stable")
-    ended = np.maximum.accumulate(train["episode"].to_numpy(dtype=np.int64)) if len(train) else np.zeros(0, np.int64)
-    index = np.searchsorted(train["timesteps"].to_numpy(), timesteps, side="right")
-    return np.where(index > 0, ended[np.maximum(index - 1, 0)] if len(ended) else 0, 0)
+    ended = np.maximum.accumulate(train["episode"].to_numpy(dtype=np.int64))  # shape (n_episodes,)
+    index = np.searchsorted(train["timesteps"].to_numpy(), timesteps, side="right")  # episodes ended by each
+    return np.where(index > 0, ended[np.maximum(index - 1, 0)], 0)
+
+
+def with_episodes(train: pd.DataFrame, evals: pd.DataFrame, paths: RunPaths) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """A run's training episodes (rows of ``train_episodes.csv``) and evaluations (of ``eval.csv``), each with an
+    ``episodes`` column to draw them against: a training episode's own number; the training episodes ended by an
+    evaluation (:func:`episodes_at`). Empty frames stay empty."""
+    if len(train):
+        train = train.assign(episodes=train["episode"])
+    if len(evals):
+        evals = evals.assign(episodes=episodes_at(paths.train_episodes, evals["timesteps"].to_numpy()))
+    return train, evals
 
 
 def read_run(path: Path) -> Run:

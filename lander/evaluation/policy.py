@@ -79,8 +79,9 @@ def evaluate(
     :param obs_transform: applied to the stacked observations before ``predict`` (e.g. VecNormalize's)
     :param envs: reusable envs (the evaluation callback keeps them between evaluations)
 
-    Sampled actions (``deterministic=False``) come from torch's generator forked and seeded with ``base_seed`` for
-    the evaluation: the same episodes every time, and training's own random stream untouched by them.
+    Sampled actions (``deterministic=False``) come from torch's and NumPy's generators seeded with ``base_seed``
+    for the evaluation and restored after it (:func:`seeded_sampling`): the same episodes every time, and
+    training's own random streams untouched by them.
     """
     with seeded_sampling(model, base_seed, deterministic):
         return play(model, env_fn, n_episodes, base_seed, n_envs, deterministic, threshold, obs_transform, envs)

@@ -16,7 +16,7 @@ from plotly.subplots import make_subplots
 
 from lander.analysis import statistics as st
 from lander.analysis.curves import ONE_EVALUATION, X_LABELS, config_curves, single_evaluations
-from lander.analysis.runset import Run, episodes_at
+from lander.analysis.runset import Run, with_episodes
 from lander.storage.csvlog import read_complete
 from lander.storage.rundir import RunPaths
 
@@ -78,10 +78,8 @@ def returns_figure(
     episodes (``x``)."""
     fig = go.Figure()
     train, evals = read_metrics(paths.train_episodes), read_metrics(paths.eval_csv)
-    if x == "episodes" and len(train):
-        train = train.assign(episodes=train["episode"])
-    if x == "episodes" and len(evals):
-        evals = evals.assign(episodes=episodes_at(paths.train_episodes, evals["timesteps"].to_numpy()))
+    if x == "episodes":
+        train, evals = with_episodes(train, evals, paths)
     if len(train):
         fig.add_scatter(
             x=train[x],

@@ -15,7 +15,7 @@ from matplotlib.figure import Figure
 
 from lander.analysis import statistics as st
 from lander.analysis.curves import ONE_EVALUATION, X_LABELS, config_curves, single_evaluations
-from lander.analysis.runset import Run, episodes_at
+from lander.analysis.runset import Run, with_episodes
 from lander.storage.rundir import RunPaths, atomic_write
 
 
@@ -32,7 +32,10 @@ def plot_learning_curve(
     :return: the path of ``learning_curve.png``, or None when there is nothing to plot
     """
     paths = RunPaths(run_dir)
-    train, evals = run_curves(paths, x)
+    train = pd.read_csv(paths.train_episodes) if paths.train_episodes.is_file() else pd.DataFrame()
+    evals = pd.read_csv(paths.eval_csv) if paths.eval_csv.is_file() else pd.DataFrame()
+    if x == "episodes":
+        train, evals = with_episodes(train, evals, paths)
     if train.empty and evals.empty:
         return None
     fig, ax = plt.subplots(figsize=(9, 5), dpi=110)
@@ -69,19 +72,6 @@ def plot_learning_curve(
     atomic_write(out, fig.savefig)
     plt.close(fig)
     return out
-
-
-def run_curves(paths: RunPaths, x: str = "timesteps") -> tuple[pd.DataFrame, pd.DataFrame]:
-    """A run's training episodes and evaluations, each with an ``episodes`` column: the training episodes ended
-    by then (a training episode's own number); empty frames for files that are missing."""
-    train = pd.read_csv(paths.train_episodes) if paths.train_episodes.is_file() else pd.DataFrame()
-    evals = pd.read_csv(paths.eval_csv) if paths.eval_csv.is_file() else pd.DataFrame()
-    if x == "episodes":
-        if not train.empty:
-            train = train.assign(episodes=train["episode"])
-        if not evals.empty:
-            evals = evals.assign(episodes=episodes_at(paths.train_episodes, evals["timesteps"].to_numpy()))
-    return train, evals
 
 
 def plot_curves(

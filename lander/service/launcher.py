@@ -84,6 +84,8 @@ class Launcher:
         with self._starting:
             if kind == "resume":
                 self.not_launched_into(directory, status(self.root, directory))
+            if kind == "reproduce":
+                self.not_reproducing(directory)
             self.room()
             log_file = console or directory / "service.log"
             try:
@@ -128,6 +130,18 @@ class Launcher:
                 raise Refused(
                     f"{run.name} is being {'resumed' if entry['kind'] == 'resume' else 'run'} by process "
                     f"{entry['pid']}: it cannot be resumed now; nothing was started",
+                    409,
+                )
+
+    def not_reproducing(self, run: Path) -> None:
+        """Refuse (409) a second reproduction of ``run`` while one this service started is alive: both would pick
+        the same ``<run>.reproduce-N``."""
+        path = str(run.relative_to(self.root))
+        for entry in self.launched():
+            if entry["alive"] and entry["kind"] == "reproduce" and entry["path"] == path:
+                raise Refused(
+                    f"{run.name} is being reproduced by process {entry['pid']}: one reproduction at a time; "
+                    "nothing was started",
                     409,
                 )
 

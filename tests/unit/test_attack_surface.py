@@ -41,8 +41,8 @@ BOMB = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
 )
 
 
-def client(root: Path, max_jobs: int = 100) -> TestClient:
-    app = create_app(root, TOKEN, PORT, ["127.0.0.1"], max_jobs=max_jobs)  # as serve.py: the bound address
+def client(root: Path, max_jobs: int = 100, max_running: int = 1) -> TestClient:
+    app = create_app(root, TOKEN, PORT, ["127.0.0.1"], max_running, max_jobs)  # as serve.py: the bound address
     return TestClient(app, base_url=f"http://127.0.0.1:{PORT}", headers={"Authorization": f"Bearer {TOKEN}"})
 
 
@@ -444,6 +444,21 @@ def test_a_reproduction_from_the_service_is_refused_as_a_resume_is_and_its_verdi
     assert "os.system" in said["hostile"].text
     assert said["zero"].status_code == 422 and "steps" in said["zero"].text
     assert not (tmp_path / ".lander-service" / "launched.jsonl").exists()  # nothing was started
+    import psutil
+
+    reproducing = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "lander.reproduce"])
+    try:  # a reproduction of the run this service started is still alive: a second would take the same directory
+        record = {"pid": reproducing.pid, "kind": "reproduce", "path": "outputs/done", "args": [], "started": 0}
+        record["created"] = psutil.Process(reproducing.pid).create_time()
+        (tmp_path / ".lander-service" / "launched.jsonl").parent.mkdir()
+        (tmp_path / ".lander-service" / "launched.jsonl").write_text(json.dumps(record) + "\n")
+        with client(tmp_path, max_running=3) as http:  # room for more: only the reproduction in course refuses
+            second = http.post(f"/api/runs/{store.to_id(tmp_path, done)}/reproduce", json={})
+    finally:
+        reproducing.kill()
+        reproducing.wait()
+    assert second.status_code == 409 and "is being reproduced by process" in second.json()["error"], second.text
+    assert len((tmp_path / ".lander-service" / "launched.jsonl").read_text().splitlines()) == 1
     assert [(r["path"], r["verdict"]) for r in listed["outputs/done"]["reproductions"]] == [
         ("outputs/done.reproduce-1", "diverged"),
         ("outputs/done.reproduce-2", "unfinished"),

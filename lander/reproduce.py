@@ -109,8 +109,9 @@ def plan(run: Path, steps: int | None, allowed: list[str]) -> tuple[DictConfig, 
         steps = None  # as many steps as the run took, or more: the whole run
     OmegaConf.set_struct(cfg, False)
     cfg.resume = None
-    if steps is not None:
-        cfg.total_timesteps = steps
+    if steps is not None:  # the whole budget, whose schedules (learning rate, exploration) it shapes, stopped there
+        stop = {"_target_": "lander.training.callbacks.StopAtTimesteps", "timesteps": steps}
+        cfg.callbacks["lander_reproduce_steps"] = stop
     # nothing that changes a result (neutral keys): no tracker, video, report or progress bar
     cfg.logger, cfg.video.enabled, cfg.report, cfg.progress_bar = {}, False, False, False
     checked(cfg)
@@ -215,7 +216,8 @@ def snapshot_differences(original: RunPaths, copy: RunPaths) -> list[str]:
 
 
 def verdict(original: RunPaths, copy: RunPaths, steps: int | None, trained: int) -> tuple[Divergence | None, str]:
-    """The first divergence (None: identical) and what was compared."""
+    """The first divergence (None: identical) and what was compared; ``trained``: the step the reproduction's
+    weights stand at (with ``steps``, the update it stopped after)."""
     divergence, rows = compare_metrics(original, copy, trained if steps is not None else None)
     compared = [f"{rows} metric rows"]
     if divergence is None and steps is None:
@@ -234,7 +236,7 @@ def verdict(original: RunPaths, copy: RunPaths, steps: int | None, trained: int)
 
 def reproduce(run: Path, steps: int | None, allowed: list[str]) -> int:
     """Train ``run`` again beside it and print the verdict; the exit code (0 identical, 1 diverged)."""
-    from lander.training.train import train  # torch and SB3 (~2 s): after the checks, so bad input fails at once
+    from lander.training.train import budget, train  # torch, SB3 (~2 s): after the checks, so bad input fails at once
 
     cfg, copy, steps = plan(run, steps, allowed)
     copy.mkdir()
@@ -246,21 +248,23 @@ def reproduce(run: Path, steps: int | None, allowed: list[str]) -> int:
     log.info("reproducing %s in %s%s", run, copy, f" (its first {steps:,} steps)" if steps else "")
     RunLock(copy).acquire()
     summary = train(cfg, copy)
-    found, lines = said(RunPaths(run), RunPaths(copy), steps, summary)
+    # with steps: stopped one step of its envs past the update it was to reach (StopAtTimesteps)
+    trained = int(summary.timesteps) - (budget(cfg)[1] if steps is not None else 0)
+    found, lines = said(RunPaths(run), RunPaths(copy), steps, summary, trained)
     write_json(RunPaths(copy).reproduction, {"original": str(run), "verdict": found, "lines": lines})
     print("\n".join(lines))
     return 0 if found == "identical" else 1
 
 
-def said(original: RunPaths, copy: RunPaths, steps: int | None, summary: RunSummary) -> tuple[str, list[str]]:
+def said(
+    original: RunPaths, copy: RunPaths, steps: int | None, summary: RunSummary, trained: int
+) -> tuple[str, list[str]]:
     """The verdict (``identical``, ``diverged`` or ``failed``) and the lines that say it, the first one whole."""
     if summary.status != Status.COMPLETED:
         return "failed", [f"failed: the reproduction in {copy.root} ended {summary.status}: {summary.error}"]
-    divergence, compared = verdict(original, copy, steps, int(summary.timesteps))
+    divergence, compared = verdict(original, copy, steps, trained)
     if divergence is None:
-        return "identical", [
-            f"identical: {copy.root} reproduces {original.root} to its step {summary.timesteps:,} ({compared})"
-        ]
+        return "identical", [f"identical: {copy.root} reproduces {original.root} to its step {trained:,} ({compared})"]
     lines = [f"diverged: {divergence}", f"  compared up to there: {compared}; the reproduction is in {copy.root}"]
     if differences := snapshot_differences(original, copy):
         lines += ["  what differs in the environment snapshot:", *(f"    {line}" for line in differences)]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
@@ -33,6 +34,7 @@ from lander.storage.csvlog import CsvLog, csv_rows
 from lander.storage.normalization import save_stats, stats_path, transform
 from lander.storage.replay import save_buffer
 from lander.storage.rundir import RunPaths, atomic_write, find_checkpoints
+from lander.training.budget import rollout_steps
 
 log = logging.getLogger(__name__)
 
@@ -468,6 +470,28 @@ class StopOnEpisodes(StopRule):
         if self.episodes() >= self.max_episodes:
             return self._stop(f"episode budget max_episodes={self.max_episodes} reached")
         return True
+
+
+class StopAtTimesteps(BaseCallback):
+    """Stop training one env step past ``timesteps`` rounded up to what the algorithm collects between updates
+    (:func:`lander.training.budget.rollout_steps`: PPO's whole rollouts, ...), so the update there is done: the run
+    as it stood at that step of its whole budget, whose schedules (learning rate, exploration) it keeps. ``python
+    -m lander.reproduce --steps`` (and of a stopped run) adds it as a callback of the config.
+
+    :param timesteps: the env steps to train at least (from a fresh start)
+    """
+
+    def __init__(self, timesteps: int) -> None:
+        super().__init__()
+        self.timesteps = self.end = int(timesteps)
+
+    def _on_training_start(self) -> None:
+        unit = rollout_steps(self.model)
+        if unit is not None:
+            self.end = unit[0] * math.ceil(self.timesteps / unit[0])
+
+    def _on_step(self) -> bool:
+        return self.num_timesteps <= self.end
 
 
 class SignalCheck(BaseCallback):

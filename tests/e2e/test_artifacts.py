@@ -6,6 +6,7 @@ import csv
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import gymnasium as gym
 import imageio.v2 as imageio
@@ -16,6 +17,7 @@ import stable_baselines3
 import yaml
 
 from helpers import ALGO_TINY, REPO, lander_env, read_json
+from helpers.processes import run_module
 from helpers.wandb_reader import read_run
 
 ALGOS = {
@@ -115,6 +117,17 @@ def test_every_update_records_its_gradient_norm_before_clipping(algo_run):
             + float(model.get("vf_coef", 0.5)) * row["train/value_loss"]
         )
         assert row["train/loss"] == pytest.approx(terms, rel=1e-6)
+
+
+def test_every_algorithms_run_reproduces_here(algo_run):
+    """``python -m lander.reproduce --steps`` on the default-config run of every algorithm: the same metrics up to
+    there (and the same weights where a checkpoint was kept at that step), verdict identical, exit 0."""
+    _, run_dir = algo_run
+    proc = run_module("lander.reproduce", str(run_dir), "--steps", "300", cwd=REPO, env=lander_env(), timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert proc.stdout.startswith(f"identical: {run_dir}.reproduce-"), proc.stdout
+    copy = Path(proc.stdout.split()[1])
+    assert read_json(copy / "reproduction.json")["verdict"] == "identical"
 
 
 def test_eval_json_has_every_episode(algo_run):

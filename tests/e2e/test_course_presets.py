@@ -97,7 +97,6 @@ def test_reinforce_preset_compares_the_assignments_four_versions_against_episode
     assert '"title":{"text":"timesteps"}' in (tmp_path / "by_steps/report.html").read_text()
 
 
-@pytest.mark.slow  # kept out of the default suite for its time (docs/development.md)
 def test_q_learning_alpha_preset_states_the_best_alpha_per_env(tmp_path):
     sweep_dir = tmp_path / "alpha"
     proc = sweep(
@@ -172,6 +171,7 @@ def test_every_preset_composes(preset, algo, env):
     "preset,overrides",
     [
         ("ppo_half_cheetah", ["total_timesteps=8000"]),  # one rollout of the assignment's 8 x 1000 steps
+        ("ppo_half_cheetah_normalized", ["total_timesteps=512"]),  # one rollout of zoo's 512 steps
         ("qcritic_pong", ["algo=a2c", "total_timesteps=160"]),  # two updates of 16 envs x 5 steps
     ],
 )
@@ -193,6 +193,9 @@ def test_a_long_preset_runs_at_a_tiny_budget_with_its_assigned_values(tmp_path, 
             3,
         )
         assert len(pd.read_csv(run_dir / "metrics/sb3_progress.csv")) == 1  # one update of 8,000 steps
+    elif preset == "ppo_half_cheetah_normalized":  # zoo's values, its statistics saved beside the model as arrays
+        assert cfg.env.normalize.enabled and cfg.algo.model.n_epochs == 20
+        assert (run_dir / "model.vecnormalize.npz").is_file()
     else:
         assert cfg.eval.deterministic is False and cfg.env.id == "ale_py:PongNoFrameskip-v4"
     assert read_json(run_dir / "eval.json")["n"] == 1

@@ -227,7 +227,8 @@ def reproductions(root: Path, paths: RunPaths) -> list[dict[str, Any]]:
             record = json.loads(read_text(root, RunPaths(copy).reproduction, MAX_SUMMARY))
             if isinstance(record, dict) and record.get("verdict") in VERDICTS:
                 verdict = record["verdict"]
-                lines = [str(line)[:500] for line in record.get("lines") or []][:20]
+                said = record.get("lines")
+                lines = [str(line)[:500] for line in said[:20]] if isinstance(said, list) else []
         except (Unreadable, ValueError):
             pass
         found.append({"path": str(copy.resolve().relative_to(root.resolve())), "verdict": verdict, "lines": lines})

@@ -115,7 +115,7 @@ def plan(run: Path, steps: int | None, allowed: list[str]) -> tuple[DictConfig, 
     # nothing that changes a result (neutral keys): no tracker, video, report or progress bar
     cfg.logger, cfg.video.enabled, cfg.report, cfg.progress_bar = {}, False, False, False
     checked(cfg)
-    taken = RunPaths(run).reproductions()
+    taken = paths.reproductions()
     copy = run.with_name(f"{run.name}.reproduce-{int(taken[-1].name.rsplit('-', 1)[1]) + 1 if taken else 1}")
     return cfg, copy, steps
 

@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pandas as pd
 
-from lander.analysis.runset import Run
+from lander.analysis.runset import Run, with_episodes
 from lander.analysis.statistics import bootstrap_band
 
 X_LABELS = {"timesteps": "timesteps", "episodes": "training episodes"}  # what curves are drawn against (``x_axis``)
@@ -82,11 +84,14 @@ def config_curves(
     """Per configuration: its runs that have evaluations, and their curve (:func:`mean_curve`, or with
     ``band="episodes"`` :func:`pooled_curve` where every run has ``eval_episodes.csv``) against ``x``.
 
-    :return: ``{label: (runs, curve)}``; ``curve`` has columns ``x``, mean, low, high (one row a point)
+    :return: ``{label: (runs, curve)}``; ``curve`` has columns ``x``, mean, low, high (one row a point); against
+        episodes, each run's ``eval`` has an ``episodes`` column
     """
     found = {}
     for label, runs in groups.items():
         with_curves = [r for r in runs if r.eval is not None and len(r.eval)]
+        if x == "episodes":  # read only for curves against episodes: each run's training episodes at its evaluations
+            with_curves = [replace(r, eval=with_episodes(pd.DataFrame(), r.eval, r.paths)[1]) for r in with_curves]
         if with_curves:
             pooled = band == "episodes" and all(r.paths.eval_episodes.is_file() for r in with_curves)
             found[label] = (with_curves, pooled_curve(with_curves, x) if pooled else mean_curve(with_curves, x))

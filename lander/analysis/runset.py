@@ -139,8 +139,6 @@ def read_run(path: Path) -> Run:
     except RunFileError as exc:
         raise RunSetError(str(exc)) from None
     evals = read_evals(paths.eval_csv, strict=summary is not None and summary.status == Status.COMPLETED)
-    if evals is not None:
-        evals = evals.assign(episodes=episodes_at(paths.train_episodes, evals["timesteps"].to_numpy()))
     return Run(
         path=path,
         overrides=with_budget([str(o) for o in overrides or []], cfg, summary),

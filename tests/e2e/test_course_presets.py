@@ -83,8 +83,8 @@ def test_reinforce_preset_compares_the_assignments_four_versions_against_episode
     from lander.analysis.runset import find_runs
     from lander.compare import main as compare_main
 
-    runs = find_runs([sweep_dir])
-    curves = config_curves({"all": runs}, x="episodes")
+    curves = config_curves({"all": find_runs([sweep_dir])}, x="episodes")
+    runs = curves["all"][0]  # each with the training episodes it had ended at its evaluations
     (run,) = [r for r in runs if r.path == jobs[0]]
     train = pd.read_csv(jobs[0] / "metrics/train_episodes.csv")
     ended = [int(train.loc[train["timesteps"] <= t, "episode"].max()) for t in run.eval["timesteps"]]

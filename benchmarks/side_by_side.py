@@ -1,7 +1,8 @@
 """Benchmark: seeds side by side (``seeds_per_process``) against one seed per process, and rl-zoo3, on the default
-PPO experiment (LunarLander-v3, 1M steps, all lander defaults: W&B offline, evaluations, checkpoints, video, report).
+PPO experiment, or A2C's (``--algo a2c``) (LunarLander-v3, 1M steps, all lander defaults: W&B offline, evaluations,
+checkpoints, video, report).
 
-    python benchmarks/side_by_side.py [--seeds 10] [--first-seed 0] [--per-process 5] [--steps 1000000]
+    python benchmarks/side_by_side.py [--algo ppo] [--seeds 10] [--first-seed 0] [--per-process 5] [--steps 1000000]
         [--zoo-seeds 5] [--zoo-python .zoo/bin/python] [--out benchmark-side-by-side] [--arms one side batched zoo]
         [--also EARLIER_OUT ...]
 
@@ -77,6 +78,7 @@ def timed(commands: list[list[str]], at_once: int, cwd: Path) -> tuple[float, fl
 
 
 def lander_arm(sweep: Path, seeds: range, steps: int, extra: list[str]) -> tuple[float, float, float]:
+    """``python -m lander.run --multirun`` of ``seeds`` at ``steps``, two processes at a time, with ``extra``."""
     seed_list = ",".join(str(s) for s in seeds)
     command = [sys.executable, "-m", "lander.run", "--multirun", f"seed={seed_list}", f"total_timesteps={steps}",
                "hydra.launcher.n_jobs=2", f"hydra.sweep.dir={sweep}", *extra]  # fmt: skip
@@ -134,6 +136,7 @@ def tost(a: np.ndarray, b: np.ndarray, margin: float) -> tuple[float, float, flo
 
 def main() -> None:
     parser = argparse.ArgumentParser()
+    parser.add_argument("--algo", default="ppo", choices=["ppo", "a2c"], help="the experiment's algo= (default ppo)")
     parser.add_argument("--seeds", type=int, default=10)
     parser.add_argument("--first-seed", type=int, default=0)
     parser.add_argument("--per-process", type=int, default=5)
@@ -149,22 +152,23 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     results = {}
     seeds = range(args.first_seed, args.first_seed + args.seeds)
+    algo = [f"algo={args.algo}"]
     for arm in args.arms:  # in the order given: "side one" measures the drift of the VM's speed the other way
         if arm == "one":
-            wall, cpu, _ = lander_arm(out / "one", seeds, args.steps, ["hydra/launcher=joblib"])
+            wall, cpu, _ = lander_arm(out / "one", seeds, args.steps, ["hydra/launcher=joblib", *algo])
             results["one per process"] = (wall, cpu, peak_rss(out / "one"), args.seeds)
             print(f"one per process: {wall:.0f} s wall, {cpu / args.seeds:.1f} CPU s per seed", flush=True)
         elif arm == "side":
-            wall, cpu, _ = lander_arm(out / "side", seeds, args.steps, [f"seeds_per_process={args.per_process}"])
+            wall, cpu, _ = lander_arm(out / "side", seeds, args.steps, [f"seeds_per_process={args.per_process}", *algo])
             results["side by side"] = (wall, cpu, peak_rss(out / "side"), args.seeds)
             print(f"side by side: {wall:.0f} s wall, {cpu / args.seeds:.1f} CPU s per seed", flush=True)
         elif arm == "batched":
-            extra = ["hydra/launcher=joblib", "batched_engine=true"]
+            extra = ["hydra/launcher=joblib", "batched_engine=true", *algo]
             wall, cpu, _ = lander_arm(out / "batched", seeds, args.steps, extra)
             results["batched engine alone"] = (wall, cpu, peak_rss(out / "batched"), args.seeds)
             print(f"batched engine alone: {wall:.0f} s wall, {cpu / args.seeds:.1f} CPU s per seed", flush=True)
         elif arm == "zoo" and Path(args.zoo_python).exists():
-            zoo = [args.zoo_python, "-m", "rl_zoo3.train", "--algo", "ppo", "--env", "LunarLander-v3"]
+            zoo = [args.zoo_python, "-m", "rl_zoo3.train", "--algo", args.algo, "--env", "LunarLander-v3"]
             commands = [[*zoo, "--num-threads", "1", "--seed", str(s), "-f", str(out / "zoo")]
                         for s in seeds[: args.zoo_seeds]]  # fmt: skip
             wall, cpu, peak = timed(commands, 2, out)

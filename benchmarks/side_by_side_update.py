@@ -20,7 +20,7 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.utils import configure_logger
 from threadpoolctl import threadpool_limits
 
-from lander.algorithms.batched_ppo import SeedStack, SideBySidePPO
+from lander.algorithms.batched import SeedStack, SideBySidePPO
 
 N_ENVS, N_STEPS, BATCH, EPOCHS = 16, 1024, 64, 4
 

@@ -22,21 +22,24 @@ def effective_gamma(cfg: DictConfig) -> float:
     return float(cfg.algo.model.get("gamma", 0.99))
 
 
-PPO_TARGET = "stable_baselines3.PPO"
-SIDE_BY_SIDE_TARGET = "lander.algorithms.batched_ppo.SideBySidePPO"
+BATCHED_TARGETS = {  # SB3's class -> the same class on the batched engine (lander.algorithms.batched)
+    "stable_baselines3.PPO": "lander.algorithms.batched.SideBySidePPO",
+    "stable_baselines3.A2C": "lander.algorithms.batched.SideBySideA2C",
+}
 
 
 def batched(cfg: DictConfig) -> bool:
-    """Whether the run trains on the batched engine (:mod:`lander.algorithms.batched_ppo`): side by side with other
-    seeds in its process (``seeds_per_process`` > 1), or alone by choice (``batched_engine``); PPO only."""
+    """Whether the run trains on the batched engine (:mod:`lander.algorithms.batched`): side by side with other
+    seeds in its process (``seeds_per_process`` > 1), or alone by choice (``batched_engine``); PPO and A2C."""
     chosen = int(cfg.get("seeds_per_process") or 1) > 1 or bool(cfg.get("batched_engine"))
-    return chosen and cfg.algo.model._target_ == PPO_TARGET
+    return chosen and str(cfg.algo.model._target_) in BATCHED_TARGETS
 
 
 def model_target(cfg: DictConfig) -> str:
-    """The model class's import path: ``algo.model._target_``, or on the batched engine (:func:`batched`)
-    :class:`lander.algorithms.batched_ppo.SideBySidePPO` (SB3's PPO whose networks are batched across seeds)."""
-    return SIDE_BY_SIDE_TARGET if batched(cfg) else str(cfg.algo.model._target_)
+    """The model class's import path: ``algo.model._target_``, or on the batched engine (:func:`batched`) the same
+    SB3 class whose networks are batched across seeds (:data:`BATCHED_TARGETS`)."""
+    target = str(cfg.algo.model._target_)
+    return BATCHED_TARGETS[target] if batched(cfg) else target
 
 
 def model_class(cfg: DictConfig) -> type[BaseAlgorithm]:

@@ -347,14 +347,24 @@ def check_compatible(cfg: DictConfig) -> None:
             )
 
 
-# the PPO keys (algo.model) lander.algorithms.batched_ppo implements, and of policy_kwargs
-SIDE_BY_SIDE_KEYS = {
-    "_target_", "policy", "learning_rate", "n_steps", "batch_size", "n_epochs", "gamma", "gae_lambda",
-    "clip_range", "clip_range_vf", "normalize_advantage", "ent_coef", "vf_coef", "max_grad_norm", "target_kl",
-    "stats_window_size", "policy_kwargs", "use_sde", "sde_sample_freq",
+# the keys (algo.model) of each algorithm lander.algorithms.batched implements, and of policy_kwargs
+ON_POLICY_KEYS = {
+    "_target_", "policy", "learning_rate", "n_steps", "gamma", "gae_lambda", "normalize_advantage", "ent_coef",
+    "vf_coef", "max_grad_norm", "stats_window_size", "policy_kwargs", "use_sde", "sde_sample_freq",
 }  # fmt: skip
-SIDE_BY_SIDE_POLICY_KWARGS = {"net_arch", "activation_fn", "ortho_init", "log_std_init"}
+SIDE_BY_SIDE_KEYS = {
+    "stable_baselines3.PPO": ON_POLICY_KEYS | {"batch_size", "n_epochs", "clip_range", "clip_range_vf", "target_kl"},
+    "stable_baselines3.A2C": ON_POLICY_KEYS | {"rms_prop_eps", "use_rms_prop"},
+}
+SIDE_BY_SIDE_POLICY_KWARGS = {"net_arch", "activation_fn", "ortho_init", "log_std_init", "optimizer_class",
+                              "optimizer_kwargs"}  # fmt: skip
 SIDE_BY_SIDE_ACTIVATIONS = ("torch.nn.Tanh", "torch.nn.ReLU", "torch.nn.Identity")  # what its NumPy gradient covers
+SIDE_BY_SIDE_OPTIMIZERS = (  # what lander.algorithms.batched.loss steps K rows of, with these optimizer_kwargs
+    "torch.optim.Adam",
+    "torch.optim.RMSprop",
+    "stable_baselines3.common.sb2_compat.rmsprop_tf_like.RMSpropTFLike",
+)
+SIDE_BY_SIDE_OPTIMIZER_KWARGS = {"alpha", "eps", "betas", "weight_decay"}  # weight_decay: 0 only
 
 
 def activation_name(model: DictConfig) -> str:
@@ -369,42 +379,65 @@ def activation_name(model: DictConfig) -> str:
 
 def check_side_by_side(cfg: DictConfig) -> None:
     """``seeds_per_process`` > 1 trains seeds side by side with batched networks, and ``batched_engine`` one seed
-    alone on the same engine: PPO's MLP policy on vector observations, with the keys
-    :mod:`lander.algorithms.batched_ppo` implements; anything else named, with the key that asked for it."""
+    alone on the same engine: PPO's or A2C's MLP policy on vector observations, with the keys and optimizers
+    :mod:`lander.algorithms.batched` implements; anything else named, with the key that asked for it."""
     value = cfg.get("seeds_per_process", 1)
     _check(isinstance(value, int) and value >= 1, "seeds_per_process", value, "an integer >= 1 (1: one seed, SB3)")
     if value == 1 and not cfg.get("batched_engine", False):  # a bool: the schema types it, the precheck its value
         return
     # what is refused, named by the key the user set: seeds_per_process (side by side) or batched_engine (alone)
     if value > 1:
-        switch, instead = f"seeds_per_process={value} trains PPO seeds side by side", "seeds_per_process=1"
+        switch, instead = f"seeds_per_process={value} trains seeds side by side", "seeds_per_process=1"
     else:
-        switch, instead = "batched_engine=true trains a PPO seed on the batched engine", "batched_engine=false"
+        switch, instead = "batched_engine=true trains a seed on the batched engine", "batched_engine=false"
     model = cfg.algo.model
+    keys = SIDE_BY_SIDE_KEYS.get(str(model._target_), set())
+    policy_kwargs = model.get("policy_kwargs") or {}
     why = None
-    if model._target_ != "stable_baselines3.PPO":
-        why = f"algo={cfg.algo.name} (algo.model._target_={model._target_}); only PPO (stable_baselines3.PPO) is"
+    if not keys:
+        why = (
+            f"algo={cfg.algo.name} (algo.model._target_={model._target_}); only PPO and A2C "
+            f"({', '.join(SIDE_BY_SIDE_KEYS)}) are"
+        )
     elif cfg.env.observation_space != "vector":
         why = f"env={cfg.env.name} has {cfg.env.observation_space} observations; only vector ones (MlpPolicy) are"
-    elif unknown := sorted(set(model) - SIDE_BY_SIDE_KEYS):
-        why = (
-            f"algo.model.{unknown[0]} is not implemented by it; these keys are: {', '.join(sorted(SIDE_BY_SIDE_KEYS))}"
-        )
+    elif unknown := sorted(set(model) - keys):
+        why = f"algo.model.{unknown[0]} is not implemented by it; these keys are: {', '.join(sorted(keys))}"
     elif model.get("use_sde"):
         why = "algo.model.use_sde=true (gSDE) is not implemented by it"
     elif model.get("policy") != "MlpPolicy":
         why = f"algo.model.policy={model.get('policy')} is not; only MlpPolicy is"
-    elif unknown := sorted(set(model.get("policy_kwargs") or {}) - SIDE_BY_SIDE_POLICY_KWARGS):
+    elif unknown := sorted(set(policy_kwargs) - SIDE_BY_SIDE_POLICY_KWARGS):
         why = (
             f"algo.model.policy_kwargs.{unknown[0]} is not implemented by it; these are: "
             f"{', '.join(sorted(SIDE_BY_SIDE_POLICY_KWARGS))}"
         )
     elif (activation := activation_name(model)) not in SIDE_BY_SIDE_ACTIVATIONS:
         why = f"algo.model.policy_kwargs.activation_fn={activation} is not; {', '.join(SIDE_BY_SIDE_ACTIVATIONS)} are"
-    elif cfg.device != "cpu":
+    else:
+        why = optimizer_refusal(policy_kwargs)
+    if why is None and cfg.device != "cpu":
         why = f"device={cfg.device}: it computes on the CPU (not yet verified on a GPU); device=cpu is"
     if why:
         raise ConfigError(f"{switch}, and {why} (or {instead})")
+
+
+def optimizer_refusal(policy_kwargs: Any) -> str | None:
+    """Why the batched engine cannot step a model with these ``policy_kwargs``' optimizer (None: it can): the class
+    one of :data:`SIDE_BY_SIDE_OPTIMIZERS`, its ``optimizer_kwargs`` of :data:`SIDE_BY_SIDE_OPTIMIZER_KWARGS`."""
+    optimizer = policy_kwargs.get("optimizer_class")
+    path = str(optimizer.get("path") if isinstance(optimizer, DictConfig) else optimizer)
+    kwargs = policy_kwargs.get("optimizer_kwargs") or {}
+    if optimizer is not None and path not in SIDE_BY_SIDE_OPTIMIZERS:
+        return f"algo.model.policy_kwargs.optimizer_class={path} is not; {', '.join(SIDE_BY_SIDE_OPTIMIZERS)} are"
+    if unknown := sorted(set(kwargs) - SIDE_BY_SIDE_OPTIMIZER_KWARGS):
+        return (
+            f"algo.model.policy_kwargs.optimizer_kwargs.{unknown[0]} is not implemented by it; these are: "
+            f"{', '.join(sorted(SIDE_BY_SIDE_OPTIMIZER_KWARGS))}"
+        )
+    if kwargs.get("weight_decay"):
+        return "algo.model.policy_kwargs.optimizer_kwargs.weight_decay is not implemented by it (0 only)"
+    return None
 
 
 def check_normalize(cfg: DictConfig) -> None:

@@ -125,8 +125,8 @@ class LanderConfig:
     device: str = MISSING
     torch_threads: int = MISSING  # not neutral: the sums of a matrix product depend on the thread count
     torch_fast_paths: bool = neutral()  # identical results (tests/e2e/test_speed_paths.py)
-    seeds_per_process: int = MISSING  # PPO seeds of a sweep trained side by side, batched: equivalent results
-    batched_engine: bool = MISSING  # one PPO seed on the batched engine: equivalent results, not identical
+    seeds_per_process: int = MISSING  # PPO or A2C seeds of a sweep trained side by side, batched: equivalent results
+    batched_engine: bool = MISSING  # one PPO or A2C seed on the batched engine: equivalent results, not identical
     vec_env: str = MISSING
     checkpoint_freq: int = neutral()
     checkpoint_keep: int = neutral()

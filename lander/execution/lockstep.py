@@ -1,5 +1,5 @@
 """Seeds side by side in one process: each seed's whole run a greenlet of this thread, their waiting work (a
-rollout's actions, an update) done together by :class:`lander.algorithms.batched_ppo.SeedStack` (``lander.run``'s
+rollout's actions, an update) done together by :class:`lander.algorithms.batched.SeedStack` (``lander.run``'s
 ``seeds_per_process``, started by :func:`lander.execution.parallel.run_side_by_side`). What each job owns of the
 thread's state (torch's grad mode, logging's handlers, Hydra's config, the run's pause listener, its CPU seconds)
 is one :class:`JobContext`, swapped at every switch here, so that neither the training code, nor
@@ -22,7 +22,7 @@ import torch
 from greenlet import getcurrent, greenlet
 from hydra.core.hydra_config import HydraConfig
 
-from lander.algorithms.batched_ppo import SeedStack, SideBySidePPO
+from lander.algorithms.batched import SeedStack, SideBySide
 from lander.process.clock import using_cpu_clock
 from lander.process.signals import pause_listener, set_pause_listener
 
@@ -119,7 +119,7 @@ class Lockstep:
         self.lets: list[greenlet] = []
         self.contexts: dict[greenlet, JobContext] = {}  # each job's, and the hub's
         self.group = GroupPause(self)
-        self.waiting: dict[int, tuple[SideBySidePPO, tuple[str, Any]]] = {}  # job index -> its model and work
+        self.waiting: dict[int, tuple[SideBySide, tuple[str, Any]]] = {}  # job index -> its model and work
         self.codes: dict[int, int] = {}
         self.cpu_mark = time.process_time()
         self.hub: greenlet | None = None
@@ -199,7 +199,7 @@ class Lockstep:
         self.waiting[index] = out
         return None
 
-    def do(self, waiting: dict[int, tuple[SideBySidePPO, tuple[str, Any]]]) -> dict[int, Any]:
+    def do(self, waiting: dict[int, tuple[SideBySide, tuple[str, Any]]]) -> dict[int, Any]:
         """The waiting jobs' work, batched: job index -> result, for the jobs whose work was done (the others
         wait on)."""
         if self.stack is None:  # the first work: every job still running waits now, with its model

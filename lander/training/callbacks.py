@@ -319,8 +319,8 @@ class A2CLoss(BaseCallback):
     """``train/loss`` for SB3's A2C, which records the terms of the loss it minimises but not the loss: ``policy_loss
     + ent_coef * entropy_loss + vf_coef * value_loss`` of the last update (``A2C.train``'s formula, from its float32
     terms), recorded when the next rollout starts, before SB3 writes that update's records. PPO, DQN and lander's
-    own algorithms record their ``train/loss`` themselves; SAC's and TD3's actor and critic minimise two losses
-    (``train/actor_loss``, ``train/critic_loss``), which SB3 records."""
+    own algorithms (and A2C on the batched engine) record their ``train/loss`` themselves; SAC's and TD3's actor and
+    critic minimise two losses (``train/actor_loss``, ``train/critic_loss``), which SB3 records."""
 
     TERMS = ("train/policy_loss", "train/entropy_loss", "train/value_loss")
 

@@ -14,7 +14,16 @@ import time
 import pytest
 import torch
 
-from helpers import assert_same_results, lander, policy_weights, start_lander, tiny, tiny_run, wait_for_checkpoints
+from helpers import (
+    TINY_STEPS,
+    assert_same_results,
+    lander,
+    policy_weights,
+    start_lander,
+    tiny,
+    tiny_run,
+    wait_for_checkpoints,
+)
 from helpers.consistency import assert_consistent
 from helpers.wandb_reader import read_runs
 
@@ -55,25 +64,52 @@ def test_seeds_side_by_side_each_leave_a_complete_run(tmp_path):
     assert (sweep / "comparison" / "table.csv").is_file()
 
 
-def test_one_seed_on_the_batched_engine_is_a_complete_reproducible_run_of_plain_ppo(tmp_path):
+@pytest.mark.parametrize("algo", ["ppo", "a2c"])
+def test_one_seed_on_the_batched_engine_is_a_complete_reproducible_run_of_plain_sb3(tmp_path, algo):
     """``batched_engine=true``: one seed alone on the side-by-side engine, with W&B offline as by default. Its run
     directory is complete, its ``model.zip`` plain SB3's, the same seed gives the same results bit for bit, and
     they are not SB3's own (the switch changes the engine, so results are equivalent, not identical)."""
-    from stable_baselines3 import PPO
+    from stable_baselines3 import A2C, PPO
 
+    cls = {"ppo": PPO, "a2c": A2C}[algo]
     for name in ("a", "b"):
-        tiny_run(tmp_path / name, "ppo", "batched_engine=true", "logger=wandb")
-    tiny_run(tmp_path / "sb3", "ppo")
-    summary = assert_consistent(tmp_path / "a", "completed", 1024)
+        tiny_run(tmp_path / name, algo, "batched_engine=true", "logger=wandb")
+    tiny_run(tmp_path / "sb3", algo)
+    summary = assert_consistent(tmp_path / "a", "completed", TINY_STEPS[algo])
     assert_same_results(tmp_path / "a", tmp_path / "b")
-    model = PPO.load(tmp_path / "a" / "model.zip", device="cpu")
-    assert type(model) is PPO and model.num_timesteps == 1024
+    model = cls.load(tmp_path / "a" / "model.zip", device="cpu")
+    assert type(model) is cls and model.num_timesteps == TINY_STEPS[algo]
     batched, sb3 = policy_weights(tmp_path / "a"), policy_weights(tmp_path / "sb3")
     assert any(not torch.equal(batched[k], sb3[k]) for k in batched)
     (run,) = read_runs(tmp_path / "a")
     assert run["id"] == summary["wandb_run_id"]
     assert any("train/grad_norm" in row for row in run["history"])  # recorded by the batched update, free
+    assert any("train/loss" in row for row in run["history"])
     assert "config.yaml" in {p.name for p in (tmp_path / "a" / ".hydra").iterdir()}
+
+
+def test_a2c_seeds_side_by_side_each_leave_a_complete_run_of_plain_a2c(tmp_path):
+    """``algo=a2c seeds_per_process=2``: both seeds in one process, each with its complete run directory, its own
+    log, a ``model.zip`` that plain SB3's ``A2C.load`` loads, and weights of its own."""
+    from stable_baselines3 import A2C
+
+    sweep = tmp_path / "sweep"
+    proc = lander(
+        "--multirun", "seed=0,1", "seeds_per_process=2", *tiny("a2c", 1000, eval_every=500, episodes=2),
+        f"hydra.sweep.dir={sweep}",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "jobs 0, 1: seeds side by side in process" in proc.stdout + proc.stderr
+    for job in ("0", "1"):
+        summary = assert_consistent(sweep / job, "completed", 1000)
+        assert summary["seed"] == int(job)
+        model = A2C.load(sweep / job / "model.zip", device="cpu")
+        assert type(model) is A2C and model.num_timesteps == 1000
+        log = (sweep / job / "run.log").read_text()
+        assert f"seed={job}) in {sweep / job}" in log and f"seed={1 - int(job)})" not in log
+    weights = [policy_weights(sweep / job) for job in ("0", "1")]
+    assert any(not torch.equal(weights[0][k], weights[1][k]) for k in weights[0])
+    assert (sweep / "comparison" / "table.csv").is_file()
 
 
 def wait_for_status(sweep, status, proc) -> None:

@@ -180,7 +180,16 @@ BAD_INPUT = [
     (["memory_limit_mb=0"], "memory_limit_mb=0.0 is not allowed: memory_limit_mb must be null or a number of MB > 0"),
     (["memory_limit_mb=500", "monitor_freq=0"], "memory_limit_mb is checked every monitor_freq steps: it needs"),
     (["seeds_per_process=0"], "seeds_per_process=0 is not allowed: seeds_per_process must be an integer >= 1"),
-    (["algo=a2c", "seeds_per_process=2"], "seeds_per_process=2 trains PPO seeds side by side, and algo=a2c (algo."),
+    (["algo=dqn", "seeds_per_process=2"], "seeds_per_process=2 trains seeds side by side, and algo=dqn (algo.model"),
+    (["algo=a2c", "seeds_per_process=2", "+algo.model.batch_size=8"], "algo.model.batch_size is not implemented by"),
+    (
+        ["algo=a2c", "seeds_per_process=2", "+algo.model.policy_kwargs.optimizer_kwargs.momentum=0.9"],
+        "algo.model.policy_kwargs.optimizer_kwargs.momentum is not implemented by it; these are: alpha, betas, eps,",
+    ),
+    (
+        ["algo=a2c", "seeds_per_process=2", "+algo.model.policy_kwargs.optimizer_class=torch.optim.SGD"],
+        "algo.model.policy_kwargs.optimizer_class=torch.optim.SGD is not; torch.optim.Adam, torch.optim.RMSprop,",
+    ),
     (["env=pong", "seeds_per_process=2"], "and env=pong has image observations; only vector ones (MlpPolicy) are"),
     (["seeds_per_process=2", "+algo.model.use_sde=true"], "algo.model.use_sde=true (gSDE) is not implemented by it"),
     (
@@ -188,7 +197,10 @@ BAD_INPUT = [
         "algo.model.policy_kwargs.share_features_extractor is not implemented by it; these are: activation_fn,",
     ),
     (["seeds_per_process=2", "device=auto"], "device=auto: it computes on the CPU (not yet verified on a GPU)"),
-    (["algo=a2c", "batched_engine=true"], "batched_engine=true trains a PPO seed on the batched engine, and algo=a2c"),
+    (
+        ["algo=sac", "env=lunar_lander_continuous", "batched_engine=true"],
+        "batched_engine=true trains a seed on the batched engine, and algo=sac",
+    ),
     (
         ["batched_engine=true", "device=auto"],
         "device=auto: it computes on the CPU (not yet verified on a GPU); device=cpu",

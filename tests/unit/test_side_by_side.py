@@ -9,14 +9,15 @@ import copy
 import numpy as np
 import pytest
 import torch
-from stable_baselines3 import PPO
+from stable_baselines3 import A2C, PPO
 from stable_baselines3.common.buffers import RolloutBuffer
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.logger import configure
+from stable_baselines3.common.sb2_compat.rmsprop_tf_like import RMSpropTFLike
 
-from lander.algorithms.batched_ppo.loss import NumpyLoss
-from lander.algorithms.batched_ppo.model import SeedStack, SideBySidePPO, in_lockstep
-from lander.algorithms.batched_ppo.stacked import Layer, StackedPolicy
+from lander.algorithms.batched.loss import NumpyLoss
+from lander.algorithms.batched.model import SeedStack, SideBySideA2C, SideBySidePPO, in_lockstep
+from lander.algorithms.batched.stacked import Layer, StackedPolicy
 from lander.execution.lockstep import Lockstep
 from lander.training.callbacks import GradientNorms
 
@@ -439,3 +440,110 @@ def test_three_seeds_with_their_own_learning_rates_take_sb3s_update_each() -> No
             assert float(state_a["step"]) == float(state_b["step"]), (seed, name)
             assert torch.allclose(state_a["exp_avg"], state_b["exp_avg"], rtol=1e-4, atol=1e-7), (seed, name)
             assert torch.allclose(state_a["exp_avg_sq"], state_b["exp_avg_sq"], rtol=1e-3, atol=1e-10), (seed, name)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# A2C on the same engine: SB3's A2C.train (one step over the whole rollout) with its RMSprop, RMSpropTFLike or Adam
+
+A2C_CASES = {
+    "discrete-rmsprop": ("CartPole-v1", {"ent_coef": 0.01}),
+    "continuous-rmsprop-tf-like": (
+        "Pendulum-v1",
+        {
+            "ent_coef": 0.01,
+            "normalize_advantage": True,
+            "policy_kwargs": {
+                "log_std_init": -0.5,
+                "optimizer_class": RMSpropTFLike,
+                "optimizer_kwargs": {"alpha": 0.99, "eps": 0.1},  # large enough for its placement to matter
+            },
+        },
+    ),
+    "adam-schedule-relu": (
+        "CartPole-v1",
+        {"use_rms_prop": False, "learning_rate": lambda p: 3e-3 * p, "policy_kwargs": {"activation_fn": torch.nn.ReLU}},
+    ),
+}
+
+
+@pytest.mark.parametrize("case", A2C_CASES)
+def test_three_a2c_seeds_with_their_own_learning_rates_take_sb3s_updates_each(case: str) -> None:
+    """K = 3 A2C seeds (learning rates 7e-4, 3e-3 and 1e-2), three updates in a row, each on a rollout SB3 collected
+    with its own parameters: each seed ends every update where SB3's own ``A2C.train`` of it does (parameters and
+    optimizer state), with SB3's records and lander's ``train/grad_norm``; the gradient norm is clipped
+    (``max_grad_norm``) for some seed at some update."""
+    env_id, kwargs = A2C_CASES[case]
+    sb3s, batched = [], []
+    for seed, rate in enumerate((7e-4, 3e-3, 1e-2)):
+        given = {"learning_rate": rate} | kwargs if "learning_rate" not in kwargs else kwargs
+        sb3 = A2C("MlpPolicy", make_vec_env(env_id, n_envs=4, seed=seed), n_steps=8, seed=seed, **given)
+        mine = SideBySideA2C("MlpPolicy", make_vec_env(env_id, n_envs=4, seed=seed), n_steps=8, seed=seed, **given)
+        for model in (sb3, mine):
+            model.set_logger(configure(None, []))
+        sb3s.append(sb3)
+        batched.append(mine)
+    stack, clipped = SeedStack(batched), False
+    assert type(stack.optimizer).__name__ == ("StackedAdam" if "adam" in case else "StackedRMSprop")
+    for _ in range(3):
+        logged = []
+        for sb3, mine in zip(sb3s, batched, strict=True):
+            rollout(sb3)
+            mine.rollout_buffer = copy.deepcopy(sb3.rollout_buffer)
+            mine._current_progress_remaining = sb3._current_progress_remaining
+            norms = GradientNorms()
+            norms.init_callback(sb3)
+            norms._on_training_start()
+            sb3.train()
+            norms.remove()
+            logged.append(dict(sb3.logger.name_to_value))
+            sb3.logger.dump()  # grad_norm is a mean over the update's steps until a dump: this update's
+        records = stack.train([0, 1, 2])
+        for seed, (sb3, mine) in enumerate(zip(sb3s, batched, strict=True)):
+            assert records[seed]["n_updates"] == sb3._n_updates == mine._n_updates
+            for key in ("policy_loss", "value_loss", "entropy_loss", "grad_norm"):
+                assert records[seed][key] == pytest.approx(logged[seed][f"train/{key}"], rel=1e-4, abs=1e-6), key
+            clipped |= records[seed]["grad_norm"] > sb3.max_grad_norm
+            for (name, a), b in zip(sb3.policy.named_parameters(), mine.policy.parameters(), strict=True):
+                assert torch.allclose(a, b, rtol=1e-4, atol=1e-6), (seed, name)
+                state_a, state_b = sb3.policy.optimizer.state[a], mine.policy.optimizer.state[b]
+                assert set(state_a) == set(state_b) and float(state_a["step"]) == float(state_b["step"])
+                assert type(state_a["step"]) is type(state_b["step"]), (seed, name)  # int for RMSpropTFLike
+                for key in set(state_a) - {"step"}:
+                    assert torch.allclose(state_a[key], state_b[key], rtol=1e-3, atol=1e-9), (seed, name, key)
+            with torch.no_grad():  # the next rollout from the same parameters: the batched seed's rounding
+                for a, b in zip(sb3.policy.parameters(), mine.policy.parameters(), strict=True):
+                    a.copy_(b)
+    assert clipped
+
+
+def test_an_a2c_seed_alone_records_what_sb3s_a2c_records() -> None:
+    """``batched_engine``: one A2C seed alone on the engine (K = 1, through ``train()``) logs SB3's ``train/`` keys
+    (and ``grad_norm``, free), with SB3's values, and is saved and loaded as plain SB3 ``A2C``."""
+    sb3 = A2C("MlpPolicy", make_vec_env("CartPole-v1", n_envs=4, seed=3), n_steps=8, seed=3, ent_coef=0.01)
+    mine = SideBySideA2C("MlpPolicy", make_vec_env("CartPole-v1", n_envs=4, seed=3), n_steps=8, seed=3, ent_coef=0.01)
+    for model in (sb3, mine):
+        model.set_logger(configure(None, []))
+    rollout(sb3)
+    mine.rollout_buffer = copy.deepcopy(sb3.rollout_buffer)
+    mine._current_progress_remaining = sb3._current_progress_remaining
+    norms = GradientNorms()
+    norms.init_callback(sb3)
+    norms._on_training_start()
+    sb3.train()
+    norms.remove()
+    mine.train()
+    logged_a, logged_b = sb3.logger.name_to_value, mine.logger.name_to_value
+    assert set(logged_b) == set(logged_a) | {"train/loss"}  # which lander's A2CLoss records for SB3's A2C
+    for key, value in logged_a.items():
+        assert logged_b[key] == pytest.approx(value, rel=1e-4, abs=1e-6), key
+    terms = (logged_a["train/policy_loss"], logged_a["train/entropy_loss"], logged_a["train/value_loss"])
+    assert logged_b["train/loss"] == pytest.approx(terms[0] + 0.01 * terms[1] + 0.5 * terms[2], rel=1e-4)
+
+
+def test_seed_stack_refuses_an_rmsprop_it_does_not_implement() -> None:
+    env = make_vec_env("CartPole-v1", n_envs=2, seed=0)
+    model = SideBySideA2C(
+        "MlpPolicy", env, policy_kwargs={"optimizer_class": torch.optim.RMSprop, "optimizer_kwargs": {"momentum": 0.9}}
+    )
+    with pytest.raises(ValueError, match="without momentum"):
+        SeedStack([model])

@@ -1,6 +1,7 @@
-"""A seed's model (:class:`SideBySidePPO`, SB3's PPO) and the seeds' shared work (:class:`SeedStack`): where SB3
-asks its policy for the rollout's actions, or calls ``train()``, the seed hands the work to its process's lockstep
-(:func:`request`), and :class:`SeedStack` does it for every waiting seed at once."""
+"""A seed's model on the batched engine (:class:`SideBySidePPO`, :class:`SideBySideA2C`: SB3's PPO and A2C) and
+the seeds' shared work (:class:`SeedStack`): where SB3 asks its policy for the rollout's actions, or calls
+``train()``, the seed hands the work to its process's lockstep (:func:`request`), and :class:`SeedStack` does it for
+every waiting seed at once."""
 
 from __future__ import annotations
 
@@ -11,20 +12,23 @@ import numpy as np
 import torch
 from greenlet import getcurrent
 from gymnasium import spaces
-from stable_baselines3 import PPO
+from stable_baselines3 import A2C, PPO
 from stable_baselines3.common.buffers import RolloutBuffer
+from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
+from stable_baselines3.common.sb2_compat.rmsprop_tf_like import RMSpropTFLike
 from stable_baselines3.common.utils import explained_variance
 
-from lander.algorithms.batched_ppo.loss import NumpyLoss, StackedAdam
-from lander.algorithms.batched_ppo.stacked import StackedPolicy
+from lander.algorithms.batched.loss import NumpyLoss, stacked_optimizer
+from lander.algorithms.batched.stacked import StackedPolicy
 
 log = logging.getLogger(__name__)
 
 
-class SideBySidePPO(PPO):
-    """SB3's PPO whose rollout actions and updates are computed together with the other seeds of its process
-    (:class:`lander.execution.lockstep.Lockstep`), or alone (a run resumed by itself). Saved and loaded exactly as
-    SB3's ``PPO``."""
+class SideBySide(OnPolicyAlgorithm):
+    """What an SB3 on-policy algorithm does differently on the batched engine: its rollout actions, deterministic
+    predictions and updates are computed together with the other seeds of its process
+    (:class:`lander.execution.lockstep.Lockstep`), or alone (a run resumed by itself, or ``batched_engine``). The
+    rest is SB3's own; saved and loaded exactly as SB3's class (:class:`SideBySidePPO`, :class:`SideBySideA2C`)."""
 
     def _excluded_save_params(self) -> list[str]:
         return [*super()._excluded_save_params(), "_alone"]
@@ -68,8 +72,8 @@ class SideBySidePPO(PPO):
         return actions, None
 
     def train(self) -> None:
-        """SB3's ``PPO.train`` for this seed, computed with the other seeds (:meth:`SeedStack.train`); the same
-        ``train/`` records."""
+        """SB3's ``train`` for this seed (PPO's or A2C's), computed with the other seeds (:meth:`SeedStack.train`);
+        the same ``train/`` records."""
         self.policy.set_training_mode(True)
         self._update_learning_rate(self.policy.optimizer)
         stats = request(self, ("train", None))
@@ -81,6 +85,15 @@ class SideBySidePPO(PPO):
             self.logger.record("train/std", torch.exp(self.policy.log_std).mean().item())
 
 
+class SideBySidePPO(SideBySide, PPO):
+    """SB3's PPO on the batched engine (:class:`SideBySide`); saved and loaded exactly as SB3's ``PPO``."""
+
+
+class SideBySideA2C(SideBySide, A2C):
+    """SB3's A2C on the batched engine (:class:`SideBySide`): one update a rollout, stepped by its RMSprop (torch's,
+    or ``RMSpropTFLike``) or Adam; saved and loaded exactly as SB3's ``A2C``."""
+
+
 def in_lockstep() -> bool:
     """Whether this code runs in a job of a lockstep (:class:`lander.execution.lockstep.Lockstep` marks its jobs'
     greenlets with ``lockstep``), not alone and not in the lockstep's own work: its parent greenlet then does the
@@ -88,7 +101,7 @@ def in_lockstep() -> bool:
     return getattr(getcurrent(), "lockstep", None) is not None and getcurrent().parent is not None
 
 
-def request(model: SideBySidePPO, work: tuple[str, Any]) -> Any:
+def request(model: SideBySide, work: tuple[str, Any]) -> Any:
     """Hand ``work`` for ``model`` to the process's lockstep and wait for this seed's part of the result;
     without one (a run alone), do it here."""
     hub = getcurrent().parent
@@ -105,34 +118,32 @@ def request(model: SideBySidePPO, work: tuple[str, Any]) -> Any:
 
 
 class SeedStack:
-    """The K seeds' policies and Adams as one (:class:`StackedPolicy`, :class:`StackedAdam`), each seed's random
-    streams, and the batched work: :meth:`act`, :meth:`train`.
+    """The K seeds' policies and optimizers as one (:class:`StackedPolicy`; :class:`StackedAdam` or
+    :class:`StackedRMSprop`), each seed's random streams, and the batched work: :meth:`act`, :meth:`predict`,
+    :meth:`train`. The seeds are all PPO or all A2C, of one configuration (one sweep job's seeds).
 
     :param models: the seeds' models, as they start (new, or loaded from a checkpoint)
     """
 
-    def __init__(self, models: list[SideBySidePPO]) -> None:
+    def __init__(self, models: list[SideBySide]) -> None:
         self.models = models
+        self.a2c = isinstance(models[0], A2C)
         self.policy = StackedPolicy([m.policy for m in models])
-        group = models[0].policy.optimizer.param_groups[0]
-        if type(models[0].policy.optimizer) is not torch.optim.Adam or group["weight_decay"] or group["amsgrad"]:
-            raise ValueError("side-by-side training implements Adam without weight decay or AMSGrad only")
-        self.adam = StackedAdam(self.policy.flat, group["betas"], group["eps"])
+        self.optimizer = stacked_optimizer(models[0].policy.optimizer, self.policy.flat)
         if not NumpyLoss.supports(self.policy):
             raise ValueError(
                 "side-by-side training computes its update with NumPy on the CPU in float32, for Tanh, ReLU or "
                 "Identity activations only (device=cpu, policy_kwargs.activation_fn)"
             )
         self.numpy_loss = NumpyLoss(self.policy)
+        layout = self.policy.layout
         for row, model in enumerate(models):  # a loaded model's optimizer state goes on from where it was
             state = model.policy.optimizer.state
             named = dict(model.policy.named_parameters())
-            if all(named[name] in state for name in self.policy.layout.slices):
-                self.adam.exp_avg[row] = self.policy.layout.flatten({n: state[p]["exp_avg"] for n, p in named.items()})
-                self.adam.exp_avg_sq[row] = self.policy.layout.flatten(
-                    {n: state[p]["exp_avg_sq"] for n, p in named.items()}
-                )
-                self.adam.steps[row] = int(next(iter(state.values()))["step"])
+            if all(named[name] in state for name in layout.slices):
+                for key, moment in self.optimizer.moments.items():
+                    moment[row] = layout.flatten({n: state[p][key] for n, p in named.items()})
+                self.optimizer.steps[row] = int(next(iter(state.values()))["step"])
         # each seed's random streams, seeded as lander seeds a run (a resumed one from seed + its step)
         starts = [int(m.seed or 0) + int(m.num_timesteps) for m in models]
         self.generators = [torch.Generator().manual_seed(start) for start in starts]
@@ -178,7 +189,8 @@ class SeedStack:
         return {row: actions[row, : rows_obs.shape[0]] for row, rows_obs in obs.items()}
 
     def train(self, rows: list[int]) -> dict[int, Any]:
-        """SB3's ``PPO.train`` for the seeds ``rows`` at once; the others' parameters and Adam state untouched."""
+        """SB3's ``PPO.train`` or ``A2C.train`` for the seeds ``rows`` at once; the others' parameters and optimizer
+        state untouched."""
         k = self.policy.k
         active = torch.zeros(k, dtype=torch.bool)
         active[rows] = True
@@ -187,16 +199,40 @@ class SeedStack:
         for row in rows:  # each seed's schedules at its own progress
             model, progress = self.models[row], self.models[row]._current_progress_remaining
             lr[row] = model.lr_schedule(progress)
-            clip[row] = model.clip_range(progress)  # type: ignore[operator]
-            if model.clip_range_vf is not None:
-                clip_vf[row] = model.clip_range_vf(progress)  # type: ignore[operator]
+            if isinstance(model, PPO):
+                clip[row] = model.clip_range(progress)  # type: ignore[operator]
+                if model.clip_range_vf is not None:
+                    clip_vf[row] = model.clip_range_vf(progress)  # type: ignore[operator]
+        if self.a2c:
+            return self.a2c_update(rows, active, lr)
         return self.update(rows, active, lr, clip, clip_vf)
+
+    def a2c_update(self, rows: list[int], active: torch.Tensor, lr: np.ndarray) -> dict[int, Any]:
+        """A2C's one gradient step over the whole rollout (:meth:`train`): ``active [K]``, ``lr [K]``."""
+        first = self.models[rows[0]]
+        assert isinstance(first, A2C)
+        data = self.rollouts(rows)
+        coefs = (float(first.ent_coef), float(first.vf_coef), bool(first.normalize_advantage))
+        numbers = self.numpy_loss.a2c({key: value.numpy() for key, value in data.items()}, coefs, active.numpy())
+        grad = self.policy.grad
+        norms = grad.norm(dim=1)  # each seed's clip_grad_norm_
+        grad.mul_(torch.clamp(first.max_grad_norm / (norms + 1e-6), max=1.0).unsqueeze(1))
+        self.optimizer.step(grad, lr, None if bool(active.all()) else active)
+        records = {}
+        for row in rows:
+            policy, value, entropy = (float(x) for x in numbers[:, row])
+            records[row] = {"policy_loss": policy, "value_loss": value, "entropy_loss": entropy}
+            # train/loss as lander records it for SB3's A2C (lander.training.callbacks.A2CLoss), and grad_norm
+            records[row] |= {"loss": policy + first.ent_coef * entropy + first.vf_coef * value}
+            records[row] |= {"grad_norm": float(norms[row])}
+        return self.finish(rows, records, dict.fromkeys(rows, 1))
 
     def update(
         self, rows: list[int], active: torch.Tensor, lr: np.ndarray, clip: torch.Tensor, clip_vf: torch.Tensor
     ) -> dict[int, Any]:
         """The epochs and minibatches of one update (:meth:`train`): ``active [K]``, ``lr [K]``, ``clip [K, 1]``."""
         k, first = self.policy.k, self.models[rows[0]]
+        assert isinstance(first, PPO)
         data = self.rollouts(rows)
         size = data["advantages"].shape[1]
         stats = Statistics(k)
@@ -215,16 +251,21 @@ class SeedStack:
                 norms = grad.norm(dim=1)  # each seed's clip_grad_norm_
                 stats.add_grad_norm(stepping, norms)  # before clipping, for the seeds that take this step
                 grad.mul_(torch.clamp(first.max_grad_norm / (norms + 1e-6), max=1.0).unsqueeze(1))
-                self.adam.step(grad, lr, None if everyone else stepping)
+                self.optimizer.step(grad, lr, None if everyone else stepping)
                 training = stepping
             if not bool(training.any()):
                 break
-        return self.finish(rows, stats, loss, clip, clip_vf)
+        records = {}
+        for row in rows:
+            records[row] = stats.means(row) | {"loss": float(loss[row]), "clip_range": float(clip[row])}
+            if first.clip_range_vf is not None:
+                records[row]["clip_range_vf"] = float(clip_vf[row])
+        return self.finish(rows, records, {row: int(stats.epochs[row]) for row in rows})
 
     def minibatch(
         self,
         batch: dict[str, torch.Tensor],
-        first: SideBySidePPO,
+        first: PPO,
         clip: torch.Tensor,
         clip_vf: torch.Tensor,
         training: torch.Tensor,
@@ -269,45 +310,39 @@ class SeedStack:
             stacked[name] = value
         return stacked
 
-    def finish(
-        self, rows: list[int], stats: Statistics, loss: torch.Tensor, clip: torch.Tensor, clip_vf: torch.Tensor
-    ) -> dict[int, Any]:
+    def finish(self, rows: list[int], records: dict[int, dict[str, float]], updates: dict[int, int]) -> dict[int, Any]:
         """After an update: each seed's SB3 policy and optimizer state set to its row (what ``model.save``, the
-        evaluations and checkpoints read) and its ``train/`` statistics; a seed whose parameters are no longer
-        finite gets an error (its run fails, the others go on)."""
+        evaluations and checkpoints read), its ``n_updates`` counted on by ``updates`` and its ``train/`` records
+        (``records``) returned; a seed whose parameters are no longer finite gets an error (its run fails, the others
+        go on)."""
         results: dict[int, Any] = {}
-        flat = self.policy.flat.detach()
-        finite = torch.isfinite(flat).all(dim=1)
+        finite = torch.isfinite(self.policy.flat.detach()).all(dim=1)
         for row in rows:
             model = self.models[row]
-            model._n_updates += int(stats.epochs[row])
+            model._n_updates += updates[row]
             if not bool(finite[row]):
                 results[row] = FloatingPointError(
                     f"non-finite policy parameters after the update at {model.num_timesteps} timesteps"
                 )
                 continue
             self.write_back(row)
-            record = stats.means(row)
-            record.update(loss=float(loss[row]), n_updates=model._n_updates, clip_range=float(clip[row]))
-            if model.clip_range_vf is not None:
-                record["clip_range_vf"] = float(clip_vf[row])
-            results[row] = record
+            results[row] = records[row] | {"n_updates": model._n_updates}
         return results
 
     @torch.no_grad()
     def write_back(self, row: int) -> None:
-        """Seed ``row``'s parameters and Adam state into its SB3 policy and optimizer."""
+        """Seed ``row``'s parameters and optimizer state into its SB3 policy and optimizer (the state's types as
+        that optimizer keeps them: ``RMSpropTFLike`` counts its steps in an int, torch's in a tensor)."""
         model, layout = self.models[row], self.policy.layout
         named = dict(model.policy.named_parameters())
-        moments = layout.unflatten(self.adam.exp_avg[row]), layout.unflatten(self.adam.exp_avg_sq[row])
-        step = torch.tensor(float(self.adam.steps[row]))
+        moments = {key: layout.unflatten(moment[row]) for key, moment in self.optimizer.moments.items()}
+        steps = int(self.optimizer.steps[row])
+        step: Any = steps if isinstance(model.policy.optimizer, RMSpropTFLike) else torch.tensor(float(steps))
         for name, value in layout.unflatten(self.policy.flat.detach()[row]).items():
             named[name].copy_(value)
-            model.policy.optimizer.state[named[name]] = {
-                "step": step.clone(),
-                "exp_avg": moments[0][name].clone(),
-                "exp_avg_sq": moments[1][name].clone(),
-            }
+            state: dict[str, Any] = {key: moment[name].clone() for key, moment in moments.items()}
+            state["step"] = step if isinstance(step, int) else step.clone()
+            model.policy.optimizer.state[named[name]] = state
 
 
 class Statistics:

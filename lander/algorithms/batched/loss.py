@@ -1,6 +1,7 @@
-"""SB3's PPO loss and its gradient for K seeds at once, written out in NumPy (:class:`NumpyLoss`), and torch's Adam
-for K parameter rows (:class:`StackedAdam`): the numerics of a batched update, no SB3 model in them. The same loss
-differentiated by torch's autograd is the tests' oracle (``tests/unit/test_side_by_side.py``)."""
+"""SB3's PPO and A2C losses and their gradients for K seeds at once, written out in NumPy (:class:`NumpyLoss`), and
+the optimizers SB3 steps with, for K parameter rows: torch's Adam (:class:`StackedAdam`), torch's RMSprop and SB3's
+``RMSpropTFLike`` (:class:`StackedRMSprop`): the numerics of a batched update, no SB3 model in them. The same losses
+differentiated by torch's autograd are the tests' oracle (``tests/unit/test_side_by_side.py``)."""
 
 from __future__ import annotations
 
@@ -9,9 +10,10 @@ from typing import Any, cast
 
 import numpy as np
 import torch
+from stable_baselines3.common.sb2_compat.rmsprop_tf_like import RMSpropTFLike
 from torch import nn
 
-from lander.algorithms.batched_ppo.stacked import Layer, StackedPolicy, affine
+from lander.algorithms.batched.stacked import Layer, StackedPolicy, affine
 
 ACTIVATIONS = {nn.Tanh: "tanh", nn.ReLU: "relu", nn.Identity: None}
 
@@ -30,7 +32,8 @@ class NumpyLinear:
 
 
 class NumpyLoss:
-    """SB3's PPO loss for all K seeds and its gradient, written out by hand in NumPy: the CPU path of the update.
+    """SB3's PPO loss (:meth:`minibatch`) and A2C loss (:meth:`a2c`) for all K seeds and their gradients, written
+    out by hand in NumPy: the CPU path of the update.
 
     A minibatch of a 64x64 MLP is a few dozen tiny array operations; through torch's autograd each one costs more
     in dispatch and graph bookkeeping than in arithmetic. Here the forward keeps what the backward needs and the
@@ -212,6 +215,40 @@ class NumpyLoss:
         self.backward(grad_values[..., None].astype(np.float32, copy=False), self.vf, vf)
         return loss, stepping, stats
 
+    def a2c(self, batch: dict[str, np.ndarray], coefs: tuple[float, float, bool], training: np.ndarray) -> np.ndarray:
+        """SB3's ``A2C.train`` loss of the whole rollout of every seed, and the gradient of the seeds ``training``
+        into the policy's gradient buffer (the others' rows: zeros).
+
+        :param batch: ``[K, T, ...]`` arrays: observations, actions, advantages, returns
+        :param coefs: ``(ent_coef, vf_coef, normalize_advantage)``
+        :param training: ``[K]`` bool, the seeds that take this step
+        :return: the statistics ``[3, K]``: policy, value and entropy losses (A2C's ``train/loss`` is made of them,
+            :class:`lander.training.callbacks.A2CLoss`)
+        """
+        ent_coef, vf_coef, normalize = coefs
+        obs, size = batch["observations"], batch["advantages"].shape[1]
+        features = obs.reshape(self.k, obs.shape[1], -1).astype(np.float32, copy=False)
+        pi, vf = self.forward(features, self.pi), self.forward(features, self.vf)
+        values = vf[-1][..., 0]
+        log_prob, entropy, kept = self.distribution(pi[-1], batch["actions"])
+        advantages = batch["advantages"]
+        if normalize:
+            advantages = (advantages - advantages.mean(1, keepdims=True)) / (
+                advantages.std(1, ddof=1, keepdims=True) + np.float32(1e-8)
+            )
+        # the losses (SB3's A2C.train)
+        policy_loss = -(advantages * log_prob).mean(1)
+        value_error = values - batch["returns"]
+        value_loss = (value_error * value_error).mean(1)
+        entropy_loss = -entropy.mean(1)
+        # the gradient of sum(policy_loss + ent_coef * entropy_loss + vf_coef * value_loss of the seeds training)
+        weight = (training / size).astype(np.float32)[:, None]  # d loss / d (each term of a mean)
+        grad_out = self.distribution_backward(kept, -weight * advantages, -ent_coef * weight)
+        self.backward(grad_out.astype(np.float32, copy=False), self.pi, pi)
+        grad_values = (2 * vf_coef) * weight * value_error
+        self.backward(grad_values[..., None].astype(np.float32, copy=False), self.vf, vf)
+        return np.stack([policy_loss, value_loss, entropy_loss])
+
 
 class StackedAdam:
     """torch's Adam (no weight decay, no AMSGrad) for K parameter rows at once, each row with its own step count
@@ -226,6 +263,7 @@ class StackedAdam:
         self.flat, self.betas, self.eps = flat, betas, eps
         self.exp_avg = torch.zeros_like(flat, requires_grad=False)
         self.exp_avg_sq = torch.zeros_like(flat, requires_grad=False)
+        self.moments = {"exp_avg": self.exp_avg, "exp_avg_sq": self.exp_avg_sq}  # torch's state names: [K, P]
         self.steps = np.zeros(flat.shape[0], dtype=np.int64)
         self.denom, self.update = torch.empty_like(flat), torch.empty_like(flat)  # reused each step
 
@@ -252,3 +290,55 @@ class StackedAdam:
             self.exp_avg_sq.copy_(torch.where(mask, self.exp_avg_sq, kept[1]))
             self.update.masked_fill_(~mask, 0.0)
         self.flat.sub_(self.update)
+
+
+class StackedRMSprop:
+    """torch's RMSprop, or SB3's ``RMSpropTFLike`` (``tf_like``: the square average starts at 1 and epsilon goes
+    inside the square root, as TensorFlow's), without momentum, centering or weight decay, for K parameter rows at
+    once, each row with its own step count and learning rate; a row not ``active`` is left exactly as it was.
+
+    :param flat: ``[K, P]`` parameters
+    :param alpha: the square average's smoothing constant (SB3's A2C: 0.99)
+    :param eps: epsilon (SB3's A2C: ``rms_prop_eps``, 1e-5)
+    :param tf_like: ``RMSpropTFLike``'s semantics, not torch's
+    """
+
+    def __init__(self, flat: torch.Tensor, alpha: float, eps: float, tf_like: bool) -> None:
+        self.flat, self.alpha, self.eps, self.tf_like = flat, alpha, eps, tf_like
+        self.square_avg = torch.ones_like(flat) if tf_like else torch.zeros_like(flat)
+        self.moments = {"square_avg": self.square_avg}  # the optimizers' state name: [K, P]
+        self.steps = np.zeros(flat.shape[0], dtype=np.int64)
+        self.avg, self.update = torch.empty_like(flat), torch.empty_like(flat)  # reused each step
+
+    @torch.no_grad()
+    def step(self, grad: torch.Tensor, lr: np.ndarray, active: torch.Tensor | None) -> None:
+        """One update of every active row: ``grad [K, P]``, ``lr [K]``, ``active [K]`` bool (None: all)."""
+        self.steps += 1 if active is None else active.cpu().numpy()
+        mask = None if active is None else active.unsqueeze(1)
+        kept = None if mask is None else self.square_avg.clone()
+        self.square_avg.mul_(self.alpha).addcmul_(grad, grad, value=1 - self.alpha)
+        if self.tf_like:
+            torch.add(self.square_avg, self.eps, out=self.avg).sqrt_()
+        else:
+            torch.sqrt(self.square_avg, out=self.avg).add_(self.eps)
+        torch.div(grad, self.avg, out=self.update).mul_(torch.as_tensor(lr, dtype=grad.dtype).unsqueeze(1))
+        if mask is not None and kept is not None:
+            self.square_avg.copy_(torch.where(mask, self.square_avg, kept))
+            self.update.masked_fill_(~mask, 0.0)
+        self.flat.sub_(self.update)
+
+
+def stacked_optimizer(optimizer: torch.optim.Optimizer, flat: torch.Tensor) -> StackedAdam | StackedRMSprop:
+    """The K-row optimizer that steps as the seed's SB3 ``optimizer`` does: torch's Adam (no weight decay, no
+    AMSGrad), torch's RMSprop or SB3's ``RMSpropTFLike`` (no momentum, centering or weight decay); else
+    ``ValueError`` naming what is not implemented."""
+    group = optimizer.param_groups[0]
+    if type(optimizer) is torch.optim.Adam and not group["weight_decay"] and not group["amsgrad"]:
+        return StackedAdam(flat, group["betas"], group["eps"])
+    rmsprop = type(optimizer) in (torch.optim.RMSprop, RMSpropTFLike)
+    if rmsprop and not group["weight_decay"] and not group["momentum"] and not group["centered"]:
+        return StackedRMSprop(flat, group["alpha"], group["eps"], tf_like=type(optimizer) is RMSpropTFLike)
+    raise ValueError(
+        "the batched engine implements Adam without weight decay or AMSGrad, and RMSprop (torch's or SB3's "
+        f"RMSpropTFLike) without momentum, centering or weight decay; not {type(optimizer).__name__} with {group}"
+    )

@@ -75,6 +75,7 @@ def test_one_update_is_sb3s_update(case: str) -> None:
     sb3.train()
     norms.remove()
     batched.train()
+    batched.get_parameters()  # what save reads: the engine's optimizer state written into SB3's
     for (name, a), b in zip(sb3.policy.named_parameters(), batched.policy.parameters(), strict=True):
         assert torch.allclose(a, b, rtol=1e-4, atol=1e-6), name
         assert not torch.equal(a, sb3.policy.optimizer.state[a]["exp_avg"] * 0), name  # it did train
@@ -434,6 +435,7 @@ def test_three_seeds_with_their_own_learning_rates_take_sb3s_update_each() -> No
         assert logged["train/clip_fraction"] > 0  # the clip really clipped
         assert mine._n_updates == sb3._n_updates and records[seed]["n_updates"] == sb3._n_updates
         assert records[seed]["loss"] == pytest.approx(logged["train/loss"], rel=1e-4, abs=1e-6), seed
+        mine.get_parameters()  # what save reads: the engine's optimizer state written into SB3's
         for (name, a), b in zip(sb3.policy.named_parameters(), mine.policy.parameters(), strict=True):
             assert torch.allclose(a, b, rtol=1e-4, atol=1e-6), (seed, name)
             state_a, state_b = sb3.policy.optimizer.state[a], mine.policy.optimizer.state[b]
@@ -503,6 +505,7 @@ def test_three_a2c_seeds_with_their_own_learning_rates_take_sb3s_updates_each(ca
             for key in ("policy_loss", "value_loss", "entropy_loss", "grad_norm"):
                 assert records[seed][key] == pytest.approx(logged[seed][f"train/{key}"], rel=1e-4, abs=1e-6), key
             clipped |= records[seed]["grad_norm"] > sb3.max_grad_norm
+            mine.get_parameters()  # what save reads: the engine's optimizer state written into SB3's
             for (name, a), b in zip(sb3.policy.named_parameters(), mine.policy.parameters(), strict=True):
                 assert torch.allclose(a, b, rtol=1e-4, atol=1e-6), (seed, name)
                 state_a, state_b = sb3.policy.optimizer.state[a], mine.policy.optimizer.state[b]
@@ -547,3 +550,22 @@ def test_seed_stack_refuses_an_rmsprop_it_does_not_implement() -> None:
     )
     with pytest.raises(ValueError, match="without momentum"):
         SeedStack([model])
+
+
+@pytest.mark.parametrize("cls", [SideBySidePPO, SideBySideA2C])
+def test_a_saved_seed_holds_the_engines_optimizer_state(tmp_path, cls) -> None:
+    """The engine keeps each seed's optimizer state and writes it into SB3's optimizer when the model is saved (a
+    checkpoint, ``model.zip``): what plain SB3 loads is the state the next update would use, step count included."""
+    kwargs = {"n_steps": 64, "batch_size": 64, "n_epochs": 2} if cls is SideBySidePPO else {"n_steps": 8}
+    model = cls("MlpPolicy", make_vec_env("CartPole-v1", n_envs=2, seed=1), seed=1, **kwargs)
+    model.learn(512)
+    model.save(tmp_path / "model.zip")
+    stack = model.__dict__["_stack"]
+    loaded = (PPO if cls is SideBySidePPO else A2C).load(tmp_path / "model.zip", device="cpu")
+    state = loaded.policy.optimizer.state_dict()["state"]
+    assert len(state) == len(list(loaded.policy.parameters()))
+    for index, name in enumerate(stack.policy.layout.slices):
+        assert float(state[index]["step"]) == float(stack.optimizer.steps[0]) > 0
+        for key, moment in stack.optimizer.moments.items():
+            expected = stack.policy.layout.unflatten(moment[0])[name]
+            assert torch.equal(state[index][key], expected), (name, key)

@@ -31,15 +31,26 @@ class SideBySide(OnPolicyAlgorithm):
     rest is SB3's own; saved and loaded exactly as SB3's class (:class:`SideBySidePPO`, :class:`SideBySideA2C`)."""
 
     def _excluded_save_params(self) -> list[str]:
-        return [*super()._excluded_save_params(), "_alone"]
+        return [*super()._excluded_save_params(), "_alone", "_stack"]
+
+    def get_parameters(self) -> dict[str, dict[str, Any]]:
+        """SB3's (what ``save`` writes), with the optimizer's state the engine keeps written into it first."""
+        stack = self.__dict__.get("_stack")
+        if stack is not None:
+            stack.write_optimizer_state(stack.models.index(self))
+        return super().get_parameters()
 
     def collect_rollouts(self, env: Any, callback: Any, rollout_buffer: RolloutBuffer, n_rollout_steps: int) -> bool:
-        # SB3's own loop; only the policy call for the actions (policy(obs)) goes to the batched policy
+        # SB3's own loop; only the policy call for the actions (policy(obs)) goes to the batched policy. The policy's
+        # train/eval mode, which SB3 sets at each rollout and update (a walk over every module: A2C's update comes
+        # every 5 steps), changes nothing here: an MLP's layers act alike in both, and the update is the engine's
         self.policy.forward = self._act  # type: ignore[method-assign]
+        self.policy.set_training_mode = lambda mode: None  # type: ignore[method-assign]
         try:
             return super().collect_rollouts(env, callback, rollout_buffer, n_rollout_steps)
         finally:
             del self.policy.forward
+            del self.policy.set_training_mode
 
     def _act(self, obs: torch.Tensor, deterministic: bool = False) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         actions, values, log_prob = request(self, ("act", obs))
@@ -74,8 +85,7 @@ class SideBySide(OnPolicyAlgorithm):
     def train(self) -> None:
         """SB3's ``train`` for this seed (PPO's or A2C's), computed with the other seeds (:meth:`SeedStack.train`);
         the same ``train/`` records."""
-        self.policy.set_training_mode(True)
-        self._update_learning_rate(self.policy.optimizer)
+        self._update_learning_rate(self.policy.optimizer)  # (not set_training_mode: see collect_rollouts)
         stats = request(self, ("train", None))
         values, returns = self.rollout_buffer.values.flatten(), self.rollout_buffer.returns.flatten()
         for key, value in stats.items():
@@ -136,6 +146,8 @@ class SeedStack:
                 "Identity activations only (device=cpu, policy_kwargs.activation_fn)"
             )
         self.numpy_loss = NumpyLoss(self.policy)
+        for model in models:
+            model.__dict__["_stack"] = self  # its optimizer's state is here (SideBySide.get_parameters)
         layout = self.policy.layout
         for row, model in enumerate(models):  # a loaded model's optimizer state goes on from where it was
             state = model.policy.optimizer.state
@@ -331,18 +343,25 @@ class SeedStack:
 
     @torch.no_grad()
     def write_back(self, row: int) -> None:
-        """Seed ``row``'s parameters and optimizer state into its SB3 policy and optimizer (the state's types as
-        that optimizer keeps them: ``RMSpropTFLike`` counts its steps in an int, torch's in a tensor)."""
+        """Seed ``row``'s parameters into its SB3 policy (what its evaluations, SB3's value predictions and the
+        video read), after each update; its optimizer's state is written when the model is saved
+        (:meth:`write_optimizer_state`, from :meth:`SideBySide.get_parameters`)."""
+        named = dict(self.models[row].policy.named_parameters())
+        for name, value in self.policy.layout.unflatten(self.policy.flat.detach()[row]).items():
+            named[name].copy_(value)
+
+    @torch.no_grad()
+    def write_optimizer_state(self, row: int) -> None:
+        """Seed ``row``'s optimizer state into its SB3 optimizer (the state's types as that optimizer keeps them:
+        ``RMSpropTFLike`` counts its steps in an int, torch's in a tensor)."""
         model, layout = self.models[row], self.policy.layout
-        named = dict(model.policy.named_parameters())
         moments = {key: layout.unflatten(moment[row]) for key, moment in self.optimizer.moments.items()}
         steps = int(self.optimizer.steps[row])
         step: Any = steps if isinstance(model.policy.optimizer, RMSpropTFLike) else torch.tensor(float(steps))
-        for name, value in layout.unflatten(self.policy.flat.detach()[row]).items():
-            named[name].copy_(value)
+        for name, param in model.policy.named_parameters():
             state: dict[str, Any] = {key: moment[name].clone() for key, moment in moments.items()}
             state["step"] = step if isinstance(step, int) else step.clone()
-            model.policy.optimizer.state[named[name]] = state
+            model.policy.optimizer.state[param] = state
 
 
 class Statistics:

@@ -149,6 +149,9 @@ class SeedStack:
         for model in models:
             model.__dict__["_stack"] = self  # its optimizer's state is here (SideBySide.get_parameters)
         layout = self.policy.layout
+        # each seed's SB3 parameters in the layout's order, the same tensors all training (found once: a walk over
+        # every module, and A2C writes its parameters back every 5 steps)
+        self.params = [[dict(m.policy.named_parameters())[name] for name in layout.slices] for m in models]
         for row, model in enumerate(models):  # a loaded model's optimizer state goes on from where it was
             state = model.policy.optimizer.state
             named = dict(model.policy.named_parameters())
@@ -346,9 +349,9 @@ class SeedStack:
         """Seed ``row``'s parameters into its SB3 policy (what its evaluations, SB3's value predictions and the
         video read), after each update; its optimizer's state is written when the model is saved
         (:meth:`write_optimizer_state`, from :meth:`SideBySide.get_parameters`)."""
-        named = dict(self.models[row].policy.named_parameters())
-        for name, value in self.policy.layout.unflatten(self.policy.flat.detach()[row]).items():
-            named[name].copy_(value)
+        values = self.policy.layout.unflatten(self.policy.flat.detach()[row]).values()
+        for param, value in zip(self.params[row], values, strict=True):
+            param.copy_(value)
 
     @torch.no_grad()
     def write_optimizer_state(self, row: int) -> None:

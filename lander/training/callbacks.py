@@ -317,9 +317,9 @@ class NonFiniteGuard(BaseCallback):
 
     def _on_rollout_start(self) -> None:
         # one fused norm over every parameter is finite if they all are (A2C checks every 5 steps); a norm that is
-        # not (a NaN, an inf, or a sum of squares that overflows) is looked into parameter by parameter
-        params = self.params or list(self.model.policy.parameters())
-        if not bool(torch.isfinite(torch.stack(torch._foreach_norm(params))).all()):
+        # not (a NaN, an inf, or a sum of squares that overflows) is looked into parameter by parameter. A policy
+        # without torch parameters (Q-learning's table) has nothing to check
+        if self.params and not bool(torch.isfinite(torch.stack(torch._foreach_norm(self.params))).all()):
             check_finite(self.model)
 
     def _on_step(self) -> bool:

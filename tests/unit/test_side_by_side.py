@@ -468,6 +468,19 @@ A2C_CASES = {
 }
 
 
+def a2c_update_of_sb3(sb3: A2C, mine: SideBySideA2C) -> None:
+    """A rollout collected by SB3's ``sb3``, given to ``mine`` as it is, and SB3's update of ``sb3`` on it (with
+    lander's ``train/grad_norm``)."""
+    rollout(sb3)
+    mine.rollout_buffer = copy.deepcopy(sb3.rollout_buffer)
+    mine._current_progress_remaining = sb3._current_progress_remaining
+    norms = GradientNorms()
+    norms.init_callback(sb3)
+    norms._on_training_start()
+    sb3.train()
+    norms.remove()
+
+
 @pytest.mark.parametrize("case", A2C_CASES)
 def test_three_a2c_seeds_with_their_own_learning_rates_take_sb3s_updates_each(case: str) -> None:
     """K = 3 A2C seeds (learning rates 7e-4, 3e-3 and 1e-2), three updates in a row, each on a rollout SB3 collected
@@ -489,14 +502,7 @@ def test_three_a2c_seeds_with_their_own_learning_rates_take_sb3s_updates_each(ca
     for _ in range(3):
         logged = []
         for sb3, mine in zip(sb3s, batched, strict=True):
-            rollout(sb3)
-            mine.rollout_buffer = copy.deepcopy(sb3.rollout_buffer)
-            mine._current_progress_remaining = sb3._current_progress_remaining
-            norms = GradientNorms()
-            norms.init_callback(sb3)
-            norms._on_training_start()
-            sb3.train()
-            norms.remove()
+            a2c_update_of_sb3(sb3, mine)
             logged.append(dict(sb3.logger.name_to_value))
             sb3.logger.dump()  # grad_norm is a mean over the update's steps until a dump: this update's
         records = stack.train([0, 1, 2])
@@ -526,14 +532,7 @@ def test_an_a2c_seed_alone_records_what_sb3s_a2c_records() -> None:
     mine = SideBySideA2C("MlpPolicy", make_vec_env("CartPole-v1", n_envs=4, seed=3), n_steps=8, seed=3, ent_coef=0.01)
     for model in (sb3, mine):
         model.set_logger(configure(None, []))
-    rollout(sb3)
-    mine.rollout_buffer = copy.deepcopy(sb3.rollout_buffer)
-    mine._current_progress_remaining = sb3._current_progress_remaining
-    norms = GradientNorms()
-    norms.init_callback(sb3)
-    norms._on_training_start()
-    sb3.train()
-    norms.remove()
+    a2c_update_of_sb3(sb3, mine)
     mine.train()
     logged_a, logged_b = sb3.logger.name_to_value, mine.logger.name_to_value
     assert set(logged_b) == set(logged_a) | {"train/loss"}  # which lander's A2CLoss records for SB3's A2C

@@ -154,6 +154,24 @@ class NumpyLoss:
         self.grad_log_std += grad_entropy * grad_log_prob.shape[1]
         return cast(np.ndarray, grad_log_prob[..., None] * scaled)
 
+    def evaluate(
+        self, batch: dict[str, np.ndarray], normalize: bool
+    ) -> tuple[list[np.ndarray], list[np.ndarray], np.ndarray, np.ndarray, dict[str, Any], np.ndarray]:
+        """The forward of a batch ``[K, B, ...]`` for a loss: what each net kept (:meth:`forward`: the last of the
+        value net's is the values ``[K, B, 1]``), the log-probabilities of its actions and the entropies ``[K, B]``,
+        what :meth:`distribution_backward` needs, and the advantages ``[K, B]``, normalised over each seed's batch
+        if ``normalize`` (torch's ``std``: ddof 1)."""
+        obs = batch["observations"]
+        features = obs.reshape(self.k, obs.shape[1], -1).astype(np.float32, copy=False)
+        pi, vf = self.forward(features, self.pi), self.forward(features, self.vf)
+        log_prob, entropy, kept = self.distribution(pi[-1], batch["actions"])
+        advantages = batch["advantages"]
+        if normalize:
+            advantages = (advantages - advantages.mean(1, keepdims=True)) / (
+                advantages.std(1, ddof=1, keepdims=True) + np.float32(1e-8)
+            )
+        return pi, vf, log_prob, entropy, kept, advantages
+
     def minibatch(
         self,
         batch: dict[str, np.ndarray],
@@ -175,16 +193,9 @@ class NumpyLoss:
             approx. KL
         """
         ent_coef, vf_coef, normalize, target_kl = coefs
-        obs, size = batch["observations"], batch["advantages"].shape[1]
-        features = obs.reshape(self.k, obs.shape[1], -1).astype(np.float32, copy=False)
-        pi, vf = self.forward(features, self.pi), self.forward(features, self.vf)
+        size = batch["advantages"].shape[1]
+        pi, vf, log_prob, entropy, kept, advantages = self.evaluate(batch, normalize and size > 1)
         values = vf[-1][..., 0]
-        log_prob, entropy, kept = self.distribution(pi[-1], batch["actions"])
-        advantages = batch["advantages"]
-        if normalize and size > 1:
-            advantages = (advantages - advantages.mean(1, keepdims=True)) / (
-                advantages.std(1, ddof=1, keepdims=True) + np.float32(1e-8)
-            )
         # the losses (SB3's PPO.train)
         log_ratio = log_prob - batch["old_log_prob"]
         ratio = np.exp(log_ratio)
@@ -226,16 +237,9 @@ class NumpyLoss:
             :class:`lander.training.callbacks.A2CLoss`)
         """
         ent_coef, vf_coef, normalize = coefs
-        obs, size = batch["observations"], batch["advantages"].shape[1]
-        features = obs.reshape(self.k, obs.shape[1], -1).astype(np.float32, copy=False)
-        pi, vf = self.forward(features, self.pi), self.forward(features, self.vf)
+        size = batch["advantages"].shape[1]
+        pi, vf, log_prob, entropy, kept, advantages = self.evaluate(batch, normalize)
         values = vf[-1][..., 0]
-        log_prob, entropy, kept = self.distribution(pi[-1], batch["actions"])
-        advantages = batch["advantages"]
-        if normalize:
-            advantages = (advantages - advantages.mean(1, keepdims=True)) / (
-                advantages.std(1, ddof=1, keepdims=True) + np.float32(1e-8)
-            )
         # the losses (SB3's A2C.train)
         policy_loss = -(advantages * log_prob).mean(1)
         value_error = values - batch["returns"]

@@ -135,9 +135,9 @@ class Lockstep:
         """CPU seconds of job ``let`` so far: what this thread spent running it, and its share (split evenly) of the
         batched work and of the process's other threads (W&B's, the BLAS pool's).
 
-        Each switch reads this thread's clock (:func:`time.thread_time`, under a microsecond); the process's
-        (:func:`time.process_time`, which sums every thread's and was measured at 95 us a call in a seeds' process,
-        a third of that process's CPU at A2C's switch a step) only here, when a job asks."""
+        Each switch reads this thread's clock (:func:`time.thread_time`); the process's (:func:`time.process_time`,
+        a sum over every thread) only here, when a job asks. Measured on 4 A2C seeds x 20k steps, a switch a step:
+        9.20 s of the process's CPU against 9.33-9.38 s with the process's clock at each switch."""
         hub = self.context(self.hub).cpu if self.hub is not None else 0.0
         own = self.context(let).cpu + (time.thread_time() - self.cpu_mark if let is getcurrent() else 0.0)
         others = (time.process_time() - self.started[0]) - (time.thread_time() - self.started[1])

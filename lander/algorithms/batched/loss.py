@@ -337,12 +337,14 @@ def stacked_optimizer(optimizer: torch.optim.Optimizer, flat: torch.Tensor) -> S
     AMSGrad), torch's RMSprop or SB3's ``RMSpropTFLike`` (no momentum, centering or weight decay); else
     ``ValueError`` naming what is not implemented."""
     group = optimizer.param_groups[0]
-    if type(optimizer) is torch.optim.Adam and not group["weight_decay"] and not group["amsgrad"]:
+    plain = not group["weight_decay"] and not group.get("maximize", False)
+    if type(optimizer) is torch.optim.Adam and plain and not group["amsgrad"]:
         return StackedAdam(flat, group["betas"], group["eps"])
     rmsprop = type(optimizer) in (torch.optim.RMSprop, RMSpropTFLike)
-    if rmsprop and not group["weight_decay"] and not group["momentum"] and not group["centered"]:
+    if rmsprop and plain and not group["momentum"] and not group["centered"]:
         return StackedRMSprop(flat, group["alpha"], group["eps"], tf_like=type(optimizer) is RMSpropTFLike)
+    settings = {key: value for key, value in group.items() if key != "params"}
     raise ValueError(
         "the batched engine implements Adam without weight decay or AMSGrad, and RMSprop (torch's or SB3's "
-        f"RMSpropTFLike) without momentum, centering or weight decay; not {type(optimizer).__name__} with {group}"
+        f"RMSpropTFLike) without momentum, centering or weight decay; not {type(optimizer).__name__} {settings}"
     )

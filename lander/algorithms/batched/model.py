@@ -151,11 +151,12 @@ class SeedStack:
         layout = self.policy.layout
         # each seed's SB3 parameters in the layout's order, the same tensors all training (found once: a walk over
         # every module, and A2C writes its parameters back every 5 steps)
-        self.params = [[dict(m.policy.named_parameters())[name] for name in layout.slices] for m in models]
-        for row, model in enumerate(models):  # a loaded model's optimizer state goes on from where it was
-            state = model.policy.optimizer.state
+        self.params: list[list[torch.Tensor]] = []
+        for row, model in enumerate(models):
             named = dict(model.policy.named_parameters())
-            if all(named[name] in state for name in layout.slices):
+            self.params.append([named[name] for name in layout.slices])
+            state = model.policy.optimizer.state
+            if all(param in state for param in self.params[row]):  # a loaded model's: it goes on from where it was
                 for key, moment in self.optimizer.moments.items():
                     moment[row] = layout.flatten({n: state[p][key] for n, p in named.items()})
                 self.optimizer.steps[row] = int(next(iter(state.values()))["step"])
@@ -361,7 +362,7 @@ class SeedStack:
         moments = {key: layout.unflatten(moment[row]) for key, moment in self.optimizer.moments.items()}
         steps = int(self.optimizer.steps[row])
         step: Any = steps if isinstance(model.policy.optimizer, RMSpropTFLike) else torch.tensor(float(steps))
-        for name, param in model.policy.named_parameters():
+        for name, param in zip(layout.slices, self.params[row], strict=True):
             state: dict[str, Any] = {key: moment[name].clone() for key, moment in moments.items()}
             state["step"] = step if isinstance(step, int) else step.clone()
             model.policy.optimizer.state[param] = state

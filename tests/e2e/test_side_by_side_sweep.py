@@ -89,15 +89,14 @@ def test_one_seed_on_the_batched_engine_is_a_complete_reproducible_run_of_plain_
 
 
 def test_a2c_seeds_side_by_side_each_leave_a_complete_run_of_plain_a2c(tmp_path):
-    """``algo=a2c seeds_per_process=2``: both seeds in one process, each with its complete run directory, its own
-    log, a ``model.zip`` that plain SB3's ``A2C.load`` loads, and weights of its own."""
+    """``algo=a2c seeds_per_process=2`` with the default trackers and files (W&B offline, video, report): both seeds
+    in one process, each with its complete run directory, its own log and W&B run, its video and report, a
+    ``model.zip`` that plain SB3's ``A2C.load`` loads, and weights of its own."""
     from stable_baselines3 import A2C
 
     sweep = tmp_path / "sweep"
-    proc = lander(
-        "--multirun", "seed=0,1", "seeds_per_process=2", *tiny("a2c", 1000, eval_every=500, episodes=2),
-        f"hydra.sweep.dir={sweep}",
-    )  # fmt: skip
+    tiny_a2c = tiny("a2c", 1000, eval_every=500, episodes=2, logger="wandb", video=True, report=True)
+    proc = lander("--multirun", "seed=0,1", "seeds_per_process=2", *tiny_a2c, f"hydra.sweep.dir={sweep}")
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "jobs 0, 1: seeds side by side in process" in proc.stdout + proc.stderr
     for job in ("0", "1"):
@@ -107,6 +106,8 @@ def test_a2c_seeds_side_by_side_each_leave_a_complete_run_of_plain_a2c(tmp_path)
         assert type(model) is A2C and model.num_timesteps == 1000
         log = (sweep / job / "run.log").read_text()
         assert f"seed={job}) in {sweep / job}" in log and f"seed={1 - int(job)})" not in log
+        assert (sweep / job / "video.mp4").stat().st_size > 0 and (sweep / job / "report.html").is_file()
+        assert [run["id"] for run in read_runs(sweep / job)] == [summary["wandb_run_id"]]
     weights = [policy_weights(sweep / job) for job in ("0", "1")]
     assert any(not torch.equal(weights[0][k], weights[1][k]) for k in weights[0])
     assert (sweep / "comparison" / "table.csv").is_file()

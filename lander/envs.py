@@ -162,19 +162,29 @@ class LeanLunarLander(LunarLander):
     """Gymnasium's ``LunarLander`` whose ``step`` (without rendering) is written for speed and gives the same
     numbers: the same Box2D calls in the same order with the same arguments, the same random draws from the same
     ``np_random``, the same arithmetic on the same doubles (``math.sqrt`` for ``np.sqrt`` of a float, ``min`` and
-    ``max`` for ``np.clip``), without ``action_space.contains`` or a Box2D property read twice.
+    ``max`` for ``np.clip``), without ``action_space.contains`` or a Box2D property read twice, the engines'
+    two dispersion draws in one call of the same generator (:meth:`advance`, which :class:`LunarLanderVecEnv` calls).
     ``tests/unit/test_envs.py`` steps it beside Gymnasium's own for tens of thousands of steps."""
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         if self.render_mode is not None:  # particles and frames: Gymnasium's own step
             return super().step(action)  # type: ignore[no-any-return,no-untyped-call]  # Gymnasium's, untyped
-        assert self.lander is not None, "You forgot to call reset()"
+        state, reward, terminated = self.advance(action)
+        return np.array(state, dtype=np.float32), reward, terminated, False, {}
+
+    def advance(self, action: Any) -> tuple[list[float], float, bool]:
+        """``step`` without rendering, its observation as doubles (the caller makes the float32 array where it
+        wants it: :class:`LunarLanderVecEnv` writes it into its buffer): (state, reward, terminated)."""
+        lander = self.lander
+        assert lander is not None, "You forgot to call reset()"
         if self.enable_wind and not (self.legs[0].ground_contact or self.legs[1].ground_contact):
             self._blow()
         main, side = self._throttles(action)
-        angle = self.lander.angle
+        angle = lander.angle
         tip = (math.sin(angle), math.cos(angle))
-        dispersion = [self.np_random.uniform(-1.0, +1.0) / SCALE for _ in range(2)]
+        # np_random.uniform(-1, +1) twice: one call for both draws, the same doubles (-1 + 2u is exact: 2u is)
+        draws = self._np_random.random(2).tolist()  # type: ignore[union-attr]  # set by reset, before any step
+        dispersion = [(-1.0 + 2.0 * draws[0]) / SCALE, (-1.0 + 2.0 * draws[1]) / SCALE]
         m_power = self._fire_main(main, tip, dispersion) if main is not None else 0.0
         s_power = self._fire_side(side, tip, dispersion) if side is not None else 0.0
         self.world.Step(1.0 / FPS, 6 * 30, 2 * 30)
@@ -193,9 +203,9 @@ class LeanLunarLander(LunarLander):
         terminated = False
         if self.game_over or abs(state[0]) >= 1.0:
             terminated, reward = True, -100
-        if not self.lander.awake:
+        if not lander.awake:
             terminated, reward = True, +100
-        return np.array(state, dtype=np.float32), reward, terminated, False, {}
+        return state, reward, terminated
 
     def _blow(self) -> None:
         """The wind's force and the turbulence's torque of this step."""
@@ -322,8 +332,10 @@ class LunarLanderVecEnv(VecEnv):
         rewards = np.zeros(self.num_envs, dtype=np.float32)
         dones = np.zeros(self.num_envs, dtype=bool)
         infos: list[dict[str, Any]] = []
+        actions = self.actions.tolist()  # Python numbers: what the games read of an action, unrounded
         for rank, game in enumerate(self.games):
-            obs, reward, terminated, truncated, info = game.step(self.actions[rank])
+            state, reward, terminated = game.advance(actions[rank])
+            truncated, info = False, dict[str, Any]()
             self.elapsed[rank] += 1
             if self.max_steps is not None and self.elapsed[rank] >= self.max_steps:
                 truncated = True  # TimeLimit's
@@ -336,10 +348,11 @@ class LunarLanderVecEnv(VecEnv):
             dones[rank] = done = terminated or truncated
             info["TimeLimit.truncated"] = truncated and not terminated  # DummyVecEnv's
             if done:
-                info["terminal_observation"] = obs
-                obs, self.reset_infos[rank] = game.reset()
+                info["terminal_observation"] = np.array(state, dtype=np.float32)
+                self.obs[rank], self.reset_infos[rank] = game.reset()
                 self.elapsed[rank], self.rewards[rank] = 0, []
-            self.obs[rank] = obs
+            else:
+                self.obs[rank] = state  # float32, rounded as np.array(state, dtype=np.float32) rounds
             infos.append(info)
         return self.obs.copy(), rewards, dones, infos
 

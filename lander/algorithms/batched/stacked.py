@@ -55,12 +55,6 @@ def affine(x: np.ndarray, weight: np.ndarray, bias: np.ndarray, activation: str 
     return y
 
 
-def numpy_layer(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, tanh: bool) -> torch.Tensor:
-    """:func:`affine` of CPU float32 tensors, without autograd (the rollouts' actions and the evaluations)."""
-    out = affine(x.detach().numpy(), weight.detach().numpy(), bias.detach().numpy(), "tanh" if tanh else None)
-    return torch.from_numpy(out)
-
-
 @dataclass
 class Layer:
     """A step of an MLP of SB3's: the linear layer with parameter prefix ``linear`` (None: none), then the
@@ -68,6 +62,11 @@ class Layer:
 
     linear: str | None
     activation: nn.Module | None = None
+    weight: str = field(init=False)  # the linear layer's parameters' names
+    bias: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.weight, self.bias = f"{self.linear}.weight", f"{self.linear}.bias"
 
 
 def mlp_program(net: nn.Module, prefix: str) -> list[Layer]:
@@ -107,8 +106,13 @@ class StackedPolicy:
         # each parameter of all K a view of flat (NumpyLoss writes its gradient into the same layout of grad)
         slices = self.layout.slices.items()
         self.params = {name: self.flat[:, start:end].view(self.k, *shape) for name, (start, end, shape) in slices}
+        # the same views as NumPy arrays, for the forward by NumPy (:func:`affine`) on CPU float32: made once, as
+        # each conversion costs a microsecond or two and a rollout step's forward makes six layers
+        on_cpu = self.flat.device.type == "cpu" and self.flat.dtype == torch.float32
+        self.arrays = {name: param.detach().numpy() for name, param in self.params.items()} if on_cpu else {}
         self.pi = mlp_program(first.mlp_extractor.policy_net, "mlp_extractor.policy_net")
         self.vf = mlp_program(first.mlp_extractor.value_net, "mlp_extractor.value_net")
+        self.action_net, self.value_net = [Layer("action_net")], [Layer("value_net")]
         self.discrete = isinstance(first.action_space, spaces.Discrete)
         if not self.discrete and not isinstance(first.action_space, spaces.Box):
             raise ValueError(f"side-by-side training supports Discrete and Box actions, not {first.action_space}")
@@ -120,21 +124,22 @@ class StackedPolicy:
     def heads(self, obs: torch.Tensor, values: bool = True) -> tuple[torch.Tensor, torch.Tensor | None]:
         """``obs [K, B, D]`` -> (logits or means ``[K, B, A]``, values ``[K, B]`` or None if not ``values``)."""
         features = obs.reshape(self.k, obs.shape[1], -1).float()
-        out = self._mlp(self._mlp(features, self.pi), [Layer("action_net")])
+        out = self._mlp(self._mlp(features, self.pi), self.action_net)
         if not values:
             return out, None
-        return out, self._mlp(self._mlp(features, self.vf), [Layer("value_net")]).squeeze(-1)
+        return out, self._mlp(self._mlp(features, self.vf), self.value_net).squeeze(-1)
 
     def _mlp(self, x: torch.Tensor, program: list[Layer]) -> torch.Tensor:
         for layer in program:
             activation = layer.activation
             if layer.linear is not None:
-                weight, bias = self.param(f"{layer.linear}.weight"), self.param(f"{layer.linear}.bias")
-                if x.device.type == "cpu" and x.dtype == weight.dtype == torch.float32:  # no autograd here
+                if self.arrays and x.dtype == torch.float32:  # no autograd here
                     tanh = isinstance(activation, nn.Tanh)
-                    x = numpy_layer(x, weight, bias, tanh)  # [K, B, out]
-                    activation = None if tanh else activation
+                    arrays = self.arrays[layer.weight], self.arrays[layer.bias]
+                    x = torch.from_numpy(affine(x.detach().numpy(), *arrays, "tanh" if tanh else None))
+                    activation = None if tanh else activation  # [K, B, out]
                 else:
+                    weight, bias = self.param(layer.weight), self.param(layer.bias)
                     x = torch.baddbmm(bias.unsqueeze(1), x, weight.transpose(1, 2))  # [K, B, out]
             if activation is not None:
                 x = activation(x)

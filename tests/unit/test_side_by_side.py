@@ -146,6 +146,37 @@ def test_a_seed_side_by_side_trains_as_it_does_alone() -> None:
         assert not np.allclose(trained[4][name], value), name
 
 
+@pytest.mark.parametrize("env_id", ["CartPole-v1", "Pendulum-v1"])
+def test_a_seed_ends_as_alone_when_its_neighbour_evaluates_mid_rollout(env_id: str) -> None:
+    """A seed that evaluates (deterministic ``predict``, as lander's evaluations) waits while its neighbours act:
+    their rollout steps must not draw from its generator. Seed 3 beside such a seed 4 ends with the weights seed 3
+    alone ends with, bit for bit (before the fix, a neighbour's lone steps advanced every seed's generator)."""
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    class Evaluates(BaseCallback):
+        def _on_step(self) -> bool:
+            if self.num_timesteps in (40, 200):  # mid-rollout: a few predictions, then the rollout goes on
+                obs = np.zeros((2, *self.model.observation_space.shape), dtype=np.float32)
+                for _ in range(3):
+                    self.model.predict(obs, deterministic=True)
+            return True
+
+    def run(seed: int, into: dict[int, dict[str, np.ndarray]], evaluates: bool = False) -> int:
+        model = SideBySidePPO("MlpPolicy", make_vec_env(env_id, n_envs=4, seed=seed), n_steps=64, batch_size=64,
+                              n_epochs=2, seed=seed)  # fmt: skip
+        model.learn(512, callback=Evaluates() if evaluates else None)
+        into[seed] = {name: p.detach().numpy().copy() for name, p in model.policy.named_parameters()}
+        return 0
+
+    alone: dict[int, dict[str, np.ndarray]] = {}
+    beside: dict[int, dict[str, np.ndarray]] = {}
+    assert Lockstep().run([lambda: run(3, alone)], ended=lambda index, code: None) == [0]
+    jobs = [lambda: run(3, beside), lambda: run(4, beside, evaluates=True)]
+    assert Lockstep().run(jobs, ended=lambda index, code: None) == [0, 0]
+    for name, value in alone[3].items():
+        assert np.array_equal(beside[3][name], value), name
+
+
 @pytest.mark.parametrize("case", ["discrete", "continuous"])
 def test_deterministic_actions_side_by_side_are_sb3s(case: str) -> None:
     """The evaluations' and the video's ``predict`` (deterministic) is computed for the seeds together in a

@@ -181,7 +181,8 @@ class SeedStack:
         return results
 
     def act(self, obs: dict[int, torch.Tensor]) -> dict[int, tuple[torch.Tensor, ...]]:
-        """Rollout actions of the seeds in ``obs`` (row -> ``[N, D]``); the others' rows compute on zeros."""
+        """Rollout actions of the seeds in ``obs`` (row -> ``[N, D]``); the others' rows compute on zeros and draw
+        nothing from their generators (:meth:`StackedPolicy.act`)."""
         if len(obs) == self.policy.k:  # every seed (the rule in a rollout)
             batch = torch.stack([obs[row] for row in range(self.policy.k)]).float()
         else:
@@ -189,7 +190,8 @@ class SeedStack:
             batch = torch.zeros((self.policy.k, *first.shape), dtype=torch.float32, device=first.device)
             for row, rows_obs in obs.items():
                 batch[row] = rows_obs
-        actions, values, log_prob = (out.unbind(0) for out in self.policy.act(batch, self.generators))
+        generators = [g if row in obs else None for row, g in enumerate(self.generators)]  # the acting seeds' alone
+        actions, values, log_prob = (out.unbind(0) for out in self.policy.act(batch, generators))
         return {row: (actions[row], values[row], log_prob[row]) for row in obs}
 
     @torch.no_grad()

@@ -150,20 +150,25 @@ class StackedPolicy:
         return self.param("log_std").unsqueeze(1)
 
     @torch.no_grad()
-    def act(self, obs: torch.Tensor, generators: list[torch.Generator]) -> tuple[torch.Tensor, ...]:
+    def act(self, obs: torch.Tensor, generators: list[torch.Generator | None]) -> tuple[torch.Tensor, ...]:
         """One rollout step of all K, each sampling with its own generator: ``obs [K, N, D]`` -> actions
-        (``[K, N]`` or ``[K, N, A]``), values ``[K, N]``, log-probabilities ``[K, N]``."""
+        (``[K, N]`` or ``[K, N, A]``), values ``[K, N]``, log-probabilities ``[K, N]``. A row whose generator is
+        None is not acting (its seed evaluates, or waits for an update): it draws nothing, so that each seed's
+        draws are its own whatever its neighbours do, and its outputs are meaningless."""
         out, values = self.heads(obs)
         assert values is not None
         n = obs.shape[1]
         if self.discrete:
             log_p = torch.log_softmax(out, dim=-1)
-            uniform = torch.stack([torch.rand(n, generator=g) for g in generators]).to(out.device)
+            uniform = torch.stack([torch.rand(n, generator=g) if g is not None else torch.zeros(n)
+                                   for g in generators]).to(out.device)  # fmt: skip
             cdf = log_p.exp().cumsum(-1)
             actions = (cdf < uniform.unsqueeze(-1) * cdf[..., -1:]).sum(-1).clamp(max=out.shape[-1] - 1)
             return actions, values, log_p.gather(-1, actions.unsqueeze(-1)).squeeze(-1)
         log_std = self.log_std()
-        noise = torch.stack([torch.randn(out.shape[1:], generator=g) for g in generators]).to(out.device)
+        shape = out.shape[1:]
+        noise = torch.stack([torch.randn(shape, generator=g) if g is not None else torch.zeros(shape)
+                             for g in generators]).to(out.device)  # fmt: skip
         actions = out + log_std.exp() * noise
         return actions, values, gaussian_log_prob(actions, out, log_std)
 

@@ -13,6 +13,7 @@ from stable_baselines3 import A2C, PPO
 from stable_baselines3.common.buffers import RolloutBuffer
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.logger import configure
+from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
 from stable_baselines3.common.sb2_compat.rmsprop_tf_like import RMSpropTFLike
 
 from lander.algorithms.batched.loss import NumpyLoss
@@ -175,6 +176,67 @@ def test_a_seed_ends_as_alone_when_its_neighbour_evaluates_mid_rollout(env_id: s
     assert Lockstep().run(jobs, ended=lambda index, code: None) == [0, 0]
     for name, value in alone[3].items():
         assert np.array_equal(beside[3][name], value), name
+
+
+@pytest.mark.parametrize(("cls", "env_id"), [(SideBySidePPO, "CartPole-v1"), (SideBySideA2C, "Pendulum-v1")])
+def test_the_engines_rollout_loop_is_sb3s(cls: type[SideBySidePPO], env_id: str) -> None:
+    """The engine's own ``collect_rollouts`` fills the buffer, counts the steps and episodes and hands the callbacks
+    what SB3's ``OnPolicyAlgorithm.collect_rollouts`` does with the same actions: two models of one seed (the same
+    weights and generator), one through each loop, over rollouts whose episodes end by their time limit
+    (bootstrapped with the value of the last observation) and by failing."""
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    class Record(BaseCallback):
+        def __init__(self) -> None:
+            super().__init__()
+            self.seen: list[dict[str, object]] = []
+
+        def _on_step(self) -> bool:
+            keys = ("actions", "clipped_actions", "new_obs", "rewards", "dones", "values", "log_probs", "obs_tensor")
+            self.seen.append({key: copy.deepcopy(self.locals[key]) for key in keys} | {"infos": self.locals["infos"]})
+            return True
+
+        def _on_rollout_end(self) -> None:
+            self.seen.append({"last values": self.locals["values"].clone(), "dones": self.locals["dones"].copy()})
+
+    ends = []
+    for own_loop in (True, False):
+        env = make_vec_env(env_id, n_envs=3, seed=2, env_kwargs={"max_episode_steps": 23})
+        model = cls("MlpPolicy", env, n_steps=40, seed=2)
+        record = Record()
+        model._setup_learn(10**6, record)
+        record.init_callback(model)
+        for _ in range(3):
+            if own_loop:
+                model.collect_rollouts(model.env, record, model.rollout_buffer, model.n_steps)
+            else:  # SB3's loop, its policy call answered by the engine as the engine's loop asks it
+                model.policy.forward = model._act  # type: ignore[method-assign]
+                OnPolicyAlgorithm.collect_rollouts(model, model.env, record, model.rollout_buffer, model.n_steps)
+                del model.policy.forward
+        buffer = model.rollout_buffer
+        arrays = {key: getattr(buffer, key).copy() for key in ("observations", "actions", "rewards", "episode_starts",
+                  "values", "log_probs", "returns", "advantages")}  # fmt: skip
+        ends.append((arrays, model.num_timesteps, list(model.ep_info_buffer), record.seen, buffer.pos, buffer.full))
+    (mine, steps, episodes, seen, pos, full), (sb3s, *rest) = ends
+    assert (steps, pos, full) == (rest[0], rest[3], rest[4]) and steps == 3 * 40 * 3 and full
+    assert len(episodes) > 3 and [(e["r"], e["l"]) for e in episodes] == [(e["r"], e["l"]) for e in rest[1]]
+    assert any(e["l"] == 23 for e in episodes)  # some episodes ended by the time limit: bootstrapped
+    for key, value in mine.items():
+        assert np.array_equal(value, sb3s[key]), key
+    assert len(seen) == len(rest[2])
+    for mine_step, sb3_step in zip(seen, rest[2], strict=True):
+        assert mine_step.keys() == sb3_step.keys()
+        for key, value in mine_step.items():
+            other = sb3_step[key]
+            assert type(value) is type(other), key
+            if isinstance(value, torch.Tensor):
+                assert torch.equal(value, other), key  # type: ignore[arg-type]
+            elif isinstance(value, np.ndarray):
+                assert value.dtype == other.dtype and np.array_equal(value, other), key  # type: ignore[union-attr]
+            else:  # the infos: Monitor's episode records hold the wall time ("t"), which differs
+                timeless = [[{k: {**v, "t": 0} if k == "episode" else v for k, v in info.items()} for info in infos]
+                            for infos in (value, other)]  # type: ignore[attr-defined]  # fmt: skip
+                assert repr(timeless[0]) == repr(timeless[1]), key
 
 
 @pytest.mark.parametrize("case", ["discrete", "continuous"])

@@ -41,16 +41,71 @@ class SideBySide(OnPolicyAlgorithm):
         return super().get_parameters()
 
     def collect_rollouts(self, env: Any, callback: Any, rollout_buffer: RolloutBuffer, n_rollout_steps: int) -> bool:
-        # SB3's own loop; only the policy call for the actions (policy(obs)) goes to the batched policy. The policy's
-        # train/eval mode, which SB3 sets at each rollout and update (a walk over every module: A2C's update comes
-        # every 5 steps), changes nothing here: an MLP's layers act alike in both, and the update is the engine's
-        self.policy.forward = self._act  # type: ignore[method-assign]
-        self.policy.set_training_mode = lambda mode: None  # type: ignore[method-assign]
-        try:
-            return super().collect_rollouts(env, callback, rollout_buffer, n_rollout_steps)
-        finally:
-            del self.policy.forward
-            del self.policy.set_training_mode
+        """SB3's ``OnPolicyAlgorithm.collect_rollouts``, step for step, for an MLP on vector observations on the CPU
+        (what the engine takes): the same buffer, callbacks (``update_locals`` with the same names: ``obs_tensor``,
+        ``actions``, ``values``, ``log_probs``, ``clipped_actions``, ``new_obs``, ``rewards``, ``dones``, ``infos``),
+        ``ep_info_buffer`` and timeout bootstrapping. The actions come from the batched policy (:func:`request`),
+        without the module call, the device moves and the copies SB3's generic loop makes. SB3's train/eval mode
+        switch is left out: an MLP's layers act alike in both, and the update is the engine's."""
+        assert self._last_obs is not None and isinstance(self._last_obs, np.ndarray), "No previous observation"
+        assert self._last_episode_starts is not None
+        n_steps = 0
+        rollout_buffer.reset()
+        callback.on_rollout_start()
+        box = self.action_space if isinstance(self.action_space, spaces.Box) else None
+        new_obs, dones = self._last_obs, self._last_episode_starts
+        while n_steps < n_rollout_steps:
+            obs_tensor = torch.from_numpy(self._last_obs)  # SB3's obs_as_tensor on the CPU: the same memory
+            actions_tensor, values, log_probs = self._act(obs_tensor)
+            actions = actions_tensor.numpy()
+            clipped_actions = np.clip(actions, box.low, box.high) if box is not None else actions
+            new_obs, rewards, dones, infos = env.step(clipped_actions)
+            self.num_timesteps += env.num_envs
+            callback.update_locals(locals())
+            if not callback.on_step():
+                return False
+            self._update_info_buffer(infos, dones)
+            n_steps += 1
+            if isinstance(self.action_space, spaces.Discrete):
+                actions = actions.reshape(-1, 1)
+            self._bootstrap_timeouts(rewards, dones, infos)
+            self._store(rollout_buffer, actions, rewards, values, log_probs)
+            self._last_obs, self._last_episode_starts = new_obs, dones
+        with torch.no_grad():
+            values = self.policy.predict_values(torch.from_numpy(new_obs))
+        rollout_buffer.compute_returns_and_advantage(last_values=values, dones=dones)
+        callback.update_locals(locals())
+        callback.on_rollout_end()
+        return True
+
+    def _bootstrap_timeouts(self, rewards: np.ndarray, dones: np.ndarray, infos: list[dict[str, Any]]) -> None:
+        """SB3's: an episode cut by its time limit gets ``gamma`` times the value of its last observation."""
+        for idx in np.flatnonzero(dones):
+            if infos[idx].get("terminal_observation") is not None and infos[idx].get("TimeLimit.truncated", False):
+                terminal_obs = self.policy.obs_to_tensor(infos[idx]["terminal_observation"])[0]
+                with torch.no_grad():
+                    terminal_value = self.policy.predict_values(terminal_obs)[0]
+                rewards[idx] += self.gamma * terminal_value
+
+    def _store(
+        self,
+        buffer: RolloutBuffer,
+        actions: np.ndarray,
+        rewards: np.ndarray,
+        values: torch.Tensor,
+        log_probs: torch.Tensor,
+    ) -> None:
+        """``RolloutBuffer.add``'s writes of this step (the observations and episode starts: this step's, not yet
+        moved on), without its copies of arrays that nothing else holds."""
+        pos = buffer.pos
+        buffer.observations[pos] = self._last_obs
+        buffer.actions[pos] = actions.reshape((buffer.n_envs, buffer.action_dim))
+        buffer.rewards[pos] = rewards
+        buffer.episode_starts[pos] = self._last_episode_starts
+        buffer.values[pos] = values.numpy().reshape(-1)
+        buffer.log_probs[pos] = log_probs.numpy()
+        buffer.pos += 1
+        buffer.full = buffer.pos == buffer.buffer_size
 
     def _act(self, obs: torch.Tensor, deterministic: bool = False) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         actions, values, log_prob = request(self, ("act", obs))

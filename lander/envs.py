@@ -300,6 +300,8 @@ class LunarLanderVecEnv(VecEnv):
     """
 
     def __init__(self, env_id: str, n_envs: int, seed: int, kwargs: dict[str, Any]) -> None:
+        if kwargs.get("render_mode") is not None:  # its games step without drawing (LeanLunarLander.advance)
+            raise ValueError(f"LunarLanderVecEnv does not render (render_mode={kwargs['render_mode']!r})")
         made = [lean_lunar_lander(env_id, kwargs) for _ in range(n_envs)]
         self.games, self.max_steps = [game for game, _ in made], made[0][1]
         for rank, game in enumerate(self.games):

@@ -82,6 +82,12 @@ def test_a_model_trained_on_either_ends_with_the_same_weights() -> None:
     assert all(torch.equal(trained[0][k], trained[1][k]) for k in trained[0])
 
 
+def test_the_lean_vec_env_refuses_to_render() -> None:
+    """Its games step without drawing: a rendering LunarLander is left to Gymnasium's own envs (the video)."""
+    with pytest.raises(ValueError, match="render_mode='rgb_array'"):
+        LunarLanderVecEnv(ENV_ID, 2, 0, {"render_mode": "rgb_array"})
+
+
 @pytest.mark.parametrize("env_name", ["lunar_lander", "lunar_lander_continuous"])
 def test_the_evaluations_score_the_same_episodes(env_name: str) -> None:
     """The evaluation envs (:func:`make_env`, not rendered) are lean too, and score a model as ``gymnasium.make``'s

@@ -53,8 +53,9 @@ class NumpyLoss:
         self.k = policy.k
 
         def views(name: str) -> tuple[np.ndarray, np.ndarray]:
+            """The parameter's NumPy view (the policy's own, :attr:`StackedPolicy.arrays`) and its gradient's."""
             start, end, shape = policy.layout.slices[name]
-            param, gradient = flat[:, start:end].reshape(self.k, *shape), grad[:, start:end].reshape(self.k, *shape)
+            param, gradient = policy.arrays[name], grad[:, start:end].reshape(self.k, *shape)
             assert np.may_share_memory(param, flat) and np.may_share_memory(gradient, grad)  # views, not copies
             return param, gradient
 

@@ -53,6 +53,7 @@ class SideBySide(OnPolicyAlgorithm):
         rollout_buffer.reset()
         callback.on_rollout_start()
         box = self.action_space if isinstance(self.action_space, spaces.Box) else None
+        discrete = isinstance(self.action_space, spaces.Discrete)
         new_obs, dones = self._last_obs, self._last_episode_starts
         while n_steps < n_rollout_steps:
             obs_tensor = torch.from_numpy(self._last_obs)  # SB3's obs_as_tensor on the CPU: the same memory
@@ -66,7 +67,7 @@ class SideBySide(OnPolicyAlgorithm):
                 return False
             self._update_info_buffer(infos, dones)
             n_steps += 1
-            if isinstance(self.action_space, spaces.Discrete):
+            if discrete:
                 actions = actions.reshape(-1, 1)
             self._bootstrap_timeouts(rewards, dones, infos)
             self._store(rollout_buffer, actions, rewards, values, log_probs)
@@ -207,6 +208,8 @@ class SeedStack:
         # each seed's SB3 parameters in the layout's order, the same tensors all training (found once: a walk over
         # every module, and A2C writes its parameters back every 5 steps)
         self.params: list[list[torch.Tensor]] = []
+        # and each seed's row of the flat parameters as views in the same order (the optimizers step flat in place)
+        self.row_views = [list(layout.unflatten(self.policy.flat.detach()[row]).values()) for row in range(len(models))]
         for row, model in enumerate(models):
             named = dict(model.policy.named_parameters())
             self.params.append([named[name] for name in layout.slices])
@@ -407,8 +410,7 @@ class SeedStack:
         """Seed ``row``'s parameters into its SB3 policy (what its evaluations, SB3's value predictions and the
         video read), after each update; its optimizer's state is written when the model is saved
         (:meth:`write_optimizer_state`, from :meth:`SideBySide.get_parameters`)."""
-        values = self.policy.layout.unflatten(self.policy.flat.detach()[row]).values()
-        for param, value in zip(self.params[row], values, strict=True):
+        for param, value in zip(self.params[row], self.row_views[row], strict=True):
             param.copy_(value)
 
     @torch.no_grad()

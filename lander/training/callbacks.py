@@ -313,7 +313,10 @@ class NonFiniteGuard(BaseCallback):
         self.params: list[torch.Tensor] = []
 
     def _on_training_start(self) -> None:
-        self.params = list(self.model.policy.parameters())  # the same tensors all training: walked once
+        # the same tensors all training: walked once. The batched engine checks every seed's parameters after each
+        # of its updates itself (SeedStack.finish), so that its models have nothing to check here
+        checked = bool(getattr(self.model, "checks_finite_updates", False))
+        self.params = [] if checked else list(self.model.policy.parameters())
 
     def _on_rollout_start(self) -> None:
         # one fused norm over every parameter is finite if they all are (A2C checks every 5 steps); a norm that is

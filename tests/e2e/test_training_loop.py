@@ -53,13 +53,21 @@ def test_episode_budget(tmp_path):
     assert 6 <= len(episodes) <= 7  # both envs may finish on the same step
 
 
-def test_nan_in_the_parameters_stops_the_run_with_a_clear_message(tmp_path):
-    proc = run_lander(tmp_path / "run", *SMALL, "total_timesteps=4096", "algo.model.learning_rate=1e30")
+@pytest.mark.parametrize(
+    ("engine", "message"),
+    [
+        ("false", "NaN or inf in policy parameters"),  # SB3's update: lander's NonFiniteGuard at the next rollout
+        ("true", "non-finite policy parameters after the update at 256 timesteps"),  # the engine's own check
+    ],
+)
+def test_nan_in_the_parameters_stops_the_run_with_a_clear_message(tmp_path, engine, message):
+    overrides = ("total_timesteps=4096", "algo.model.learning_rate=1e30", f"batched_engine={engine}")
+    proc = run_lander(tmp_path / "run", *SMALL, *overrides)
     assert proc.returncode == 1
     summary = read_json(tmp_path / "run/summary.json")
     assert summary["status"] == "failed"
-    assert summary["error"].startswith("FloatingPointError: NaN or inf in policy parameters")
-    assert "NaN or inf in policy parameters" in (tmp_path / "run/run.log").read_text()
+    assert summary["error"].startswith(f"FloatingPointError: {message}")
+    assert message in (tmp_path / "run/run.log").read_text()
 
 
 def test_peak_memory_is_the_whole_runs_as_the_kernel_counts_it(tmp_path):

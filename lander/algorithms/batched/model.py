@@ -30,6 +30,10 @@ class SideBySide(OnPolicyAlgorithm):
     (:class:`lander.execution.lockstep.Lockstep`), or alone (a run resumed by itself, or ``batched_engine``). The
     rest is SB3's own; saved and loaded exactly as SB3's class (:class:`SideBySidePPO`, :class:`SideBySideA2C`)."""
 
+    # every update ends with a check that the seed's parameters are finite (SeedStack.finish: a seed whose are
+    # not fails with FloatingPointError), so lander's NonFiniteGuard leaves these models alone
+    checks_finite_updates = True
+
     def _excluded_save_params(self) -> list[str]:
         return [*super()._excluded_save_params(), "_alone", "_stack"]
 
@@ -306,30 +310,39 @@ class SeedStack:
     def update(
         self, rows: list[int], active: torch.Tensor, lr: np.ndarray, clip: torch.Tensor, clip_vf: torch.Tensor
     ) -> dict[int, Any]:
-        """The epochs and minibatches of one update (:meth:`train`): ``active [K]``, ``lr [K]``, ``clip [K, 1]``."""
+        """The epochs and minibatches of one update (:meth:`train`): ``active [K]``, ``lr [K]``, ``clip [K, 1]``.
+
+        The minibatches ``[K, B, ...]`` are NumPy views, their loss and gradient :class:`NumpyLoss`'s (a seed's KL
+        past ``1.5 * target_kl`` stops it before the step, as SB3 breaks); the gradient's norm, its clipping and
+        the optimizer's step are torch's, on the gradient buffer both share."""
         k, first = self.policy.k, self.models[rows[0]]
         assert isinstance(first, PPO)
-        data = self.rollouts(rows)
+        data = {key: value.numpy() for key, value in self.rollouts(rows).items()}
         size = data["advantages"].shape[1]
         stats = Statistics(k)
-        training = active.clone()  # rows still training (target_kl stops a row for the rest of this update)
-        everyone = bool(active.all()) and first.target_kl is None
-        loss = torch.zeros(k)  # each seed's last minibatch loss: SB3 logs the one at which target_kl stopped it
+        active_rows = active.numpy()
+        training = active_rows.copy()  # rows still training (target_kl stops a row for the rest of this update)
+        everyone = bool(active_rows.all()) and first.target_kl is None
+        loss = np.zeros(k, dtype=np.float32)  # each seed's last minibatch loss: SB3 logs the one target_kl stopped
+        coefs = (float(first.ent_coef), float(first.vf_coef), bool(first.normalize_advantage), first.target_kl)
+        clips = clip.numpy(), None if first.clip_range_vf is None else clip_vf.numpy()
+        grad, row_index = self.policy.grad, np.arange(k)[:, None]
         for _ in range(first.n_epochs):
             stats.start_epoch(training)
-            order = torch.from_numpy(np.stack([self.orders[r].permutation(size) if active[r] else np.arange(size)
-                                               for r in range(k)]))  # fmt: skip
-            shuffled = {key: value[torch.arange(k).unsqueeze(1), order] for key, value in data.items()}
+            order = np.stack([self.orders[r].permutation(size) if active_rows[r] else np.arange(size)
+                              for r in range(k)])  # fmt: skip
+            shuffled = {key: value[row_index, order] for key, value in data.items()}
             for start in range(0, size, first.batch_size):
                 batch = {key: value[:, start : start + first.batch_size] for key, value in shuffled.items()}
-                minibatch_loss, stepping, grad = self.minibatch(batch, first, clip, clip_vf, training, stats)
-                loss = torch.where(training, minibatch_loss, loss)  # a seed stopped earlier keeps its own
+                minibatch_loss, stepping, numbers = self.numpy_loss.minibatch(batch, coefs, *clips, training)
+                stats.add(training, numbers)
+                loss = np.where(training, minibatch_loss, loss)  # a seed stopped earlier keeps its own
                 norms = grad.norm(dim=1)  # each seed's clip_grad_norm_
-                stats.add_grad_norm(stepping, norms)  # before clipping, for the seeds that take this step
+                stats.add_grad_norm(stepping, norms.numpy())  # before clipping, for the seeds that take this step
                 grad.mul_(torch.clamp(first.max_grad_norm / (norms + 1e-6), max=1.0).unsqueeze(1))
-                self.optimizer.step(grad, lr, None if everyone else stepping)
+                self.optimizer.step(grad, lr, None if everyone else torch.from_numpy(stepping))
                 training = stepping
-            if not bool(training.any()):
+            if not training.any():
                 break
         records = {}
         for row in rows:
@@ -337,31 +350,6 @@ class SeedStack:
             if first.clip_range_vf is not None:
                 records[row]["clip_range_vf"] = float(clip_vf[row])
         return self.finish(rows, records, {row: int(stats.epochs[row]) for row in rows})
-
-    def minibatch(
-        self,
-        batch: dict[str, torch.Tensor],
-        first: PPO,
-        clip: torch.Tensor,
-        clip_vf: torch.Tensor,
-        training: torch.Tensor,
-        stats: Statistics,
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """One minibatch ``[K, B, ...]`` of every seed, by :class:`NumpyLoss`.
-
-        :return: each seed's loss ``[K]``, which seeds take this step ``[K]`` (those training, less those whose
-            KL passed ``1.5 * target_kl`` now, as SB3 breaks before the step), and the gradient ``[K, P]``
-        """
-        coefs = (float(first.ent_coef), float(first.vf_coef), bool(first.normalize_advantage), first.target_kl)
-        loss, stepping, numbers = self.numpy_loss.minibatch(
-            {key: value.numpy() for key, value in batch.items()},
-            coefs,
-            clip.numpy(),
-            None if first.clip_range_vf is None else clip_vf.numpy(),
-            training.numpy(),
-        )
-        stats.add(training, torch.from_numpy(numbers))
-        return torch.from_numpy(loss), torch.from_numpy(stepping), self.policy.grad
 
     def rollouts(self, rows: list[int]) -> dict[str, torch.Tensor]:
         """The seeds' rollout buffers as SB3's ``RolloutBuffer.get`` flattens them, stacked: ``[K, T, ...]``
@@ -429,29 +417,33 @@ class SeedStack:
 
 class Statistics:
     """SB3's ``train/`` statistics of an update, per seed: means over the minibatches each seed trained on
-    (``approx_kl``: over its last epoch's), kept as tensors until the end (no sync per minibatch)."""
+    (``approx_kl``: over its last epoch's), summed in float32 as the minibatches come."""
 
     def __init__(self, k: int) -> None:
-        self.sums = torch.zeros(5, k)  # policy, value, entropy losses, clip fraction, approx_kl (this epoch's)
-        self.counts = torch.zeros(2, k)  # minibatches trained on: all, this epoch's
-        self.epochs = torch.zeros(k, dtype=torch.int64)
-        self.grad_norms, self.steps = torch.zeros(k), torch.zeros(k)  # gradient norms before clipping, steps taken
+        self.sums = np.zeros((5, k), dtype=np.float32)  # policy, value, entropy losses, clip fraction, approx_kl
+        self.counts = np.zeros((2, k), dtype=np.float32)  # minibatches trained on: all, this epoch's
+        self.epochs = np.zeros(k, dtype=np.int64)
+        self.grad_norms = np.zeros(k, dtype=np.float32)  # gradient norms before clipping, summed
+        self.steps = np.zeros(k, dtype=np.float32)  # steps taken
 
-    def start_epoch(self, training: torch.Tensor) -> None:
+    def start_epoch(self, training: np.ndarray) -> None:
+        """``training [K]`` bool: the seeds that train in this epoch."""
         self.sums[4, training] = 0
         self.counts[1, training] = 0
-        self.epochs += training.long()
+        self.epochs += training
 
-    def add(self, training: torch.Tensor, values: torch.Tensor) -> None:
-        """``values [5, K]``: the minibatch's policy, value and entropy losses, clip fraction and KL."""
-        weight = training.float()
-        self.sums.add_(values.to(self.sums) * weight)
-        self.counts.add_(weight)
+    def add(self, training: np.ndarray, values: np.ndarray) -> None:
+        """``values [5, K]``: the minibatch's policy, value and entropy losses, clip fraction and KL, counted for
+        the seeds ``training [K]``."""
+        weight = training.astype(np.float32)
+        self.sums += values.astype(np.float32, copy=False) * weight
+        self.counts += weight
 
-    def add_grad_norm(self, stepping: torch.Tensor, norms: torch.Tensor) -> None:
-        """``norms [K]``: each seed's gradient norm before clipping, counted for the seeds ``stepping``."""
-        self.grad_norms.add_(norms * stepping.float())
-        self.steps.add_(stepping.float())
+    def add_grad_norm(self, stepping: np.ndarray, norms: np.ndarray) -> None:
+        """``norms [K]``: each seed's gradient norm before clipping, counted for the seeds ``stepping [K]``."""
+        weight = stepping.astype(np.float32)
+        self.grad_norms += norms * weight
+        self.steps += weight
 
     def means(self, row: int) -> dict[str, float]:
         count = float(self.counts[0, row])

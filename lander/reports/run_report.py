@@ -21,7 +21,7 @@ from lander.errors import RunFileError
 from lander.reports.figures import missing_columns, run_figures
 from lander.reports.html import esc, figure, number, pairs, pre, table, video, write_page
 from lander.storage.csvlog import read_complete
-from lander.storage.rundir import RunPaths, RunSummary, read_json, write_text
+from lander.storage.rundir import RunPaths, RunSummary, atomic_write, read_json
 from lander.storage.yamlfile import check_aliases, safe_yaml
 
 log = logging.getLogger(__name__)
@@ -206,12 +206,28 @@ def write_run_report(run_dir: Path) -> Path:
 
 def restate_result(paths: RunPaths, key: str, value: Any) -> None:
     """Put ``value`` in the cell of ``report.html``'s results that shows ``summary.json``'s ``key`` (:data:`RESULTS`):
-    the peak memory, which writing the report itself may raise, so that the report and the summary say the same."""
-    text = paths.report.read_text()
-    cell = re.compile(rf"(<th>{re.escape(esc(RESULTS[key]))}</th><td>)[^<]*(</td>)")
-    changed = cell.sub(lambda found: found.group(1) + esc(number(value)) + found.group(2), text, count=1)
-    if changed != text:
-        write_text(paths.report, changed)
+    the peak memory, which writing the report itself may raise, so that the report and the summary say the same.
+    The file is copied a megabyte at a time with the cell replaced (never whole in memory, where a run's memory
+    peaks: its Plotly script alone would be a 9 MB string, :func:`lander.reports.html.write_page`)."""
+    cell = re.compile(rb"(<th>" + re.escape(esc(RESULTS[key]).encode()) + rb"</th><td>)[^<]{0,256}(</td>)")
+    overlap = 1024  # longer than any match: one that spans two reads is whole in the second
+
+    def write(tmp: Path) -> None:
+        with paths.report.open("rb") as source, tmp.open("wb") as out:
+            tail, found = b"", False
+            for chunk in iter(lambda: source.read(2**20), b""):
+                block = tail + chunk
+                match = None if found else cell.search(block)
+                if match is not None:
+                    found = True
+                    restated = match[1] + esc(number(value)).encode() + match[2]
+                    block = block[: match.start()] + restated + block[match.end() :]
+                keep = 0 if found else min(overlap, len(block))
+                out.write(block[: len(block) - keep])
+                tail = block[len(block) - keep :]
+            out.write(tail)
+
+    atomic_write(paths.report, write)
 
 
 def try_run_report(run_dir: Path, full_disk_fails: bool = False) -> Path | None:

@@ -88,18 +88,25 @@ def test_the_lean_vec_env_refuses_to_render() -> None:
         LunarLanderVecEnv(ENV_ID, 2, 0, {"render_mode": "rgb_array"})
 
 
-@pytest.mark.parametrize("env_name", ["lunar_lander", "lunar_lander_continuous"])
-def test_the_evaluations_score_the_same_episodes(env_name: str) -> None:
+@pytest.mark.parametrize(
+    "overrides",
+    [["env=lunar_lander"], ["env=lunar_lander_continuous"], ["+env.kwargs.max_episode_steps=60"]],
+    ids=["discrete", "continuous", "60-step-limit"],
+)
+def test_the_evaluations_score_the_same_episodes(overrides: list[str]) -> None:
     """The evaluation envs (:func:`make_env`, not rendered) are lean too, and score a model as ``gymnasium.make``'s
-    envs do: the same return and length for each episode seed, stochastic actions included."""
+    envs do: the same return and length for each episode seed, stochastic actions and time limits included."""
     import gymnasium as gym
+    from gymnasium.error import ResetNeeded
 
-    cfg = composed(f"env={env_name}")
+    cfg = composed(*overrides)
     model = PPO("MlpPolicy", make_train_env(cfg.env, 2, 0), n_steps=64, batch_size=64, seed=1, device="cpu")
     model.learn(128)
     kwargs = {"render_mode": None, **cfg.env.kwargs}
     lean = make_env(cfg.env)
     assert isinstance(lean.unwrapped, LeanLunarLander)
+    with pytest.raises(ResetNeeded):  # Gymnasium's OrderEnforcing rule
+        lean.step(0)
     results = []
     for env_fn in (lambda: make_env(cfg.env), lambda: gym.make(ENV_ID, **kwargs)):
         for deterministic in (True, False):
@@ -108,6 +115,8 @@ def test_the_evaluations_score_the_same_episodes(env_name: str) -> None:
             results.append((result.returns, result.lengths))
     assert results[0] == results[2] and results[1] == results[3]
     assert results[0] != results[1]  # greedy and sampled actions: two different evaluations compared
+    limit = cfg.env.kwargs.get("max_episode_steps")
+    assert limit is None or limit in results[0][1]  # some episodes cut by the time limit: its rule compared too
 
 
 @pytest.mark.parametrize(

@@ -259,3 +259,20 @@ def test_a_plateau_counts_only_means_that_beat_the_best_by_more_than_min_improve
         going_on = rule._on_step()
         assert going_on == (count < stops_after), (count, rule.stop_reason)
     assert rule.stop_reason.startswith("no new best eval mean")
+
+
+@pytest.mark.parametrize("before", [0, 2**20 - 20, 2**20 + 5, 3 * 2**20 + 1000])
+def test_restating_a_result_changes_its_cell_only_wherever_it_lies_in_the_report(tmp_path: Path, before: int) -> None:
+    """``restate_result`` copies ``report.html`` a megabyte at a time: a cell anywhere (across two reads too) is
+    rewritten, every other byte kept, the UTF-8 of Plotly's script (characters beyond Latin-1) included."""
+    from lander.reports.run_report import restate_result
+
+    paths = RunPaths(tmp_path)
+    filler = ("é—\ufffd" * (before // 8 + 1)).encode()[:before]  # multi-byte characters, cut anywhere
+    after = ("x" * 2**20).encode()
+    paths.report.write_bytes(filler + b"<tr><th>peak memory (MB)</th><td>480.2</td></tr>" + after)
+    restate_result(paths, "peak_rss_mb", 512.5)
+    assert paths.report.read_bytes() == filler + b"<tr><th>peak memory (MB)</th><td>512.5</td></tr>" + after
+    paths.report.write_bytes(filler + after)  # a report without the cell (a run that recorded none): as it was
+    restate_result(paths, "peak_rss_mb", 512.5)
+    assert paths.report.read_bytes() == filler + after

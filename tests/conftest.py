@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from helpers import TINY_STEPS, tiny_run
+
+
+@pytest.fixture(scope="session", autouse=True)
+def sb3_log_folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The folder of the SB3 loggers the tests make without one (``configure(None, ...)``, and ``learn`` on a model
+    with no logger set), which SB3 otherwise makes anew in the temporary directory each time, left there."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("SB3_LOGDIR", str(tmp_path_factory.mktemp("sb3")))
+        yield
 
 
 @pytest.fixture(scope="session", params=list(TINY_STEPS))

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import signal
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from typing import Any
@@ -27,12 +29,18 @@ GRACE_SECONDS = 3.0  # a signal to the launcher reaches the job too after this l
 
 def fork(job: Callable[[], Any]) -> int:
     """Start ``job()`` in a forked process; return its pid. That process ends as the job does: exit code 0, its
-    ``SystemExit``'s code, or 1 with the error logged."""
+    ``SystemExit``'s code, or 1 with the error logged.
+
+    It ends by ``os._exit`` (no exit handler of the launcher's runs twice), which runs no finalizer: so what the
+    job's libraries make in the temporary directory and leave to one (W&B makes two folders as it is imported) is
+    made in a folder of the job's own there, removed as it ends."""
     sys.stdout.flush()
     sys.stderr.flush()
     pid = os.fork()
     if pid == 0:  # the job's process
         code = 1
+        scratch = tempfile.mkdtemp(prefix="lander-job-")
+        tempfile.tempdir = scratch
         try:
             job()
             code = 0
@@ -44,6 +52,7 @@ def fork(job: Callable[[], Any]) -> int:
             logging.shutdown()
             sys.stdout.flush()
             sys.stderr.flush()
+            shutil.rmtree(scratch, ignore_errors=True)
             os._exit(code)
     return pid
 

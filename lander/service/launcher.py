@@ -11,6 +11,7 @@ What was launched is recorded in ``<root>/.lander-service/launched.jsonl``, so a
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import socket
@@ -19,6 +20,7 @@ import sys
 import tempfile
 import threading
 import time
+import weakref
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -34,9 +36,20 @@ from lander.storage.lock import RunLock, owner_process, same_process
 from lander.storage.rundir import RunPaths, Status
 from lander.storage.yamlfile import safe_yaml
 
+log = logging.getLogger(__name__)
 MODULES = ("lander.run", "lander.compare", "lander.reproduce")  # what the service starts
 SAFE_PATH = ["-P"] if sys.version_info >= (3, 11) else []  # no working directory on sys.path (3.11+; 3.10: the
 # empty working directory stands in for it)
+
+
+def remove_working_directory(path: Path, children: dict[int, subprocess.Popen[bytes]]) -> None:
+    """Remove the launched processes' working directory ``path`` unless one of ``children`` is still running (an
+    empty directory: ``rmdir`` removes nothing else)."""
+    if all(process.poll() is not None for process in children.values()):
+        try:
+            path.rmdir()
+        except OSError as exc:
+            log.warning("could not remove %s: %s", path, exc)
 
 
 class Launcher:
@@ -54,8 +67,18 @@ class Launcher:
         self.children: dict[int, subprocess.Popen[bytes]] = {}  # reaped as they end (no zombies)
         self.max_running, self.max_jobs = max_running, max_jobs
         self.allowed = list(allowed or [])
-        self.cwd = Path(tempfile.mkdtemp(prefix="lander-service-"))  # empty, the service's own: nothing to import
+        self._cwd: Path | None = None  # made at the first launch (:attr:`cwd`)
         self._starting = threading.Lock()  # counting the running processes and starting one: one at a time
+
+    @property
+    def cwd(self) -> Path:
+        """The launched processes' working directory: an empty one of the service's own (nothing in it to import),
+        made at the first launch, removed when the service ends (at its exit, or this launcher's collection) if no
+        process it launched still runs there."""
+        if self._cwd is None:
+            self._cwd = Path(tempfile.mkdtemp(prefix="lander-service-"))
+            weakref.finalize(self, remove_working_directory, self._cwd, self.children)
+        return self._cwd
 
     def writable(self) -> None:
         if not os.access(self.root, os.W_OK):

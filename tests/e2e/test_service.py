@@ -333,3 +333,29 @@ def test_the_dashboard_after_one_click_on_the_printed_url(tmp_path):
     assert chosen_report.status_code == 200 and "sandbox" in chosen_report.headers["content-security-policy"]
     assert error.startswith("algo=pop: not one of a2c, dqn")  # said by the form, nothing sent
     assert not_blank(tmp_path / "dashboard.png") > 0.02
+
+
+def test_the_launched_processes_working_directory_is_made_at_the_first_launch_and_removed_at_the_end(
+    tmp_path, monkeypatch
+):
+    """The launched processes run in an empty directory of the service's own (nothing there to import): made at
+    the first launch, not by a service that launches nothing, and removed when the service ends (before: one left
+    in the temporary directory by every service, launching or not)."""
+    import gc
+    import tempfile
+
+    from lander.service.launcher import Launcher
+
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temporary))
+    (tmp_path / "root").mkdir()
+    launcher = Launcher(tmp_path / "root")
+    assert list(temporary.iterdir()) == []
+    entry = launcher.start(["--help"], tmp_path / "root" / "outputs" / "help", "run")
+    assert launcher.children[entry["pid"]].wait(timeout=120) == 0
+    (made,) = temporary.iterdir()
+    assert made == launcher.cwd and made.name.startswith("lander-service-")
+    del launcher
+    gc.collect()
+    assert list(temporary.iterdir()) == []

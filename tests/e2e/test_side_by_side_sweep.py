@@ -18,6 +18,7 @@ from helpers import (
     TINY_STEPS,
     assert_same_results,
     lander,
+    lander_env,
     policy_weights,
     start_lander,
     tiny,
@@ -29,17 +30,23 @@ from helpers.wandb_reader import read_runs
 
 
 def test_seeds_side_by_side_each_leave_a_complete_run(tmp_path):
-    sweep = tmp_path / "sweep"
+    sweep, temporary = tmp_path / "sweep", tmp_path / "tmp"
+    temporary.mkdir()
     proc = lander(
         "--multirun",
         "seed=0,1,2",
         "seeds_per_process=2",
         *tiny("ppo", 1024, eval_every=512, episodes=2, checkpoints=512, logger="wandb", report=True),
         f"hydra.sweep.dir={sweep}",
+        env=lander_env(TMPDIR=str(temporary)),
+        cold=True,  # W&B imported here, as a user's sweep imports it, not in a warm parent
         timeout=600,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "jobs 0, 1: seeds side by side in process" in proc.stdout + proc.stderr  # seed 2 alone in a second process
+    # nothing left in the temporary directory by the job processes (W&B's folders, made as it is imported: a
+    # process that ends by os._exit runs no finalizer); torch's compile cache, one a user, is meant to stay
+    assert [p.name for p in temporary.iterdir() if not p.name.startswith("torchinductor_")] == []
     from stable_baselines3 import PPO
 
     run_ids = set()

@@ -71,14 +71,17 @@ class LanderProcess:
         *,
         session: bool = False,
         merged: bool = False,
+        cold: bool = False,
     ) -> None:
         """:param session: in a new session (its own process group, as ``start_new_session``)
-        :param merged: stderr into stdout, in the order written (``stderr=subprocess.STDOUT``)"""
+        :param merged: stderr into stdout, in the order written (``stderr=subprocess.STDOUT``)
+        :param cold: a new interpreter even where a warm parent could start it (what the warm parent has imported,
+            and what importing made, is its own: W&B's temporary folders)"""
         self.args = [sys.executable, "-m", module, *args]
         self.returncode: int | None = None
         self._files = tempfile.TemporaryDirectory(prefix="lander-test-")
         self._out, self._err = Path(self._files.name, "stdout"), Path(self._files.name, "stderr")
-        self._zygote = None if os.environ.get("LANDER_TEST_COLD") else _take(env)
+        self._zygote = None if cold or os.environ.get("LANDER_TEST_COLD") else _take(env)
         if self._zygote is None:
             with self._out.open("w") as out, self._err.open("w") as err:
                 self._cold = subprocess.Popen(
@@ -157,10 +160,10 @@ def _take(env: dict[str, str]) -> _Zygote | None:
 
 
 def run_module(
-    module: str, *args: str, cwd: Path = REPO, env: dict[str, str], timeout: float = 600
+    module: str, *args: str, cwd: Path = REPO, env: dict[str, str], timeout: float = 600, cold: bool = False
 ) -> subprocess.CompletedProcess:
-    """``python -m <module> <args>`` run to its end (warm where it can be), its output captured."""
-    return LanderProcess(module, list(args), cwd, env).completed(timeout)
+    """``python -m <module> <args>`` run to its end (warm where it can be, unless ``cold``), its output captured."""
+    return LanderProcess(module, list(args), cwd, env, cold=cold).completed(timeout)
 
 
 @contextlib.contextmanager

@@ -78,11 +78,16 @@ def lander_env(**extra: str) -> dict[str, str]:
 
 
 def lander(
-    *args: str, cwd: Path = REPO, env: dict[str, str] | None = None, timeout: int = 600, module: str = "lander.run"
+    *args: str,
+    cwd: Path = REPO,
+    env: dict[str, str] | None = None,
+    timeout: int = 600,
+    module: str = "lander.run",
+    cold: bool = False,
 ) -> subprocess.CompletedProcess:
     """``python -m lander.run <args>`` (or another ``module``) in a process of its own (from the repo root unless
-    ``cwd``), its output captured."""
-    return run_module(module, *args, cwd=cwd, env=env or lander_env(), timeout=timeout)
+    ``cwd``; a new interpreter if ``cold``, :class:`helpers.processes.LanderProcess`), its output captured."""
+    return run_module(module, *args, cwd=cwd, env=env or lander_env(), timeout=timeout, cold=cold)
 
 
 def start_lander(

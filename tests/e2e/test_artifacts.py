@@ -163,6 +163,14 @@ def test_video_has_frames_of_the_episode(algo_run):
     assert frames.ndim == 4 and frames.shape[-1] == 3 and frames.shape[2] >= 600 and frames.shape[1] >= 400
     assert len(frames) == video["frames"] > 1
     assert not np.array_equal(frames[0], frames[-1]), "the lander should move"
+    # the first frame (the episode's reset) as the env draws it, and as the video shows it: about 46 dB PSNR (x264's
+    # veryfast preset, BENCHMARKS.md); 35 or less is visible loss (x264's -crf 45: 33)
+    env = gym.make(
+        "LunarLander-v3", continuous="env=lunar_lander_continuous" in ALGO_TINY[_algo], render_mode="rgb_array"
+    )
+    env.reset(seed=video["seed"])
+    drawn = env.render().astype(float)
+    assert 10 * np.log10(255**2 / np.mean((frames[0].astype(float) - drawn) ** 2)) > 35
 
 
 def test_wandb_offline_run_holds_the_logged_metrics(algo_run):

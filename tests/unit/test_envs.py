@@ -119,6 +119,38 @@ def test_the_evaluations_score_the_same_episodes(overrides: list[str]) -> None:
     assert limit is None or limit in results[0][1]  # some episodes cut by the time limit: its rule compared too
 
 
+@pytest.mark.parametrize("overrides", [["env=lunar_lander"], ["env=lunar_lander_continuous"]])
+def test_the_videos_env_renders_the_same_frames(overrides: list[str]) -> None:
+    """The video's env (:func:`make_env` with ``rgb_array``) is lean and gives ``gymnasium.make``'s frames, pixel for
+    pixel, with the same episodes: a landing (Gymnasium's heuristic pilot, engines and particles) and a crash."""
+    import gymnasium as gym
+    from gymnasium.envs.box2d.lunar_lander import heuristic
+
+    cfg = composed(*overrides)
+    lean = make_env(cfg.env, render_mode="rgb_array")
+    gymnasiums = gym.make(ENV_ID, **cfg.env.kwargs, render_mode="rgb_array")
+    assert isinstance(lean.unwrapped, LeanLunarLander)
+    rng, frames, ends = np.random.default_rng(0), 0, []
+    for seed, pilot in ((3, "heuristic"), (4, "random")):
+        (obs, _), (expected_obs, _) = lean.reset(seed=seed), gymnasiums.reset(seed=seed)
+        while True:
+            frame, expected = lean.render(), gymnasiums.render()
+            assert frame.shape == expected.shape == (400, 600, 3) and frame.dtype == expected.dtype == np.uint8
+            assert np.array_equal(frame, expected) and np.array_equal(obs, expected_obs)
+            frames += 1
+            if pilot == "heuristic":
+                action = heuristic(lean.unwrapped, obs)
+            else:
+                action = rng.uniform(-1, 1, 2) if cfg.env.kwargs.get("continuous") else rng.integers(4)
+            obs, reward, terminated, truncated, _ = lean.step(action)
+            expected_obs, expected_reward, expected_terminated, expected_truncated, _ = gymnasiums.step(action)
+            assert (reward, terminated, truncated) == (expected_reward, expected_terminated, expected_truncated)
+            if terminated or truncated:
+                ends.append(reward)
+                break
+    assert ends[0] == 100 and ends[1] == -100 and frames > 200  # landed, then crashed: both drawn and compared
+
+
 @pytest.mark.parametrize(
     "overrides,lean",
     [

@@ -39,8 +39,8 @@ def write_video(
     def encode(tmp: Path) -> None:
         # frames go to the encoder as they are rendered, never all in memory (720 MB for 1,000 LunarLander
         # frames); written as they are (H.264 needs even sizes: LunarLander 600x400, Atari 160x210, MuJoCo 480x480).
-        # x264's veryfast preset on one thread: ffmpeg's CPU for a 933-frame LunarLander episode 1.5 s against 2.2
-        # for its default (medium, a thread a core), at 47.6 dB PSNR against 47.3, in 67 kB against 76 (BENCHMARKS.md)
+        # x264's veryfast preset on one thread: ffmpeg's CPU for 956 LunarLander frames 1.9 s against 2.8 for its
+        # default (medium, a thread a core), at 43.5 dB PSNR against 44.6, in 156 kB against 173 (benchmarks/video.py)
         writer = imageio.get_writer(
             tmp, fps=video_cfg.fps, codec="libx264", macro_block_size=2, output_params=X264_OPTIONS
         )

@@ -182,7 +182,7 @@ class LeanLunarLander(LunarLander):
         ``surfarray.pixels3d`` view (0.80 ms); ``tests/unit/test_envs.py`` compares the frames."""
         if self.render_mode != "rgb_array":
             return super().render()  # type: ignore[no-untyped-call]  # Gymnasium's, untyped
-        import pygame
+        import pygame  # where a frame is drawn only, as Gymnasium imports it: ~50 ms no training env needs
 
         self.render_mode = DRAW_ONLY  # Gymnasium's render draws and flips self.surf, and returns nothing for it
         try:

@@ -38,10 +38,9 @@ def fork(job: Callable[[], Any]) -> int:
     sys.stderr.flush()
     pid = os.fork()
     if pid == 0:  # the job's process
-        code = 1
-        scratch = tempfile.mkdtemp(prefix="lander-job-")
-        tempfile.tempdir = scratch
+        code, scratch = 1, None
         try:
+            scratch = own_temporary_directory()
             job()
             code = 0
         except SystemExit as exc:
@@ -52,9 +51,21 @@ def fork(job: Callable[[], Any]) -> int:
             logging.shutdown()
             sys.stdout.flush()
             sys.stderr.flush()
-            shutil.rmtree(scratch, ignore_errors=True)
+            if scratch is not None:
+                shutil.rmtree(scratch, ignore_errors=True)
             os._exit(code)
     return pid
+
+
+def own_temporary_directory() -> str | None:
+    """A new folder in the temporary directory, made this process's temporary directory (``tempfile.tempdir``);
+    None, and the temporary directory left as it is, where none can be made."""
+    try:
+        tempfile.tempdir = tempfile.mkdtemp(prefix="lander-job-")
+    except OSError as exc:
+        log.warning("no folder of the job's own in the temporary directory (%s): its libraries use it as it is", exc)
+        return None
+    return tempfile.tempdir
 
 
 def run_in_child(job: Callable[[], Any], paths: RunPaths) -> int:

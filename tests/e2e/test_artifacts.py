@@ -157,7 +157,7 @@ def test_model_loads_in_plain_sb3_and_acts(algo_run):
 
 
 def test_video_has_frames_of_the_episode(algo_run):
-    _algo, run_dir = algo_run
+    algo, run_dir = algo_run
     frames = np.stack(imageio.mimread(run_dir / "video.mp4", memtest=False))
     video = read_json(run_dir / "summary.json")["video"]
     assert frames.ndim == 4 and frames.shape[-1] == 3 and frames.shape[2] >= 600 and frames.shape[1] >= 400
@@ -166,7 +166,7 @@ def test_video_has_frames_of_the_episode(algo_run):
     # the first frame (the episode's reset) as the env draws it, and as the video shows it: about 46 dB PSNR (x264's
     # veryfast preset, BENCHMARKS.md); 35 or less is visible loss (x264's -crf 45: 33)
     env = gym.make(
-        "LunarLander-v3", continuous="env=lunar_lander_continuous" in ALGO_TINY[_algo], render_mode="rgb_array"
+        "LunarLander-v3", continuous="env=lunar_lander_continuous" in ALGO_TINY[algo], render_mode="rgb_array"
     )
     env.reset(seed=video["seed"])
     drawn = env.render().astype(float)

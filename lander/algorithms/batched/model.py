@@ -291,9 +291,8 @@ class SeedStack:
         """A2C's one gradient step over the whole rollout (:meth:`train`): ``active [K]``, ``lr [K]``."""
         first = self.models[rows[0]]
         assert isinstance(first, A2C)
-        data = self.rollouts(rows)
         coefs = (float(first.ent_coef), float(first.vf_coef), bool(first.normalize_advantage))
-        numbers = self.numpy_loss.a2c({key: value.numpy() for key, value in data.items()}, coefs, active.numpy())
+        numbers = self.numpy_loss.a2c(self.rollouts(rows), coefs, active.numpy())
         grad = self.policy.grad
         norms = grad.norm(dim=1)  # each seed's clip_grad_norm_
         grad.mul_(torch.clamp(first.max_grad_norm / (norms + 1e-6), max=1.0).unsqueeze(1))
@@ -317,7 +316,7 @@ class SeedStack:
         the optimizer's step are torch's, on the gradient buffer both share."""
         k, first = self.policy.k, self.models[rows[0]]
         assert isinstance(first, PPO)
-        data = {key: value.numpy() for key, value in self.rollouts(rows).items()}
+        data = self.rollouts(rows)
         size = data["advantages"].shape[1]
         stats = Statistics(k)
         active_rows = active.numpy()
@@ -351,22 +350,16 @@ class SeedStack:
                 records[row]["clip_range_vf"] = float(clip_vf[row])
         return self.finish(rows, records, {row: int(stats.epochs[row]) for row in rows})
 
-    def rollouts(self, rows: list[int]) -> dict[str, torch.Tensor]:
+    def rollouts(self, rows: list[int]) -> dict[str, np.ndarray]:
         """The seeds' rollout buffers as SB3's ``RolloutBuffer.get`` flattens them, stacked: ``[K, T, ...]``
-        (zeros for a seed not in ``rows``)."""
+        (zeros for a seed not in ``rows``), NumPy arrays as :class:`NumpyLoss` takes them."""
         keys = ("observations", "actions", "values", "log_probs", "advantages", "returns")
         names = ("observations", "actions", "old_values", "old_log_prob", "advantages", "returns")
-        template = {key: RolloutBuffer.swap_and_flatten(getattr(self.models[rows[0]].rollout_buffer, key))
-                    for key in keys}  # fmt: skip
         stacked = {}
         for key, name in zip(keys, names, strict=True):
-            per_row = [
-                RolloutBuffer.swap_and_flatten(getattr(self.models[row].rollout_buffer, key))
-                if row in rows
-                else np.zeros_like(template[key])
-                for row in range(self.policy.k)
-            ]
-            value = torch.from_numpy(np.stack(per_row)).to(self.policy.flat.device)
+            flat = {row: RolloutBuffer.swap_and_flatten(getattr(self.models[row].rollout_buffer, key)) for row in rows}
+            zeros = np.zeros_like(flat[rows[0]])
+            value = np.stack([flat.get(row, zeros) for row in range(self.policy.k)])
             if name in ("old_values", "old_log_prob", "advantages", "returns") or (
                 name == "actions" and self.policy.discrete
             ):

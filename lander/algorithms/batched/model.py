@@ -18,7 +18,7 @@ from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
 from stable_baselines3.common.sb2_compat.rmsprop_tf_like import RMSpropTFLike
 from stable_baselines3.common.utils import explained_variance
 
-from lander.algorithms.batched.loss import NumpyLoss, stacked_optimizer
+from lander.algorithms.batched.loss import NumpyLoss, clip_grad_norms, stacked_optimizer
 from lander.algorithms.batched.stacked import StackedPolicy
 
 log = logging.getLogger(__name__)
@@ -293,10 +293,8 @@ class SeedStack:
         assert isinstance(first, A2C)
         coefs = (float(first.ent_coef), float(first.vf_coef), bool(first.normalize_advantage))
         numbers = self.numpy_loss.a2c(self.rollouts(rows), coefs, active.numpy())
-        grad = self.policy.grad
-        norms = grad.norm(dim=1)  # each seed's clip_grad_norm_
-        grad.mul_(torch.clamp(first.max_grad_norm / (norms + 1e-6), max=1.0).unsqueeze(1))
-        self.optimizer.step(grad, lr, None if bool(active.all()) else active)
+        norms = clip_grad_norms(self.policy.grad, first.max_grad_norm)
+        self.optimizer.step(self.policy.grad, lr, None if bool(active.all()) else active.numpy())
         records = {}
         for row in rows:
             policy, value, entropy = (float(x) for x in numbers[:, row])
@@ -336,10 +334,9 @@ class SeedStack:
                 minibatch_loss, stepping, numbers = self.numpy_loss.minibatch(batch, coefs, *clips, training)
                 stats.add(training, numbers)
                 loss = np.where(training, minibatch_loss, loss)  # a seed stopped earlier keeps its own
-                norms = grad.norm(dim=1)  # each seed's clip_grad_norm_
-                stats.add_grad_norm(stepping, norms.numpy())  # before clipping, for the seeds that take this step
-                grad.mul_(torch.clamp(first.max_grad_norm / (norms + 1e-6), max=1.0).unsqueeze(1))
-                self.optimizer.step(grad, lr, None if everyone else torch.from_numpy(stepping))
+                norms = clip_grad_norms(grad, first.max_grad_norm)
+                stats.add_grad_norm(stepping, norms)  # before clipping, for the seeds that take this step
+                self.optimizer.step(grad, lr, None if everyone else stepping)
                 training = stepping
             if not training.any():
                 break

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 
+import gymnasium as gym
 import numpy as np
 import pytest
 import torch
@@ -176,6 +177,28 @@ def test_a_seed_ends_as_alone_when_its_neighbour_evaluates_mid_rollout(env_id: s
     assert Lockstep().run(jobs, ended=lambda index, code: None) == [0, 0]
     for name, value in alone[3].items():
         assert np.array_equal(beside[3][name], value), name
+
+
+@pytest.mark.parametrize("env_id", ["CartPole-v1", "Pendulum-v1"])
+def test_a_seed_evaluates_alone_as_it_does_side_by_side(env_id: str) -> None:
+    """The evaluations' deterministic actions of a seed alone on the engine (``batched_engine``, no lockstep) are
+    those of the same seed side by side, bit for bit: both by the batched forward. (Before, alone they were SB3's
+    forward's, whose means differ from it in the last bits.)"""
+    observations = np.random.default_rng(0).normal(size=(64, *gym.make(env_id).observation_space.shape))
+
+    def run(seed: int, into: dict[int, np.ndarray]) -> int:
+        model = SideBySidePPO("MlpPolicy", make_vec_env(env_id, n_envs=4, seed=seed), n_steps=64, batch_size=64,
+                              n_epochs=2, seed=seed)  # fmt: skip
+        model.learn(256)
+        into[seed] = model.predict(observations.astype(np.float32), deterministic=True)[0]
+        return 0
+
+    alone: dict[int, np.ndarray] = {}
+    beside: dict[int, np.ndarray] = {}
+    run(3, alone)
+    assert Lockstep().run([lambda: run(3, beside), lambda: run(4, beside)], ended=lambda index, code: None) == [0, 0]
+    assert alone[3].tobytes() == beside[3].tobytes()
+    assert not np.array_equal(beside[4], beside[3])
 
 
 @pytest.mark.parametrize(("cls", "env_id"), [(SideBySidePPO, "CartPole-v1"), (SideBySideA2C, "Pendulum-v1")])

@@ -123,12 +123,14 @@ class SideBySide(OnPolicyAlgorithm):
         episode_start: np.ndarray | None = None,
         deterministic: bool = False,
     ) -> tuple[np.ndarray, tuple[np.ndarray, ...] | None]:
-        """SB3's ``predict``; in a lockstep, deterministic actions for a batch of observations (the evaluations,
-        the video) are computed with the other seeds' (:meth:`SeedStack.predict`)."""
+        """SB3's ``predict``; deterministic actions for a batch of observations (the evaluations, the video) by the
+        batched forward (:meth:`SeedStack.predict`): in a lockstep with the other seeds', alone by this seed's own
+        stack, so that a seed evaluates alike alone and side by side."""
         space = self.observation_space
+        stack = self.__dict__.get("_stack")
         if not (
             deterministic
-            and in_lockstep()
+            and (in_lockstep() or stack is None or stack is self.__dict__.get("_alone"))
             and isinstance(observation, np.ndarray)
             and space is not None
             and observation.shape[1:] == space.shape

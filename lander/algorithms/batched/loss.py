@@ -51,7 +51,7 @@ class NumpyLoss:
         flat, grad = policy.flat.detach().numpy(), policy.grad.numpy()
         self.discrete = policy.discrete
         self.k = policy.k
-        self.grids: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # batch size -> (grid)
+        self.grid = policy.grid  # each sample's own action's indices (StackedPolicy.grid)
 
         def views(name: str) -> tuple[np.ndarray, np.ndarray]:
             """The parameter's NumPy view (the policy's own, :attr:`StackedPolicy.arrays`) and its gradient's."""
@@ -123,7 +123,7 @@ class NumpyLoss:
             total = probs.sum(-1, keepdims=True)
             log_p = shifted - np.log(total)
             probs /= total
-            taken = (*self.grid(*actions.shape[:2]), actions.reshape(actions.shape[:2]).astype(np.int64))
+            taken = (*self.grid(actions.shape[1]), actions.reshape(actions.shape[:2]).astype(np.int64))
             entropy = -(probs * log_p).sum(-1)
             kept = {"probs": probs, "log_p": log_p, "taken": taken, "entropy": entropy}
             return log_p[taken], entropy, kept
@@ -169,13 +169,6 @@ class NumpyLoss:
         log_prob, entropy, kept = self.distribution(pi[-1], batch["actions"])
         advantages = standardized(batch["advantages"]) if normalize else batch["advantages"]
         return pi, vf, log_prob, entropy, kept, advantages
-
-    def grid(self, k: int, b: int) -> tuple[np.ndarray, np.ndarray]:
-        """The indices ``[K, 1]`` and ``[1, B]`` that pick, with the actions ``[K, B]``, each sample's own entry of a
-        ``[K, B, A]`` array (made once a size)."""
-        if b not in self.grids:
-            self.grids[b] = (np.arange(k)[:, None], np.arange(b)[None, :])
-        return self.grids[b]
 
     def minibatch(
         self,

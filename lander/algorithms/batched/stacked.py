@@ -114,6 +114,7 @@ class StackedPolicy:
         self.vf = mlp_program(first.mlp_extractor.value_net, "mlp_extractor.value_net")
         self.action_net, self.value_net = [Layer("action_net")], [Layer("value_net")]
         self.discrete = isinstance(first.action_space, spaces.Discrete)
+        self.grids: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # batch size -> (grid)
         if not self.discrete and not isinstance(first.action_space, spaces.Box):
             raise ValueError(f"side-by-side training supports Discrete and Box actions, not {first.action_space}")
 
@@ -124,26 +125,45 @@ class StackedPolicy:
     def heads(self, obs: torch.Tensor, values: bool = True) -> tuple[torch.Tensor, torch.Tensor | None]:
         """``obs [K, B, D]`` -> (logits or means ``[K, B, A]``, values ``[K, B]`` or None if not ``values``)."""
         features = obs.reshape(self.k, obs.shape[1], -1).float()
+        if self.arrays:  # on the CPU in float32: NumPy's forward, converted once each way (no autograd here)
+            x = features.detach().numpy()
+            out = torch.from_numpy(self._numpy_mlp(self._numpy_mlp(x, self.pi), self.action_net))
+            if not values:
+                return out, None
+            return out, torch.from_numpy(self._numpy_mlp(self._numpy_mlp(x, self.vf), self.value_net)).squeeze(-1)
         out = self._mlp(self._mlp(features, self.pi), self.action_net)
         if not values:
             return out, None
         return out, self._mlp(self._mlp(features, self.vf), self.value_net).squeeze(-1)
 
-    def _mlp(self, x: torch.Tensor, program: list[Layer]) -> torch.Tensor:
+    def _numpy_mlp(self, x: np.ndarray, program: list[Layer]) -> np.ndarray:
+        """``x [K, B, in]`` through ``program`` by :func:`affine` (Tanh in it; any other activation torch's)."""
         for layer in program:
             activation = layer.activation
             if layer.linear is not None:
-                if self.arrays and x.dtype == torch.float32:  # no autograd here
-                    tanh = isinstance(activation, nn.Tanh)
-                    arrays = self.arrays[layer.weight], self.arrays[layer.bias]
-                    x = torch.from_numpy(affine(x.detach().numpy(), *arrays, "tanh" if tanh else None))
-                    activation = None if tanh else activation  # [K, B, out]
-                else:
-                    weight, bias = self.param(layer.weight), self.param(layer.bias)
-                    x = torch.baddbmm(bias.unsqueeze(1), x, weight.transpose(1, 2))  # [K, B, out]
+                tanh = isinstance(activation, nn.Tanh)
+                x = affine(x, self.arrays[layer.weight], self.arrays[layer.bias], "tanh" if tanh else None)
+                activation = None if tanh else activation  # [K, B, out]
             if activation is not None:
-                x = activation(x)
+                x = activation(torch.from_numpy(x)).numpy()
         return x
+
+    def _mlp(self, x: torch.Tensor, program: list[Layer]) -> torch.Tensor:
+        """``x [K, B, in]`` through ``program`` by torch (off the CPU, or not float32)."""
+        for layer in program:
+            if layer.linear is not None:
+                weight, bias = self.param(layer.weight), self.param(layer.bias)
+                x = torch.baddbmm(bias.unsqueeze(1), x, weight.transpose(1, 2))  # [K, B, out]
+            if layer.activation is not None:
+                x = layer.activation(x)
+        return x
+
+    def grid(self, n: int) -> tuple[np.ndarray, np.ndarray]:
+        """The indices ``[K, 1]`` and ``[1, N]`` that pick, with an index ``[K, N]``, each entry's own element of a
+        ``[K, N, A]`` array (made once a size)."""
+        if n not in self.grids:
+            self.grids[n] = (np.arange(self.k)[:, None], np.arange(n)[None, :])
+        return self.grids[n]
 
     def log_std(self) -> torch.Tensor:
         """``[K, 1, A]``: the state-independent log standard deviations (Box actions)."""
@@ -158,6 +178,16 @@ class StackedPolicy:
         out, values = self.heads(obs)
         assert values is not None
         n = obs.shape[1]
+        if self.discrete and self.arrays:  # on the CPU: the draws and the log-softmax torch's, the rest NumPy's
+            log_p = torch.log_softmax(out, dim=-1)
+            uniform = np.stack([torch.rand(n, generator=g).numpy() if g is not None else np.zeros(n, np.float32)
+                                for g in generators])  # fmt: skip
+            # torch's cumsum of float32 adds in double; the action is the first whose cumulative mass passes u
+            cdf = np.cumsum(log_p.exp().numpy(), -1, dtype=np.float64).astype(np.float32)
+            actions = (cdf < uniform[..., None] * cdf[..., -1:]).sum(-1)
+            np.minimum(actions, out.shape[-1] - 1, out=actions)
+            rows, columns = self.grid(n)
+            return torch.from_numpy(actions), values, torch.from_numpy(log_p.numpy()[rows, columns, actions])
         if self.discrete:
             log_p = torch.log_softmax(out, dim=-1)
             uniform = torch.stack([torch.rand(n, generator=g) if g is not None else torch.zeros(n)

@@ -261,12 +261,13 @@ def standardized(x: np.ndarray) -> np.ndarray:
     count = np.intp(x.shape[1])
     mean = np.add.reduce(x, axis=1, keepdims=True)
     np.true_divide(mean, count, out=mean, casting="unsafe")
-    deviation = np.subtract(x, mean)
+    deviation: np.ndarray = np.subtract(x, mean)
     variance = np.add.reduce(np.square(deviation), axis=1, keepdims=True)
     np.true_divide(variance, np.maximum(count - 1, 0), out=variance, casting="unsafe")
     np.sqrt(variance, out=variance)
     variance += np.float32(1e-8)
-    return np.divide(deviation, variance, out=deviation)
+    np.divide(deviation, variance, out=deviation)
+    return deviation
 
 
 def clip_grad_norms(grad: torch.Tensor, max_norm: float) -> np.ndarray:

@@ -180,14 +180,14 @@ class StackedPolicy:
         n = obs.shape[1]
         if self.discrete and self.arrays:  # on the CPU: the draws and the log-softmax torch's, the rest NumPy's
             log_p = torch.log_softmax(out, dim=-1)
-            uniform = np.stack([torch.rand(n, generator=g).numpy() if g is not None else np.zeros(n, np.float32)
-                                for g in generators])  # fmt: skip
+            draws = np.stack([torch.rand(n, generator=g).numpy() if g is not None else np.zeros(n, np.float32)
+                              for g in generators])  # fmt: skip
             # torch's cumsum of float32 adds in double; the action is the first whose cumulative mass passes u
-            cdf = np.cumsum(log_p.exp().numpy(), -1, dtype=np.float64).astype(np.float32)
-            actions = (cdf < uniform[..., None] * cdf[..., -1:]).sum(-1)
-            np.minimum(actions, out.shape[-1] - 1, out=actions)
+            mass = np.cumsum(log_p.exp().numpy(), -1, dtype=np.float64).astype(np.float32)
+            chosen = (mass < draws[..., None] * mass[..., -1:]).sum(-1)
+            np.minimum(chosen, out.shape[-1] - 1, out=chosen)
             rows, columns = self.grid(n)
-            return torch.from_numpy(actions), values, torch.from_numpy(log_p.numpy()[rows, columns, actions])
+            return torch.from_numpy(chosen), values, torch.from_numpy(log_p.numpy()[rows, columns, chosen])
         if self.discrete:
             log_p = torch.log_softmax(out, dim=-1)
             uniform = torch.stack([torch.rand(n, generator=g) if g is not None else torch.zeros(n)

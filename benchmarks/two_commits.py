@@ -44,9 +44,8 @@ def main() -> None:
     parser.add_argument("old")
     parser.add_argument("new")
     parser.add_argument("--repeats", type=int, default=2)
-    parser.add_argument("arguments", nargs=argparse.REMAINDER)
-    args = parser.parse_args()
-    arguments = [a for a in args.arguments if a != "--"]
+    split = sys.argv.index("--") if "--" in sys.argv else len(sys.argv)
+    args, arguments = parser.parse_args(sys.argv[1:split]), sys.argv[split + 1 :]
     totals = {"old": 0.0, "new": 0.0}
     with tempfile.TemporaryDirectory(prefix="two-commits-") as folder:
         base, trees = Path(folder), {}

@@ -230,6 +230,10 @@ def _spaces_bytes(env_id: str, kwargs_json: str) -> tuple[int, int]:
     import gymnasium
     import numpy as np
 
+    if "mujoco" in str(gymnasium.registry[env_id.rpartition(":")[2]].entry_point):  # (check_env_id: it is known)
+        from lander.envs import route_mujoco_warnings  # with SB3 and torch: only where MuJoCo is loaded too
+
+        route_mujoco_warnings(env_id)  # MuJoCo's compiler warnings to logging, not to ./MUJOCO_LOG.TXT
     env = gymnasium.make(env_id, **json.loads(kwargs_json))
     try:
         sizes = []

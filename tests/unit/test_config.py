@@ -285,6 +285,19 @@ def test_bad_input_exits_2_before_training(tmp_path, overrides, message):
         assert not (run_dir / result).exists(), f"{result} written for bad input"
 
 
+def test_a_mujoco_env_checked_leaves_nothing_in_the_working_directory(tmp_path):
+    """The memory estimate makes the env to read its spaces: MuJoCo's compiler warnings (HalfCheetah's XML has a
+    deprecated attribute) go to logging, not to a ``MUJOCO_LOG.TXT`` in the user's working directory. In a new
+    interpreter: MuJoCo's warning hook set by an earlier test of a process would hide it."""
+    work = tmp_path / "work"
+    work.mkdir()
+    env = lander_env(HOME=str(tmp_path), NETRC=str(tmp_path / "no-netrc"))
+    refused = ["env=half_cheetah", "algo=sac", "algo.model.buffer_size=10000000000000"]  # refused for its memory
+    proc = lander(*refused, f"hydra.run.dir={tmp_path / 'run'}", cwd=work, env=env, timeout=120, cold=True)
+    assert proc.returncode == 2 and "this run needs about" in proc.stdout + proc.stderr, proc.stderr[-2000:]
+    assert sorted(path.name for path in work.iterdir()) == []
+
+
 @pytest.mark.parametrize(
     ("sweep", "message"),
     [

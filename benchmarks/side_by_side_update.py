@@ -11,15 +11,18 @@ rollout buffers hold random data of the right shapes (the cost of an update does
 from __future__ import annotations
 
 import argparse
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import torch
 from stable_baselines3 import PPO
 from stable_baselines3.common.env_util import make_vec_env
-from stable_baselines3.common.utils import configure_logger
+from stable_baselines3.common.logger import Logger
 from threadpoolctl import threadpool_limits
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's lander, not an installed one
 from lander.algorithms.batched import SeedStack, SideBySidePPO
 
 N_ENVS, N_STEPS, BATCH, EPOCHS = 16, 1024, 64, 4
@@ -30,7 +33,7 @@ def model(cls: type[PPO], seed: int, rng: np.random.Generator) -> PPO:
     env = make_vec_env("LunarLander-v3", n_envs=N_ENVS, seed=seed)
     built = cls("MlpPolicy", env, n_steps=N_STEPS, batch_size=BATCH, n_epochs=EPOCHS, gamma=0.999, gae_lambda=0.98,
                 ent_coef=0.01, seed=seed, device="cpu")  # fmt: skip
-    built._logger = configure_logger(0, None, "", False)
+    built.set_logger(Logger(None, []))  # records kept, nothing written (SB3 would make a folder in /tmp)
     built._setup_learn(N_STEPS * N_ENVS, None)
     buffer = built.rollout_buffer
     buffer.observations[:] = rng.normal(size=buffer.observations.shape)

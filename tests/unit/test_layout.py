@@ -20,7 +20,7 @@ LAYERS: dict[str, set[str]] = {
     "storage": {"errors", "faults"},
     "envs": set(),
     "algorithms": set(),
-    "config": {"errors", "storage"},
+    "config": {"errors", "storage", "envs"},  # envs: MuJoCo's warnings routed before an env is made for a check
     "process": {"errors", "storage"},
     "evaluation": {"errors", "storage", "config", "envs", "algorithms"},
     "tracking": {"errors", "storage", "config"},
@@ -62,6 +62,7 @@ LATE_IMPORTS = {
     },  # Hydra imports
     # the callback in every run; only a sweep's end needs the analysis and W&B (3.3 s, python -X importtime)
     "lander.serve": {"lander.service.app"},
+    "lander.config.checks": {"lander.envs"},  # with SB3 and torch (~2 s): only where a MuJoCo env is made for a check
     "lander.sweeps.adastop": {"lander.analysis.sequential"},  # adastop and pandas (1.0 s): only a sweep needs them
     "lander.execution.jobs": {"lander.training.train"},  # Hydra imports its launcher plugins in every process;
     "lander.execution.parallel": {"lander.execution.lockstep"},  # torch and SB3 (~2 s) only when a sweep

@@ -230,7 +230,8 @@ def _spaces_bytes(env_id: str, kwargs_json: str) -> tuple[int, int]:
     import gymnasium
     import numpy as np
 
-    if "mujoco" in str(gymnasium.registry[env_id.rpartition(":")[2]].entry_point):  # (check_env_id: it is known)
+    spec = gymnasium.registry.get(env_id.rpartition(":")[2])  # (a module:Id's module imported by check_env_id)
+    if spec is not None and "mujoco" in str(spec.entry_point):
         from lander.envs import route_mujoco_warnings  # with SB3 and torch: only where MuJoCo is loaded too
 
         route_mujoco_warnings(env_id)  # MuJoCo's compiler warnings to logging, not to ./MUJOCO_LOG.TXT

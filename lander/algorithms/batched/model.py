@@ -334,10 +334,11 @@ class SeedStack:
             for start in range(0, size, first.batch_size):
                 batch = {key: value[:, start : start + first.batch_size] for key, value in shuffled.items()}
                 minibatch_loss, stepping, numbers = self.numpy_loss.minibatch(batch, coefs, *clips, training)
-                stats.add(training, numbers)
-                loss = np.where(training, minibatch_loss, loss)  # a seed stopped earlier keeps its own
+                stats.add(None if everyone else training, numbers)
+                # a seed stopped earlier keeps its own
+                loss = minibatch_loss if everyone else np.where(training, minibatch_loss, loss)
                 norms = clip_grad_norms(grad, first.max_grad_norm)
-                stats.add_grad_norm(stepping, norms)  # before clipping, for the seeds that take this step
+                stats.add_grad_norm(None if everyone else stepping, norms)  # before clipping, the seeds stepping
                 self.optimizer.step(grad, lr, None if everyone else stepping)
                 training = stepping
             if not training.any():
@@ -424,15 +425,24 @@ class Statistics:
         self.counts[1, training] = 0
         self.epochs += training
 
-    def add(self, training: np.ndarray, values: np.ndarray) -> None:
+    def add(self, training: np.ndarray | None, values: np.ndarray) -> None:
         """``values [5, K]``: the minibatch's policy, value and entropy losses, clip fraction and KL, counted for
-        the seeds ``training [K]``."""
+        the seeds ``training [K]`` (None: every seed)."""
+        if training is None:  # the same sums as with a weight of ones
+            self.sums += values.astype(np.float32, copy=False)
+            self.counts += 1
+            return
         weight = training.astype(np.float32)
         self.sums += values.astype(np.float32, copy=False) * weight
         self.counts += weight
 
-    def add_grad_norm(self, stepping: np.ndarray, norms: np.ndarray) -> None:
-        """``norms [K]``: each seed's gradient norm before clipping, counted for the seeds ``stepping [K]``."""
+    def add_grad_norm(self, stepping: np.ndarray | None, norms: np.ndarray) -> None:
+        """``norms [K]``: each seed's gradient norm before clipping, counted for the seeds ``stepping [K]`` (None:
+        every seed)."""
+        if stepping is None:
+            self.grad_norms += norms
+            self.steps += 1
+            return
         weight = stepping.astype(np.float32)
         self.grad_norms += norms * weight
         self.steps += weight

@@ -124,13 +124,14 @@ class SideBySide(OnPolicyAlgorithm):
         deterministic: bool = False,
     ) -> tuple[np.ndarray, tuple[np.ndarray, ...] | None]:
         """SB3's ``predict``; deterministic actions for a batch of observations (the evaluations, the video) by the
-        batched forward (:meth:`SeedStack.predict`): in a lockstep with the other seeds', alone by this seed's own
-        stack, so that a seed evaluates alike alone and side by side."""
+        batched forward (:meth:`SeedStack.predict`): in a lockstep with the other seeds', and in a run alone on the
+        engine by this seed's own stack (made by its rollouts), so that a seed evaluates alike alone and side by
+        side. A model only loaded (``lander.evaluate``) predicts by SB3's policy."""
         space = self.observation_space
-        stack = self.__dict__.get("_stack")
+        alone = self.__dict__.get("_alone")
         if not (
             deterministic
-            and (in_lockstep() or stack is None or stack is self.__dict__.get("_alone"))
+            and (in_lockstep() or (alone is not None and alone is self.__dict__.get("_stack")))
             and isinstance(observation, np.ndarray)
             and space is not None
             and observation.shape[1:] == space.shape

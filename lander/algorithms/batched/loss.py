@@ -293,7 +293,7 @@ class StackedAdam:
     """
 
     def __init__(self, flat: torch.Tensor, betas: tuple[float, float], eps: float) -> None:
-        self.flat, self.betas, self.eps = flat, betas, eps
+        self.betas, self.eps = betas, eps
         self.exp_avg = torch.zeros_like(flat, requires_grad=False)
         self.exp_avg_sq = torch.zeros_like(flat, requires_grad=False)
         self.moments = {"exp_avg": self.exp_avg, "exp_avg_sq": self.exp_avg_sq}  # torch's state names: [K, P]
@@ -344,7 +344,7 @@ class StackedRMSprop:
     """
 
     def __init__(self, flat: torch.Tensor, alpha: float, eps: float, tf_like: bool) -> None:
-        self.flat, self.alpha, self.eps, self.tf_like = flat, alpha, eps, tf_like
+        self.alpha, self.eps, self.tf_like = alpha, eps, tf_like
         self.square_avg = torch.ones_like(flat) if tf_like else torch.zeros_like(flat)
         self.moments = {"square_avg": self.square_avg}  # the optimizers' state name: [K, P]
         self.steps = np.zeros(flat.shape[0], dtype=np.int64)

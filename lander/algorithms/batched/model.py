@@ -356,11 +356,11 @@ class SeedStack:
         (zeros for a seed not in ``rows``), NumPy arrays as :class:`NumpyLoss` takes them."""
         keys = ("observations", "actions", "values", "log_probs", "advantages", "returns")
         names = ("observations", "actions", "old_values", "old_log_prob", "advantages", "returns")
-        stacked = {}
+        stacked, k = {}, self.policy.k
         for key, name in zip(keys, names, strict=True):
             flat = {row: RolloutBuffer.swap_and_flatten(getattr(self.models[row].rollout_buffer, key)) for row in rows}
-            zeros = np.zeros_like(flat[rows[0]])
-            value = np.stack([flat.get(row, zeros) for row in range(self.policy.k)])
+            # zeros only for a seed not in rows (made where one is missing, not at every update)
+            value = np.stack([flat[row] if row in flat else np.zeros_like(flat[rows[0]]) for row in range(k)])
             if name in ("old_values", "old_log_prob", "advantages", "returns") or (
                 name == "actions" and self.policy.discrete
             ):

@@ -5,6 +5,7 @@ and continuous actions, value clipping, ``target_kl``, schedules; and seeds side
 from __future__ import annotations
 
 import copy
+from functools import partial
 
 import gymnasium as gym
 import numpy as np
@@ -201,6 +202,12 @@ def test_a_seed_evaluates_alone_as_it_does_side_by_side(env_id: str) -> None:
     assert not np.array_equal(beside[4], beside[3])
 
 
+def engine_forward(model: SideBySidePPO, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """SB3's ``policy.forward`` (actions, values, log-probabilities as tensors) answered by the engine's ``_act``."""
+    actions, values, log_probs = model._act(obs.numpy())
+    return torch.from_numpy(actions), values, log_probs
+
+
 @pytest.mark.parametrize(("cls", "env_id"), [(SideBySidePPO, "CartPole-v1"), (SideBySideA2C, "Pendulum-v1")])
 def test_the_engines_rollout_loop_is_sb3s(cls: type[SideBySidePPO], env_id: str) -> None:
     """The engine's own ``collect_rollouts`` fills the buffer, counts the steps and episodes and hands the callbacks
@@ -233,7 +240,7 @@ def test_the_engines_rollout_loop_is_sb3s(cls: type[SideBySidePPO], env_id: str)
             if own_loop:
                 model.collect_rollouts(model.env, record, model.rollout_buffer, model.n_steps)
             else:  # SB3's loop, its policy call answered by the engine as the engine's loop asks it
-                model.policy.forward = model._act  # type: ignore[method-assign]
+                model.policy.forward = partial(engine_forward, model)  # type: ignore[method-assign]
                 OnPolicyAlgorithm.collect_rollouts(model, model.env, record, model.rollout_buffer, model.n_steps)
                 del model.policy.forward
         buffer = model.rollout_buffer
@@ -491,7 +498,7 @@ def current_log_prob_and_values(policy: StackedPolicy, batch: dict) -> tuple[tor
     """The log-probabilities of the batch's actions and the values, by the policy as it is (no gradient)."""
     ones = torch.ones(policy.k, batch["advantages"].shape[1])
     probe = batch | {"old_log_prob": ones * 0, "old_values": ones * 0, "returns": ones * 0}
-    out, values = policy.heads(probe["observations"])
+    out, values = (None if x is None else torch.from_numpy(x) for x in policy.heads(probe["observations"].numpy()))
     if policy.discrete:
         log_prob = torch.log_softmax(out, -1).gather(-1, batch["actions"].long().unsqueeze(-1)).squeeze(-1)
     else:

@@ -61,8 +61,7 @@ class SideBySide(OnPolicyAlgorithm):
         new_obs, dones = self._last_obs, self._last_episode_starts
         while n_steps < n_rollout_steps:
             obs_tensor = torch.from_numpy(self._last_obs)  # SB3's obs_as_tensor on the CPU: the same memory
-            actions_tensor, values, log_probs = self._act(obs_tensor)
-            actions = actions_tensor.numpy()
+            actions, values, log_probs = self._act(obs_tensor.numpy())
             clipped_actions = np.clip(actions, box.low, box.high) if box is not None else actions
             new_obs, rewards, dones, infos = env.step(clipped_actions)
             self.num_timesteps += env.num_envs
@@ -112,9 +111,11 @@ class SideBySide(OnPolicyAlgorithm):
         buffer.pos += 1
         buffer.full = buffer.pos == buffer.buffer_size
 
-    def _act(self, obs: torch.Tensor, deterministic: bool = False) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def _act(self, obs: np.ndarray) -> tuple[np.ndarray, torch.Tensor, torch.Tensor]:
+        """The rollout's actions for ``obs [N, D]`` (NumPy, as SB3's loop makes them), and the values ``[N, 1]`` and
+        log-probabilities ``[N]`` as the tensors SB3's policy returns."""
         actions, values, log_prob = request(self, ("act", obs))
-        return actions, values.unsqueeze(-1), log_prob
+        return actions, torch.from_numpy(values[:, None]), torch.from_numpy(log_prob)
 
     def predict(
         self,
@@ -139,8 +140,7 @@ class SideBySide(OnPolicyAlgorithm):
             return super().predict(observation, state, episode_start, deterministic)
         if self.policy.training:  # SB3 sets it on every call: a walk over every module, 34 us, per step
             self.policy.set_training_mode(False)
-        obs = torch.as_tensor(observation, dtype=torch.float32, device=self.device)
-        actions = request(self, ("predict", obs)).cpu().numpy().reshape((-1, *(self.action_space.shape or ())))
+        actions = request(self, ("predict", observation)).reshape((-1, *(self.action_space.shape or ())))
         if isinstance(self.action_space, spaces.Box):
             actions = np.clip(actions, self.action_space.low, self.action_space.high)
         return actions, None
@@ -245,26 +245,25 @@ class SeedStack:
             results.update(self.train(training))
         return results
 
-    def act(self, obs: dict[int, torch.Tensor]) -> dict[int, tuple[torch.Tensor, ...]]:
-        """Rollout actions of the seeds in ``obs`` (row -> ``[N, D]``); the others' rows compute on zeros and draw
-        nothing from their generators (:meth:`StackedPolicy.act`)."""
+    def act(self, obs: dict[int, np.ndarray]) -> dict[int, tuple[np.ndarray, ...]]:
+        """Rollout actions, values and log-probabilities of the seeds in ``obs`` (row -> ``[N, D]``); the others'
+        rows compute on zeros and draw nothing from their generators (:meth:`StackedPolicy.act`)."""
         if len(obs) == self.policy.k:  # every seed (the rule in a rollout)
-            batch = torch.stack([obs[row] for row in range(self.policy.k)]).float()
+            batch = np.stack([obs[row] for row in range(self.policy.k)])
         else:
             first = next(iter(obs.values()))
-            batch = torch.zeros((self.policy.k, *first.shape), dtype=torch.float32, device=first.device)
+            batch = np.zeros((self.policy.k, *first.shape), dtype=np.float32)
             for row, rows_obs in obs.items():
                 batch[row] = rows_obs
         generators = [g if row in obs else None for row, g in enumerate(self.generators)]  # the acting seeds' alone
-        actions, values, log_prob = (out.unbind(0) for out in self.policy.act(batch, generators))
+        actions, values, log_prob = self.policy.act(batch, generators)
         return {row: (actions[row], values[row], log_prob[row]) for row in obs}
 
-    @torch.no_grad()
-    def predict(self, obs: dict[int, torch.Tensor]) -> dict[int, torch.Tensor]:
+    def predict(self, obs: dict[int, np.ndarray]) -> dict[int, np.ndarray]:
         """Deterministic actions (SB3's: the most likely action, or the mean) of the seeds in ``obs`` (row ->
         ``[N_row, D]``, each its own N: padded with zeros, as the other rows)."""
         first, n = next(iter(obs.values())), max(rows_obs.shape[0] for rows_obs in obs.values())
-        batch = torch.zeros((self.policy.k, n, *first.shape[1:]), dtype=torch.float32, device=first.device)
+        batch = np.zeros((self.policy.k, n, *first.shape[1:]), dtype=np.float32)
         for row, rows_obs in obs.items():
             batch[row, : rows_obs.shape[0]] = rows_obs
         out, _ = self.policy.heads(batch, values=False)

@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 from gymnasium import spaces
+from numpy.lib.array_utils import byte_bounds
+from numpy.lib.stride_tricks import as_strided
 from stable_baselines3.common.policies import ActorCriticPolicy
 from stable_baselines3.common.torch_layers import FlattenExtractor
 from torch import nn
@@ -42,17 +44,33 @@ class Layout:
 
 
 def affine(x: np.ndarray, weight: np.ndarray, bias: np.ndarray, activation: str | None) -> np.ndarray:
-    """One layer of all K networks by NumPy: ``x [K, B, in]``, ``weight [K, out, in]``, ``bias [K, out]`` ->
-    ``activation(x @ weight^T + bias)`` ``[K, B, out]`` (``"tanh"``, ``"relu"`` or None). The rollouts' actions,
-    the evaluations and :class:`NumpyLoss` all use it, so they round alike; NumPy's ``tanh`` is several times
-    faster than torch's CPU kernel."""
-    y: np.ndarray = np.matmul(x, weight.transpose(0, 2, 1))
-    y += bias[:, None, :]
+    """One layer of all K networks by NumPy: ``x [..., K, B, in]``, ``weight [..., K, out, in]``, ``bias [..., K,
+    out]`` -> ``activation(x @ weight^T + bias)`` ``[..., K, B, out]`` (``"tanh"``, ``"relu"`` or None; the leading
+    dimensions: the twin networks of :attr:`StackedPolicy.twin`). The rollouts' actions, the evaluations and
+    :class:`NumpyLoss` all use it, so they round alike; NumPy's ``tanh`` is several times faster than torch's CPU
+    kernel. NumPy's ``matmul`` multiplies each ``[B, in]`` by its ``[in, out]`` alone (one BLAS call each), so a
+    network's numbers are the same whatever else is in the batch."""
+    y: np.ndarray = np.matmul(x, np.swapaxes(weight, -1, -2))
+    y += bias[..., None, :]
     if activation == "tanh":
         np.tanh(y, out=y)
     elif activation == "relu":
         np.maximum(y, 0.0, out=y)
     return y
+
+
+def twin(owner: np.ndarray, first: np.ndarray, second: np.ndarray) -> np.ndarray | None:
+    """``[2, *shape]``: one view of two views of ``owner``'s memory alike in shape and strides (``[0]`` is
+    ``first``, ``[1]`` is ``second``), or None where they are not alike."""
+    if first.shape != second.shape or first.strides != second.strides or first.dtype != second.dtype:
+        return None
+    low, high = byte_bounds(owner)
+    if not all(low <= byte_bounds(view)[0] and byte_bounds(view)[1] <= high for view in (first, second)):
+        return None
+    gap = second.__array_interface__["data"][0] - first.__array_interface__["data"][0]
+    both: np.ndarray = as_strided(first, (2, *first.shape), (gap, *first.strides), writeable=True)
+    assert both[1].__array_interface__ == second.__array_interface__
+    return both
 
 
 @dataclass
@@ -113,30 +131,59 @@ class StackedPolicy:
         self.pi = mlp_program(first.mlp_extractor.policy_net, "mlp_extractor.policy_net")
         self.vf = mlp_program(first.mlp_extractor.value_net, "mlp_extractor.value_net")
         self.action_net, self.value_net = [Layer("action_net")], [Layer("value_net")]
+        # the policy's and the value's hidden layers as twins where the nets are alike (SB3's default): their
+        # weights and biases [2, K, ...] views, so that one NumPy call computes a layer of both nets
+        self.twin = self.twins(self.flat.detach().numpy()) if on_cpu else None
         self.discrete = isinstance(first.action_space, spaces.Discrete)
         self.grids: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # batch size -> (grid)
         if not self.discrete and not isinstance(first.action_space, spaces.Box):
             raise ValueError(f"side-by-side training supports Discrete and Box actions, not {first.action_space}")
 
+    def twins(self, owner: np.ndarray) -> list[tuple[np.ndarray, np.ndarray, str | None]] | None:
+        """The hidden layers of the policy's and the value's nets as twins: ``(weight [2, K, out, in], bias [2, K,
+        out], activation)`` of each layer, views of ``owner`` (the parameters, or their gradient: ``[K, P]`` in the
+        same layout), where both nets have the same layers, each linear, with Tanh or no activation after it; else
+        None (each net computed alone, as the twins compute it)."""
+        if not self.pi or len(self.pi) != len(self.vf):
+            return None
+        layers = []
+        for first, second in zip(self.pi, self.vf, strict=True):
+            kinds = {type(first.activation), type(second.activation)}
+            if first.linear is None or second.linear is None or len(kinds) > 1 or not kinds <= {nn.Tanh, type(None)}:
+                return None
+            weights, biases = (
+                [
+                    owner[:, start:end].reshape(self.k, *shape)
+                    for start, end, shape in (self.layout.slices[n] for n in names)
+                ]
+                for names in ((first.weight, second.weight), (first.bias, second.bias))
+            )
+            weight, bias = twin(owner, *weights), twin(owner, *biases)
+            if weight is None or bias is None:
+                return None
+            layers.append((weight, bias, "tanh" if isinstance(first.activation, nn.Tanh) else None))
+        return layers
+
     def param(self, name: str) -> torch.Tensor:
         """``[K, *shape]``: parameter ``name`` of every copy (a view of :attr:`flat`)."""
         return self.params[name]
 
-    def heads(self, obs: torch.Tensor, values: bool = True) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """``obs [K, B, D]`` -> (logits or means ``[K, B, A]``, values ``[K, B]`` or None if not ``values``)."""
-        features = obs.reshape(self.k, obs.shape[1], -1).float()
-        if self.arrays:  # on the CPU in float32: NumPy's forward, converted once each way (no autograd here)
-            x = features.detach().numpy()
-            out = torch.from_numpy(self._numpy_mlp(self._numpy_mlp(x, self.pi), self.action_net))
-            if not values:
-                return out, None
-            return out, torch.from_numpy(self._numpy_mlp(self._numpy_mlp(x, self.vf), self.value_net)).squeeze(-1)
-        out = self._mlp(self._mlp(features, self.pi), self.action_net)
+    def heads(self, obs: np.ndarray, values: bool = True) -> tuple[np.ndarray, np.ndarray | None]:
+        """``obs [K, B, D]`` -> (logits or means ``[K, B, A]``, values ``[K, B]`` or None if not ``values``), by
+        NumPy in float32 (the forward's parameters are :attr:`arrays`: on the CPU only)."""
+        assert self.arrays, "the batched forward runs on the CPU in float32"
+        x = obs.reshape(self.k, obs.shape[1], -1).astype(np.float32, copy=False)
+        if values and self.twin:  # both nets' hidden layers at once
+            hidden = x
+            for weight, bias, activation in self.twin:
+                hidden = affine(hidden, weight, bias, activation)
+            return self._mlp(hidden[0], self.action_net), self._mlp(hidden[1], self.value_net)[..., 0]
+        out = self._mlp(self._mlp(x, self.pi), self.action_net)
         if not values:
             return out, None
-        return out, self._mlp(self._mlp(features, self.vf), self.value_net).squeeze(-1)
+        return out, self._mlp(self._mlp(x, self.vf), self.value_net)[..., 0]
 
-    def _numpy_mlp(self, x: np.ndarray, program: list[Layer]) -> np.ndarray:
+    def _mlp(self, x: np.ndarray, program: list[Layer]) -> np.ndarray:
         """``x [K, B, in]`` through ``program`` by :func:`affine` (Tanh in it; any other activation torch's)."""
         for layer in program:
             activation = layer.activation
@@ -146,16 +193,6 @@ class StackedPolicy:
                 activation = None if tanh else activation  # [K, B, out]
             if activation is not None:
                 x = activation(torch.from_numpy(x)).numpy()
-        return x
-
-    def _mlp(self, x: torch.Tensor, program: list[Layer]) -> torch.Tensor:
-        """``x [K, B, in]`` through ``program`` by torch (off the CPU, or not float32)."""
-        for layer in program:
-            if layer.linear is not None:
-                weight, bias = self.param(layer.weight), self.param(layer.bias)
-                x = torch.baddbmm(bias.unsqueeze(1), x, weight.transpose(1, 2))  # [K, B, out]
-            if layer.activation is not None:
-                x = layer.activation(x)
         return x
 
     def grid(self, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -169,17 +206,17 @@ class StackedPolicy:
         """``[K, 1, A]``: the state-independent log standard deviations (Box actions)."""
         return self.param("log_std").unsqueeze(1)
 
-    @torch.no_grad()
-    def act(self, obs: torch.Tensor, generators: list[torch.Generator | None]) -> tuple[torch.Tensor, ...]:
+    def act(self, obs: np.ndarray, generators: list[torch.Generator | None]) -> tuple[np.ndarray, ...]:
         """One rollout step of all K, each sampling with its own generator: ``obs [K, N, D]`` -> actions
         (``[K, N]`` or ``[K, N, A]``), values ``[K, N]``, log-probabilities ``[K, N]``. A row whose generator is
         None is not acting (its seed evaluates, or waits for an update): it draws nothing, so that each seed's
-        draws are its own whatever its neighbours do, and its outputs are meaningless."""
+        draws are its own whatever its neighbours do, and its outputs are meaningless. The draws, the
+        log-softmax, its exponential and the Gaussian's terms are torch's (as SB3 rounds them), the rest NumPy's."""
         out, values = self.heads(obs)
         assert values is not None
         n = obs.shape[1]
-        if self.discrete and self.arrays:  # on the CPU: the draws and the log-softmax torch's, the rest NumPy's
-            log_p = torch.log_softmax(out, dim=-1)
+        if self.discrete:
+            log_p = torch.log_softmax(torch.from_numpy(out), dim=-1)
             draws = np.stack([torch.rand(n, generator=g).numpy() if g is not None else np.zeros(n, np.float32)
                               for g in generators])  # fmt: skip
             # torch's cumsum of float32 adds in double; the action is the first whose cumulative mass passes u
@@ -187,20 +224,13 @@ class StackedPolicy:
             chosen = (mass < draws[..., None] * mass[..., -1:]).sum(-1)
             np.minimum(chosen, out.shape[-1] - 1, out=chosen)
             rows, columns = self.grid(n)
-            return torch.from_numpy(chosen), values, torch.from_numpy(log_p.numpy()[rows, columns, chosen])
-        if self.discrete:
-            log_p = torch.log_softmax(out, dim=-1)
-            uniform = torch.stack([torch.rand(n, generator=g) if g is not None else torch.zeros(n)
-                                   for g in generators]).to(out.device)  # fmt: skip
-            cdf = log_p.exp().cumsum(-1)
-            actions = (cdf < uniform.unsqueeze(-1) * cdf[..., -1:]).sum(-1).clamp(max=out.shape[-1] - 1)
-            return actions, values, log_p.gather(-1, actions.unsqueeze(-1)).squeeze(-1)
-        log_std = self.log_std()
+            return chosen, values, log_p.numpy()[rows, columns, chosen]
+        mean, log_std = torch.from_numpy(out), self.log_std()
         shape = out.shape[1:]
         noise = torch.stack([torch.randn(shape, generator=g) if g is not None else torch.zeros(shape)
-                             for g in generators]).to(out.device)  # fmt: skip
-        actions = out + log_std.exp() * noise
-        return actions, values, gaussian_log_prob(actions, out, log_std)
+                             for g in generators])  # fmt: skip
+        actions = mean + log_std.exp() * noise
+        return actions.numpy(), values, gaussian_log_prob(actions, mean, log_std).numpy()
 
 
 def gaussian_log_prob(actions: torch.Tensor, mean: torch.Tensor, log_std: torch.Tensor) -> torch.Tensor:

@@ -373,7 +373,8 @@ class SeedStack:
         (``records``) returned; a seed whose parameters are no longer finite gets an error (its run fails, the others
         go on)."""
         results: dict[int, Any] = {}
-        finite = torch.isfinite(self.policy.flat.detach()).all(dim=1)
+        flat = self.policy.flat.numpy()
+        finite = np.isfinite(flat.max(axis=1)) & np.isfinite(flat.min(axis=1))  # NaN is the max and the min
         for row in rows:
             model = self.models[row]
             model._n_updates += updates[row]

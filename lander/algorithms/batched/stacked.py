@@ -133,7 +133,7 @@ class StackedPolicy:
         self.action_net, self.value_net = [Layer("action_net")], [Layer("value_net")]
         # the policy's and the value's hidden layers as twins where the nets are alike (SB3's default): their
         # weights and biases [2, K, ...] views, so that one NumPy call computes a layer of both nets
-        self.twin = self.twins(self.flat.detach().numpy()) if on_cpu else None
+        self.twin = self.twins(self.flat.numpy()) if on_cpu else None
         self.discrete = isinstance(first.action_space, spaces.Discrete)
         self.grids: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # batch size -> (grid)
         if not self.discrete and not isinstance(first.action_space, spaces.Box):

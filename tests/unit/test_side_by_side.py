@@ -33,6 +33,7 @@ CASES = {
         "Pendulum-v1",
         {"normalize_advantage": False, "policy_kwargs": {"activation_fn": torch.nn.ReLU, "ortho_init": False}},
     ),
+    "unlike-nets": ("CartPole-v1", {"ent_coef": 0.01, "policy_kwargs": {"net_arch": {"pi": [32, 32], "vf": [16]}}}),
 }
 
 
@@ -441,6 +442,41 @@ def autograd_minibatch(
     stepping = training if target_kl is None else training & ~(kl > 1.5 * target_kl)
     grads = torch.autograd.grad(torch.where(stepping, loss, torch.zeros_like(loss)).sum(), list(params.values()))
     return loss.detach(), stepping, torch.cat([g.reshape(policy.k, -1) for g in grads], dim=1)
+
+
+@pytest.mark.parametrize("case", ["discrete", "continuous"])
+def test_twin_nets_compute_what_each_net_computes_alone(case: str) -> None:
+    """Where the policy's and the value's nets are alike, their hidden layers are computed as twins (one NumPy call
+    for both nets): a minibatch's loss, statistics and gradient, and a rollout step's actions, values and
+    log-probabilities, are bit for bit what each net computed alone gives (and unlike nets have no twins)."""
+    env_id, kwargs = CASES[case]
+    seeds = [models(env_id, kwargs, seed)[1] for seed in (0, 1)]
+    policy = StackedPolicy([m.policy for m in seeds])
+    loss = NumpyLoss(policy)
+    twins = policy.twin, loss.twin
+    assert twins[0] is not None and twins[1] is not None and len(twins[0]) == 2  # two hidden layers each
+    k, b, rng = 2, 64, np.random.default_rng(0)
+    shape = seeds[0].observation_space.shape
+    actions = rng.integers(0, 2, size=(k, b)) if policy.discrete else rng.normal(size=(k, b, 1))
+    batch = {"observations": rng.normal(size=(k, b, *shape)), "actions": actions.astype(np.float32)}
+    batch |= {key: rng.normal(size=(k, b)).astype(np.float32)
+              for key in ("old_log_prob", "old_values", "advantages", "returns")}  # fmt: skip
+    batch["observations"] = batch["observations"].astype(np.float32)
+    clip, clip_vf, training = np.full((k, 1), 0.2, np.float32), np.full((k, 1), 0.1, np.float32), np.ones(k, bool)
+    got = []
+    for together in (True, False):
+        policy.twin, loss.twin = twins if together else (None, None)
+        policy.grad.zero_()
+        outputs = [*loss.minibatch(batch, (0.01, 0.5, True, None), clip, clip_vf, training)]
+        outputs.append(policy.grad.numpy().copy())
+        outputs.append(loss.a2c(batch, (0.01, 0.5, True), training))
+        outputs.append(policy.grad.numpy().copy())
+        step = policy.act(batch["observations"][:, :16], [torch.Generator().manual_seed(seed) for seed in (0, 1)])
+        got.append([*outputs, *step])
+    for twin_result, alone in zip(*got, strict=True):
+        assert twin_result.dtype == alone.dtype and twin_result.tobytes() == alone.tobytes()
+    unlike = StackedPolicy([m.policy for m in (models(*CASES["unlike-nets"], seed)[1] for seed in (0, 1))])
+    assert unlike.twin is None and NumpyLoss(unlike).twin is None
 
 
 @pytest.mark.parametrize("env_id", ["CartPole-v1", "Pendulum-v1"])

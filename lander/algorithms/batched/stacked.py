@@ -105,8 +105,9 @@ def mlp_program(net: nn.Module, prefix: str) -> list[Layer]:
 
 
 class StackedPolicy:
-    """K copies of one SB3 ``ActorCriticPolicy`` (MLP) as one tensor ``flat [K, P]``, whose parameters
-    (:attr:`params`, views of ``flat``) are the leaves that gradients are taken for.
+    """K copies of one SB3 ``ActorCriticPolicy`` (MLP) as one tensor ``flat [K, P]``: its parameters are views of
+    ``flat`` (:attr:`params`; as NumPy arrays :attr:`arrays`, which the forward reads, on the CPU in float32), their
+    gradient is ``grad`` in the same layout (:class:`lander.algorithms.batched.loss.NumpyLoss` writes it).
 
     :param policies: the K policies, same architecture (their parameters are copied, not shared)
     """

@@ -6,17 +6,21 @@ the rollout loop (buffer, callbacks' bookkeeping, episode records), on LunarLand
 Part 1: a ``SideBySidePPO`` alone (K = 1) collects ``--rollouts`` rollouts of 1,024 steps through its own loop, with
 no callbacks; this thread's CPU (``time.thread_time``) of the whole, of ``env.step_wait`` and of the policy's
 actions are summed and printed per step of the 16 envs. Part 2: the batched policy's actions alone (``SeedStack.act``)
-for K = 1 and K = 4 seeds, microseconds per call. One torch and BLAS thread, as a run with ``torch_threads=1``.
+for K = 1 and K = 4 seeds, microseconds per call. Part 3: a deterministic ``predict`` of 10 observations (an
+evaluation's step) by a seed alone on the engine after a rollout, and by SB3's ``PPO.predict`` of the same model. One
+torch and BLAS thread, as a run with ``torch_threads=1``.
 """
 
 from __future__ import annotations
 
 import argparse
 import time
+from functools import partial
 from typing import Any
 
 import numpy as np
 import torch
+from stable_baselines3 import PPO
 from stable_baselines3.common.callbacks import CallbackList
 from threadpoolctl import threadpool_limits
 
@@ -83,6 +87,23 @@ def act_cost(k: int, calls: int = 3000) -> float:
     return 1e6 * (time.thread_time() - start) / calls
 
 
+def predict_cost(calls: int = 3000) -> tuple[float, float]:
+    """CPU microseconds per deterministic ``predict`` of 10 observations: the engine's (a seed alone, its stack made
+    by a rollout), SB3's ``PPO.predict`` of the same model."""
+    model = lunar(0)
+    model.learn(N_ENVS * N_STEPS)
+    obs = np.random.default_rng(0).normal(size=(10, 8)).astype(np.float32)
+    costs = []
+    for predict in (model.predict, partial(PPO.predict, model)):
+        for _ in range(200):
+            predict(obs, deterministic=True)
+        start = time.thread_time()
+        for _ in range(calls):
+            predict(obs, deterministic=True)
+        costs.append(1e6 * (time.thread_time() - start) / calls)
+    return costs[0], costs[1]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rollouts", type=int, default=3)
@@ -93,6 +114,8 @@ def main() -> None:
     print("per rollout step of 16 envs, CPU us: " + ", ".join(f"{key} {value:.0f}" for key, value in split.items()))
     for k in (1, 4):
         print(f"SeedStack.act of {k} seeds: {act_cost(k):.0f} us a call")
+    engine_predict, sb3_predict = predict_cost()
+    print(f"predict of 10 observations: {engine_predict:.1f} us a call alone on the engine, SB3's {sb3_predict:.1f}")
 
 
 if __name__ == "__main__":

@@ -152,18 +152,18 @@ class StackedPolicy:
             kinds = {type(first.activation), type(second.activation)}
             if first.linear is None or second.linear is None or len(kinds) > 1 or not kinds <= {nn.Tanh, type(None)}:
                 return None
-            weights, biases = (
-                [
-                    owner[:, start:end].reshape(self.k, *shape)
-                    for start, end, shape in (self.layout.slices[n] for n in names)
-                ]
-                for names in ((first.weight, second.weight), (first.bias, second.bias))
-            )
-            weight, bias = twin(owner, *weights), twin(owner, *biases)
+            weight = twin(owner, self.view(owner, first.weight), self.view(owner, second.weight))
+            bias = twin(owner, self.view(owner, first.bias), self.view(owner, second.bias))
             if weight is None or bias is None:
                 return None
             layers.append((weight, bias, "tanh" if isinstance(first.activation, nn.Tanh) else None))
         return layers
+
+    def view(self, owner: np.ndarray, name: str) -> np.ndarray:
+        """``[K, *shape]``: parameter ``name``'s part of ``owner`` (``[K, P]`` in this layout: the parameters, or
+        their gradient), a view."""
+        start, end, shape = self.layout.slices[name]
+        return owner[:, start:end].reshape(self.k, *shape)
 
     def param(self, name: str) -> torch.Tensor:
         """``[K, *shape]``: parameter ``name`` of every copy (a view of :attr:`flat`)."""

@@ -35,6 +35,7 @@ from lander.training.budget import BudgetProgressBar, DurationForecast, plan
 from lander.training.callbacks import (
     Checkpointer,
     PeriodicEval,
+    SharedLocals,
     SignalCheck,
     callbacks_for,
     run_rss_mb,
@@ -329,7 +330,7 @@ def learn(
             interval = cfg.get("log_interval")  # absent from the config of a run made before it existed
             model.learn(
                 total_timesteps=0 if stopped else total_timesteps - done,
-                callback=[*callbacks, checkpointer, *extra, SignalCheck(), DurationForecast(end), *bar],
+                callback=SharedLocals([*callbacks, checkpointer, *extra, SignalCheck(), DurationForecast(end), *bar]),
                 reset_num_timesteps=done == 0,
                 **({"log_interval": int(interval)} if interval is not None else {}),
             )

@@ -17,9 +17,18 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.logger import configure
 from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
 from stable_baselines3.common.sb2_compat.rmsprop_tf_like import RMSpropTFLike
+from stable_baselines3.common.utils import explained_variance as sb3_explained_variance
 
 from lander.algorithms.batched.loss import NumpyLoss
-from lander.algorithms.batched.model import SeedStack, SideBySideA2C, SideBySidePPO, in_lockstep
+from lander.algorithms.batched.model import (
+    SeedStack,
+    SideBySideA2C,
+    SideBySidePPO,
+    explained_variance,
+    in_lockstep,
+    returns_and_advantages,
+    variance,
+)
 from lander.algorithms.batched.stacked import Layer, StackedPolicy
 from lander.execution.lockstep import Lockstep
 from lander.training.callbacks import GradientNorms
@@ -268,6 +277,38 @@ def test_the_engines_rollout_loop_is_sb3s(cls: type[SideBySidePPO], env_id: str)
                 timeless = [[{k: {**v, "t": 0} if k == "episode" else v for k, v in info.items()} for info in infos]
                             for infos in (value, other)]  # type: ignore[attr-defined]  # fmt: skip
                 assert repr(timeless[0]) == repr(timeless[1]), key
+
+
+@pytest.mark.parametrize("gae_lambda", [0.95, 1.0])
+def test_the_engines_rollout_end_is_sb3s_to_the_bit(gae_lambda: float) -> None:
+    """The engine's returns and advantages (:func:`returns_and_advantages`), its critic's values
+    (``SideBySide._values``) and its ``train/explained_variance`` are SB3's, byte for byte, on rollouts of a
+    thousand steps with episode starts, at A2C's GAE lambda and PPO's."""
+    rng = np.random.default_rng(3)
+    model = SideBySideA2C("MlpPolicy", make_vec_env("LunarLander-v3", n_envs=8, seed=0), n_steps=1000, seed=0)
+    for _ in range(3):
+        ours, sb3s = (RolloutBuffer(1000, model.observation_space, model.action_space, gamma=0.995,
+                                    gae_lambda=gae_lambda, n_envs=8) for _ in range(2))  # fmt: skip
+        ours.rewards[:] = rng.standard_normal((1000, 8)).astype(np.float32) * 50
+        ours.values[:] = rng.standard_normal((1000, 8)).astype(np.float32) * 30
+        ours.episode_starts[:] = rng.random((1000, 8)) < 0.01
+        sb3s.rewards[:], sb3s.values[:], sb3s.episode_starts[:] = ours.rewards, ours.values, ours.episode_starts
+        obs = rng.standard_normal((8, 8)).astype(np.float32)
+        dones = rng.random(8) < 0.3
+        with torch.no_grad():
+            values = model.policy.predict_values(torch.from_numpy(obs))
+        assert torch.equal(model._values(obs), values)
+        sb3s.compute_returns_and_advantage(values, dones)
+        returns_and_advantages(ours, values.numpy().flatten(), dones)
+        for key in ("advantages", "returns"):
+            assert getattr(ours, key).tobytes() == getattr(sb3s, key).tobytes(), key
+        predicted, returned = ours.values.flatten(), ours.returns.flatten()
+        assert repr(explained_variance(predicted, returned)) == repr(sb3_explained_variance(predicted, returned))
+        assert explained_variance(returned, returned) == 1.0
+    for size in (1, 2, 40, 1000, 16384):
+        sample = (rng.standard_normal(size) * 100).astype(np.float32)
+        assert variance(sample).dtype == np.float32 and variance(sample).tobytes() == np.var(sample).tobytes()
+    assert np.isnan(explained_variance(np.ones(5, np.float32), np.zeros(5, np.float32)))
 
 
 @pytest.mark.parametrize("case", ["discrete", "continuous"])

@@ -5,6 +5,8 @@ and continuous actions, value clipping, ``target_kl``, schedules; and seeds side
 from __future__ import annotations
 
 import copy
+import io
+import zipfile
 from functools import partial
 
 import gymnasium as gym
@@ -768,3 +770,12 @@ def test_a_saved_seed_holds_the_engines_optimizer_state(tmp_path, cls) -> None:
         for key, moment in stack.optimizer.moments.items():
             expected = stack.policy.layout.unflatten(moment[0])[name]
             assert torch.equal(state[index][key], expected), (name, key)
+    # the parameters are the engine's (SB3's tensors are views of one per seed) and each is saved as SB3 saves it:
+    # a tensor of its own, not a view of the others' storage
+    rows = stack.policy.layout.unflatten(stack.policy.flat[0])
+    with zipfile.ZipFile(tmp_path / "model.zip") as archive:
+        saved = torch.load(io.BytesIO(archive.read("policy.pth")), weights_only=True)
+    assert saved.keys() == rows.keys() and hasattr(saved, "_metadata")
+    for name, tensor in saved.items():
+        assert torch.equal(tensor, rows[name]) and torch.equal(dict(loaded.policy.named_parameters())[name], tensor)
+        assert tensor.untyped_storage().nbytes() == tensor.numel() * tensor.element_size(), name

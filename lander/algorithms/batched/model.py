@@ -41,9 +41,15 @@ class SideBySide(OnPolicyAlgorithm):
     def get_parameters(self) -> dict[str, dict[str, Any]]:
         """SB3's (what ``save`` writes), with the optimizer's state the engine keeps written into it first."""
         stack = self.__dict__.get("_stack")
-        if stack is not None:
-            stack.write_optimizer_state(stack.models.index(self))
-        return super().get_parameters()
+        if stack is None:
+            return super().get_parameters()
+        stack.write_optimizer_state(stack.models.index(self))
+        parameters = super().get_parameters()
+        # each tensor of its own, as SB3 saves them (the policy's parameters are views of the seed's mirror)
+        policy = parameters["policy"]  # torch's state dict (its _metadata kept)
+        for name, tensor in policy.items():
+            policy[name] = tensor.clone()
+        return parameters
 
     def collect_rollouts(self, env: Any, callback: Any, rollout_buffer: RolloutBuffer, n_rollout_steps: int) -> bool:
         """SB3's ``OnPolicyAlgorithm.collect_rollouts``, step for step, for an MLP on vector observations on the CPU
@@ -84,6 +90,8 @@ class SideBySide(OnPolicyAlgorithm):
 
     def _bootstrap_timeouts(self, rewards: np.ndarray, dones: np.ndarray, infos: list[dict[str, Any]]) -> None:
         """SB3's: an episode cut by its time limit gets ``gamma`` times the value of its last observation."""
+        if True not in dones.tolist():  # most steps (a list's search: 0.2 us; np.flatnonzero's: 2)
+            return
         for idx in np.flatnonzero(dones):
             if infos[idx].get("terminal_observation") is not None and infos[idx].get("TimeLimit.truncated", False):
                 terminal_value = self._values(infos[idx]["terminal_observation"][None])[0]
@@ -263,13 +271,16 @@ class SeedStack:
             model.__dict__["_stack"] = self  # its optimizer's state is here (SideBySide.get_parameters)
         layout = self.policy.layout
         # each seed's SB3 parameters in the layout's order, the same tensors all training (found once: a walk over
-        # every module, and A2C writes its parameters back every 5 steps)
+        # every module), their values moved into one tensor of the seed's own in the same layout (its mirror), so
+        # that writing a seed's row back after an update is one copy, not one a parameter (A2C updates every 5 steps)
         self.params: list[list[torch.Tensor]] = []
-        # and each seed's row of the flat parameters as views in the same order (the optimizers step flat in place)
-        self.row_views = [list(layout.unflatten(self.policy.flat.detach()[row]).values()) for row in range(len(models))]
+        self.mirrors: list[torch.Tensor] = []
         for row, model in enumerate(models):
             named = dict(model.policy.named_parameters())
             self.params.append([named[name] for name in layout.slices])
+            self.mirrors.append(self.policy.flat[row].detach().clone())  # the flat row was made of these values
+            for param, view in zip(self.params[row], layout.unflatten(self.mirrors[row]).values(), strict=True):
+                param.data = view
             state = model.policy.optimizer.state
             if all(param in state for param in self.params[row]):  # a loaded model's: it goes on from where it was
                 for key, moment in self.optimizer.moments.items():
@@ -440,10 +451,10 @@ class SeedStack:
     @torch.no_grad()
     def write_back(self, row: int) -> None:
         """Seed ``row``'s parameters into its SB3 policy (what its evaluations, SB3's value predictions and the
-        video read), after each update; its optimizer's state is written when the model is saved
-        (:meth:`write_optimizer_state`, from :meth:`SideBySide.get_parameters`)."""
-        for param, value in zip(self.params[row], self.row_views[row], strict=True):
-            param.copy_(value)
+        video read), after each update: one copy into the tensor its parameters are views of (its mirror); its
+        optimizer's state is written when the model is saved (:meth:`write_optimizer_state`, from
+        :meth:`SideBySide.get_parameters`)."""
+        self.mirrors[row].copy_(self.policy.flat[row])
 
     @torch.no_grad()
     def write_optimizer_state(self, row: int) -> None:

@@ -340,10 +340,10 @@ class SeedStack:
         """SB3's ``PPO.train`` or ``A2C.train`` for the seeds ``rows`` at once; the others' parameters and optimizer
         state untouched."""
         k = self.policy.k
-        active = torch.zeros(k, dtype=torch.bool)
+        active = np.zeros(k, dtype=bool)
         active[rows] = True
         lr = np.zeros(k)
-        clip, clip_vf = torch.zeros(k, 1), torch.zeros(k, 1)
+        clip, clip_vf = np.zeros((k, 1), dtype=np.float32), np.zeros((k, 1), dtype=np.float32)  # as torch's
         for row in rows:  # each seed's schedules at its own progress
             model, progress = self.models[row], self.models[row]._current_progress_remaining
             lr[row] = model.lr_schedule(progress)
@@ -355,14 +355,14 @@ class SeedStack:
             return self.a2c_update(rows, active, lr)
         return self.update(rows, active, lr, clip, clip_vf)
 
-    def a2c_update(self, rows: list[int], active: torch.Tensor, lr: np.ndarray) -> dict[int, Any]:
+    def a2c_update(self, rows: list[int], active: np.ndarray, lr: np.ndarray) -> dict[int, Any]:
         """A2C's one gradient step over the whole rollout (:meth:`train`): ``active [K]``, ``lr [K]``."""
         first = self.models[rows[0]]
         assert isinstance(first, A2C)
         coefs = (float(first.ent_coef), float(first.vf_coef), bool(first.normalize_advantage))
-        numbers = self.numpy_loss.a2c(self.rollouts(rows), coefs, active.numpy())
+        numbers = self.numpy_loss.a2c(self.rollouts(rows), coefs, active)
         norms = clip_grad_norms(self.policy.grad, first.max_grad_norm)
-        self.optimizer.step(self.policy.grad, lr, None if bool(active.all()) else active.numpy())
+        self.optimizer.step(self.policy.grad, lr, None if bool(active.all()) else active)
         records = {}
         for row in rows:
             policy, value, entropy = (float(x) for x in numbers[:, row])
@@ -373,7 +373,7 @@ class SeedStack:
         return self.finish(rows, records, dict.fromkeys(rows, 1))
 
     def update(
-        self, rows: list[int], active: torch.Tensor, lr: np.ndarray, clip: torch.Tensor, clip_vf: torch.Tensor
+        self, rows: list[int], active: np.ndarray, lr: np.ndarray, clip: np.ndarray, clip_vf: np.ndarray
     ) -> dict[int, Any]:
         """The epochs and minibatches of one update (:meth:`train`): ``active [K]``, ``lr [K]``, ``clip [K, 1]``.
 
@@ -385,12 +385,12 @@ class SeedStack:
         data = self.rollouts(rows)
         size = data["advantages"].shape[1]
         stats = Statistics(k)
-        active_rows = active.numpy()
+        active_rows = active
         training = active_rows.copy()  # rows still training (target_kl stops a row for the rest of this update)
         everyone = bool(active_rows.all()) and first.target_kl is None
         loss = np.zeros(k, dtype=np.float32)  # each seed's last minibatch loss: SB3 logs the one target_kl stopped
         coefs = (float(first.ent_coef), float(first.vf_coef), bool(first.normalize_advantage), first.target_kl)
-        clips = clip.numpy(), None if first.clip_range_vf is None else clip_vf.numpy()
+        clips = clip, None if first.clip_range_vf is None else clip_vf
         grad, row_index = self.policy.grad, np.arange(k)[:, None]
         for _ in range(first.n_epochs):
             stats.start_epoch(training)
@@ -411,9 +411,9 @@ class SeedStack:
                 break
         records = {}
         for row in rows:
-            records[row] = stats.means(row) | {"loss": float(loss[row]), "clip_range": float(clip[row])}
+            records[row] = stats.means(row) | {"loss": float(loss[row]), "clip_range": float(clip[row, 0])}
             if first.clip_range_vf is not None:
-                records[row]["clip_range_vf"] = float(clip_vf[row])
+                records[row]["clip_range_vf"] = float(clip_vf[row, 0])
         return self.finish(rows, records, {row: int(stats.epochs[row]) for row in rows})
 
     def rollouts(self, rows: list[int]) -> dict[str, np.ndarray]:

@@ -800,10 +800,11 @@ class SharedLocals(CallbackList):
     """SB3's ``CallbackList`` (what ``learn`` makes of a list of callbacks) whose step updates each dict of the
     rollout's locals once. SB3 hands every callback of the tree the same ``locals`` dict when training starts
     (``on_training_start``) and, at every step, updates that one dict again for each callback
-    (``update_locals``): nine times over, 9 us a step. Here a child whose ``locals`` is this list's own dict, and
-    whose ``update_locals`` is SB3's, only passes the update on to its own children; any other child (a user's
-    callback that keeps a dict of its own, or updates it its own way) is updated as SB3 updates it. Every
-    callback sees the same locals as under SB3's list (``tests/unit/test_callbacks.py``).
+    (``update_locals``): nine times over (10.3 us a step in a run; 6.3 here, BENCHMARKS.md). Here a child whose
+    ``locals`` is this list's own dict, and whose ``update_locals`` is SB3's, only passes the update on to its own
+    children; any other child (a user's callback that keeps a dict of its own, or updates it its own way) is
+    updated as SB3 updates it. Every callback sees the same locals as under SB3's list
+    (``tests/unit/test_callbacks.py``).
     """
 
     def update_child_locals(self, locals_: dict[str, Any]) -> None:

@@ -31,7 +31,7 @@ from lander.algorithms.batched.model import (
     returns_and_advantages,
     variance,
 )
-from lander.algorithms.batched.stacked import Layer, StackedPolicy
+from lander.algorithms.batched.stacked import Draws, Layer, StackedPolicy
 from lander.execution.lockstep import Lockstep
 from lander.training.callbacks import GradientNorms
 
@@ -281,6 +281,17 @@ def test_the_engines_rollout_loop_is_sb3s(cls: type[SideBySidePPO], env_id: str)
                 assert repr(timeless[0]) == repr(timeless[1]), key
 
 
+def test_a_seeds_uniform_draws_are_torch_rands_step_by_step() -> None:
+    """:class:`Draws` hands out of a block drawn ahead exactly what one ``torch.rand(n)`` a step gives (torch's CPU
+    kernel draws one number after another), across the blocks' ends and for steps larger than a block."""
+    for sizes in ([8] * 2000, [16] * 700, [1, 5, 4095, 3, 4096, 9000, 7] * 3):
+        draws, generator = Draws(torch.Generator().manual_seed(7)), torch.Generator().manual_seed(7)
+        for n in sizes:
+            assert draws.uniform(n).tobytes() == torch.rand(n, generator=generator).numpy().tobytes(), n
+    continuous = Draws(torch.Generator().manual_seed(7))
+    assert torch.equal(continuous.normal((16, 2)), torch.randn((16, 2), generator=torch.Generator().manual_seed(7)))
+
+
 @pytest.mark.parametrize("gae_lambda", [0.95, 1.0])
 def test_the_engines_rollout_end_is_sb3s_to_the_bit(gae_lambda: float) -> None:
     """The engine's returns and advantages (:func:`returns_and_advantages`), its critic's values
@@ -514,7 +525,8 @@ def test_twin_nets_compute_what_each_net_computes_alone(case: str) -> None:
         outputs.append(policy.grad.numpy().copy())
         outputs.append(loss.a2c(batch, (0.01, 0.5, True), training))
         outputs.append(policy.grad.numpy().copy())
-        step = policy.act(batch["observations"][:, :16], [torch.Generator().manual_seed(seed) for seed in (0, 1)])
+        draws = [Draws(torch.Generator().manual_seed(seed)) for seed in (0, 1)]
+        step = policy.act(batch["observations"][:, :16], draws)
         got.append([*outputs, *step])
     for twin_result, alone in zip(*got, strict=True):
         assert twin_result.dtype == alone.dtype and twin_result.tobytes() == alone.tobytes()

@@ -20,7 +20,7 @@ from stable_baselines3.common.sb2_compat.rmsprop_tf_like import RMSpropTFLike
 from torch import nn
 
 from lander.algorithms.batched.loss import NumpyLoss, clip_grad_norms, stacked_optimizer
-from lander.algorithms.batched.stacked import StackedPolicy
+from lander.algorithms.batched.stacked import Draws, StackedPolicy
 
 log = logging.getLogger(__name__)
 
@@ -100,7 +100,7 @@ class SideBySide(OnPolicyAlgorithm):
     @torch.no_grad()
     def _values(self, obs: np.ndarray) -> torch.Tensor:
         """SB3's ``policy.predict_values`` of ``obs [N, D]``: ``[N, 1]``, by the same torch operations on the same
-        parameters without the modules' calls (18 us against 41 for 8 observations; the engine's policies are
+        parameters without the modules' calls (18 us against 41 for 8 observations in a loop; the engine's policies are
         MLPs on vector observations, :class:`StackedPolicy`): ``preprocess_obs``'s ``float()``, the
         ``FlattenExtractor``'s flatten, each ``nn.Linear``'s ``F.linear``, ``nn.Tanh``'s ``torch.tanh``."""
         x = torch.from_numpy(obs).float().flatten(1)
@@ -288,7 +288,7 @@ class SeedStack:
                 self.optimizer.steps[row] = int(next(iter(state.values()))["step"])
         # each seed's random streams, seeded as lander seeds a run (a resumed one from seed + its step)
         starts = [int(m.seed or 0) + int(m.num_timesteps) for m in models]
-        self.generators = [torch.Generator().manual_seed(start) for start in starts]
+        self.draws = [Draws(torch.Generator().manual_seed(start)) for start in starts]
         self.orders = [np.random.default_rng(start) for start in starts]
 
     def do(self, work: dict[int, tuple[str, Any]]) -> dict[int, Any]:
@@ -296,8 +296,9 @@ class SeedStack:
         ``("train", None)``), batched by kind: row -> its result, or the exception to raise in that seed.
 
         ``values`` (a rollout's last values, by SB3's critic: :meth:`SideBySide._values`) is computed seed after
-        seed, each as it would be alone: torch's few calls cost a fraction of their cost between two seeds' env
-        steps (18 against 88 us), whose work leaves little of torch's code and data in the caches."""
+        seed, each as it would be alone: after the first seed's, torch's code is still in the caches that the env
+        steps between two of a seed's own calls empty (in a run, the median call of the second to the fourth
+        seed costs 45 us, the first's 66)."""
         results: dict[int, Any] = {}
         acting = {row: obs for row, (kind, obs) in work.items() if kind == "act"}
         predicting = {row: obs for row, (kind, obs) in work.items() if kind == "predict"}
@@ -321,8 +322,8 @@ class SeedStack:
             batch = np.zeros((self.policy.k, *first.shape), dtype=np.float32)
             for row, rows_obs in obs.items():
                 batch[row] = rows_obs
-        generators = [g if row in obs else None for row, g in enumerate(self.generators)]  # the acting seeds' alone
-        actions, values, log_prob = self.policy.act(batch, generators)
+        draws = [each if row in obs else None for row, each in enumerate(self.draws)]  # the acting seeds' alone
+        actions, values, log_prob = self.policy.act(batch, draws)
         return {row: (actions[row], values[row], log_prob[row]) for row in obs}
 
     def predict(self, obs: dict[int, np.ndarray]) -> dict[int, np.ndarray]:

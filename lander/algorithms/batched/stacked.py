@@ -207,10 +207,10 @@ class StackedPolicy:
         """``[K, 1, A]``: the state-independent log standard deviations (Box actions)."""
         return self.param("log_std").unsqueeze(1)
 
-    def act(self, obs: np.ndarray, generators: list[torch.Generator | None]) -> tuple[np.ndarray, ...]:
-        """One rollout step of all K, each sampling with its own generator: ``obs [K, N, D]`` -> actions
-        (``[K, N]`` or ``[K, N, A]``), values ``[K, N]``, log-probabilities ``[K, N]``. A row whose generator is
-        None is not acting (its seed evaluates, or waits for an update): it draws nothing, so that each seed's
+    def act(self, obs: np.ndarray, draws: list[Draws | None]) -> tuple[np.ndarray, ...]:
+        """One rollout step of all K, each sampling from its own generator (``draws``): ``obs [K, N, D]`` ->
+        actions (``[K, N]`` or ``[K, N, A]``), values ``[K, N]``, log-probabilities ``[K, N]``. A row whose draws
+        are None is not acting (its seed evaluates, or waits for an update): it draws nothing, so that each seed's
         draws are its own whatever its neighbours do, and its outputs are meaningless. The draws, the
         log-softmax, its exponential and the Gaussian's terms are torch's (as SB3 rounds them), the rest NumPy's."""
         out, values = self.heads(obs)
@@ -218,20 +218,51 @@ class StackedPolicy:
         n = obs.shape[1]
         if self.discrete:
             log_p = torch.log_softmax(torch.from_numpy(out), dim=-1)
-            draws = np.stack([torch.rand(n, generator=g).numpy() if g is not None else np.zeros(n, np.float32)
-                              for g in generators])  # fmt: skip
+            uniform = np.stack([each.uniform(n) if each is not None else np.zeros(n, np.float32) for each in draws])
             # torch's cumsum of float32 adds in double; the action is the first whose cumulative mass passes u
             mass = np.cumsum(log_p.exp().numpy(), -1, dtype=np.float64).astype(np.float32)
-            chosen = (mass < draws[..., None] * mass[..., -1:]).sum(-1)
+            chosen = (mass < uniform[..., None] * mass[..., -1:]).sum(-1)
             np.minimum(chosen, out.shape[-1] - 1, out=chosen)
             rows, columns = self.grid(n)
             return chosen, values, log_p.numpy()[rows, columns, chosen]
         mean, log_std = torch.from_numpy(out), self.log_std()
         shape = out.shape[1:]
-        noise = torch.stack([torch.randn(shape, generator=g) if g is not None else torch.zeros(shape)
-                             for g in generators])  # fmt: skip
+        noise = torch.stack([each.normal(shape) if each is not None else torch.zeros(shape) for each in draws])
         actions = mean + log_std.exp() * noise
         return actions.numpy(), values, gaussian_log_prob(actions, mean, log_std).numpy()
+
+
+class Draws:
+    """A seed's random draws for its rollout's actions, from its own generator. ``uniform(n)`` gives the numbers
+    ``torch.rand(n, generator=generator)`` gives, handed out of a block drawn ahead (``BLOCK`` at a time): torch's
+    CPU kernel of ``rand`` draws one number after another, so ``rand(m)`` then ``rand(n)`` are the numbers of
+    ``rand(m + n)`` (``tests/unit/test_side_by_side.py`` checks it), and a step's draw is a slice instead of a
+    torch call. ``normal(shape)`` is ``torch.randn``'s, drawn when asked (its kernel draws by 16 above 16 numbers,
+    so a block would give others). A seed draws from one of the two: its actions are discrete or continuous.
+
+    :param generator: the seed's generator
+    """
+
+    BLOCK = 4096
+
+    def __init__(self, generator: torch.Generator) -> None:
+        self.generator = generator
+        self.block = np.empty(0, dtype=np.float32)
+        self.at = 0  # the next number of the block to hand out
+
+    def uniform(self, n: int) -> np.ndarray:
+        """``[n]`` float32: what ``torch.rand(n, generator=self.generator)`` would give now."""
+        if self.at + n > self.block.size:  # what is left of the block, then the next block
+            ahead = torch.rand(max(self.BLOCK, n), generator=self.generator).numpy()
+            self.block, self.at = np.concatenate([self.block[self.at :], ahead]), 0
+        numbers = self.block[self.at : self.at + n]
+        self.at += n
+        return numbers
+
+    def normal(self, shape: tuple[int, ...]) -> torch.Tensor:
+        """``torch.randn(shape, generator=self.generator)``."""
+        assert self.at == self.block.size, "a seed draws uniform or normal numbers, not both"
+        return torch.randn(shape, generator=self.generator)
 
 
 def gaussian_log_prob(actions: torch.Tensor, mean: torch.Tensor, log_std: torch.Tensor) -> torch.Tensor:

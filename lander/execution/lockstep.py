@@ -124,7 +124,7 @@ class Lockstep:
         self.group = GroupPause(self)
         self.waiting: dict[int, tuple[SideBySide, tuple[str, Any]]] = {}  # job index -> its model and work
         self.codes: dict[int, int] = {}
-        self.cpu_mark = time.thread_time()  # this thread's CPU seconds at the last switch
+        self.cpu_mark = time.thread_time()  # this thread's CPU seconds at the last switch to or from a job
         self.started = (time.process_time(), time.thread_time())  # the process's and this thread's, at the start
         self.hub: greenlet | None = None
         self.owner = JobContext()  # whose state the thread holds now (the hub's, at the start)
@@ -139,9 +139,10 @@ class Lockstep:
         """CPU seconds of job ``let`` so far: what this thread spent running it, and its share (split evenly) of the
         batched work and of the process's other threads (W&B's, the BLAS pool's).
 
-        Each switch reads this thread's clock (:func:`time.thread_time`); the process's (:func:`time.process_time`,
-        a sum over every thread) only here, when a job asks. Measured on 4 A2C seeds x 20k steps, a switch a step:
-        9.20 s of the process's CPU against 9.33-9.38 s with the process's clock at each switch."""
+        Each switch to a job and back reads this thread's clock (:func:`time.thread_time`, in :meth:`resume`); the
+        process's (:func:`time.process_time`, a sum over every thread) only here, when a job asks. Measured on 4 A2C
+        seeds x 20k steps, a switch a step: 9.20 s of the process's CPU against 9.33-9.38 s with the process's clock
+        at each switch."""
         hub = self.context(self.hub).cpu if self.hub is not None else 0.0
         own = self.context(let).cpu + (time.thread_time() - self.cpu_mark if let is getcurrent() else 0.0)
         others = (time.process_time() - self.started[0]) - (time.thread_time() - self.started[1])
@@ -155,13 +156,11 @@ class Lockstep:
         self.owner = self.context(self.hub)
         for let in self.lets:
             let.lockstep = self
-        previous = greenlet.settrace(self._trace)
         try:
             with using_cpu_clock(self.job_cpu_seconds):
                 self.serve(ended)
         finally:
             self.home()
-            greenlet.settrace(previous)
         return [self.codes.get(index, 1) for index in range(len(jobs))]
 
     def job_cpu_seconds(self) -> float:
@@ -198,16 +197,25 @@ class Lockstep:
         throw: BaseException | None = None,
     ) -> BaseException | None:
         """Let job ``index`` go on (with ``value``, or ``throw`` raised in it) until it waits again or ends; what
-        ``ended`` returns for a job that ended."""
+        ``ended`` returns for a job that ended.
+
+        Every switch to a job is made here, and the job switches back here (:func:`request`, or its end): the
+        hub's CPU seconds since the last switch are counted before, the job's after, and the job gets its
+        :class:`JobContext` back before it runs (the hub's batched work runs in the state the thread holds)."""
         let = self.lets[index]
+        self.charge(self.hub)
+        self.swap(self.context(let))
         try:
             started = bool(let)  # a greenlet not started yet takes no value
             out = let.throw(throw) if throw is not None else let.switch(value) if started else let.switch()
         except BaseException as exc:  # the job ended by an exception of its own
+            self.charge(let)
             self.home()
             if exc is not throw:
                 log.error("seed %d failed", index, exc_info=exc)
             out = getattr(exc, "exit_code", 1)
+        else:
+            self.charge(let)
         self.waiting.pop(index, None)
         if let.dead:
             self.home()
@@ -231,6 +239,12 @@ class Lockstep:
         results = self.stack.do({self.rows[index]: work for index, (_, work) in serving.items()})
         return {index: results[self.rows[index]] for index in serving}
 
+    def charge(self, let: greenlet) -> None:
+        """Count the CPU seconds of this thread since the last switch to ``let`` (a job, or the hub) as its own."""
+        now = time.thread_time()
+        self.context(let).cpu += now - self.cpu_mark
+        self.cpu_mark = now
+
     def home(self) -> None:
         """Give the thread the hub's own state back (the launcher's: its logging), keeping the job's that held it."""
         self.swap(self.context(self.hub) if self.hub is not None else self.owner)
@@ -244,16 +258,3 @@ class Lockstep:
             self.context(self.hub).enter()
         entering.enter()
         self.owner = entering
-
-    def _trace(self, event: str, args: tuple[greenlet, greenlet]) -> None:
-        """At every switch between greenlets (``greenlet.settrace``, greenlet's hook for it): the one that leaves
-        is counted its CPU seconds; a job that runs gets its :class:`JobContext` back (the hub's batched work runs
-        in the state the thread holds: :class:`Lockstep`)."""
-        if event not in ("switch", "throw"):
-            return
-        origin, target = args
-        now = time.thread_time()
-        self.context(origin).cpu += now - self.cpu_mark
-        self.cpu_mark = now
-        if target is not self.hub:
-            self.swap(self.context(target))

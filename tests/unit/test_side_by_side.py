@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import copy
 import io
+import time
 import zipfile
+from collections.abc import Callable
 from functools import partial
 
 import gymnasium as gym
@@ -345,6 +347,30 @@ def test_deterministic_actions_side_by_side_are_sb3s(case: str) -> None:
     for batched, sb3 in got.values():
         assert batched.shape == sb3.shape
         np.testing.assert_allclose(batched, sb3, rtol=1e-5, atol=1e-6)
+
+
+def test_each_seed_is_counted_the_cpu_seconds_of_its_own_turns() -> None:
+    """The lockstep counts each job the CPU seconds this thread spends in it (``train_cpu_seconds``, the
+    throughput's CPU): two jobs that burn 0.3 and 0.1 CPU seconds get those, and each sees its own while it runs."""
+    from lander.process.clock import cpu_seconds
+
+    seen: dict[int, float] = {}
+
+    def job(index: int, seconds: float) -> Callable[[], int]:
+        def run() -> int:
+            start = time.thread_time()
+            while time.thread_time() - start < seconds:
+                pass
+            seen[index] = cpu_seconds()
+            return 0
+
+        return run
+
+    lockstep = Lockstep()
+    assert lockstep.run([job(0, 0.3), job(1, 0.1)], lambda index, code: None) == [0, 0]
+    own = [lockstep.contexts[let].cpu for let in lockstep.lets]
+    assert 0.3 <= own[0] < 0.35 and 0.1 <= own[1] < 0.15, own
+    assert 0.3 <= seen[0] < 0.35 and 0.1 <= seen[1] < 0.15, seen  # what each job's own clock said (and no hub)
 
 
 def test_a_failed_seed_leaves_the_others_training() -> None:

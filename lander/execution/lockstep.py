@@ -2,8 +2,8 @@
 rollout's actions, an update) done together by :class:`lander.algorithms.batched.SeedStack` (``lander.run``'s
 ``seeds_per_process``, started by :func:`lander.execution.parallel.run_side_by_side`). What each job owns of the
 thread's state (torch's grad mode, logging's handlers, Hydra's config, the run's pause listener, its CPU seconds)
-is one :class:`JobContext`, swapped at every switch here, so that neither the training code, nor
-:mod:`lander.process.signals`, nor SB3 knows that it shares a process.
+is one :class:`JobContext`, given back to the job at every switch to it (:meth:`Lockstep.resume`), so that neither
+the training code, nor :mod:`lander.process.signals`, nor SB3 knows that it shares a process.
 
 A pause (SIGUSR1) pauses the process, so every seed of it: whichever seed holds it, every seed's listener is told
 (:class:`GroupPause`), each with its own logging, and each run's ``summary.json`` says ``paused``.

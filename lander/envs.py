@@ -164,8 +164,9 @@ class LeanLunarLander(LunarLander):
     """Gymnasium's ``LunarLander`` whose ``step`` (without rendering) is written for speed and gives the same
     numbers: the same Box2D calls in the same order with the same arguments, the same random draws from the same
     ``np_random``, the same arithmetic on the same doubles (``math.sqrt`` for ``np.sqrt`` of a float, ``min`` and
-    ``max`` for ``np.clip``), without ``action_space.contains`` or a Box2D property read twice, the engines'
-    two dispersion draws in one call of the same generator (:meth:`advance`, which :class:`LunarLanderVecEnv` calls).
+    ``max`` for ``np.clip``), without ``action_space.contains`` or a Box2D property read twice, each of the
+    engines' two dispersion draws made of ``random()`` as ``uniform(-1, 1)`` makes it (:meth:`advance`, which
+    :class:`LunarLanderVecEnv` calls).
     ``tests/unit/test_envs.py`` steps it beside Gymnasium's own for tens of thousands of steps. Rendering, it steps as
     Gymnasium's (particles are drawn) and its ``rgb_array`` frames, the same pixels, are read faster (:meth:`render`).
     """
@@ -202,9 +203,9 @@ class LeanLunarLander(LunarLander):
         main, side = self._throttles(action)
         angle = lander.angle
         tip = (math.sin(angle), math.cos(angle))
-        # np_random.uniform(-1, +1) twice: one call for both draws, the same doubles (-1 + 2u is exact: 2u is)
-        draws = self._np_random.random(2).tolist()  # type: ignore[union-attr]  # set by reset, before any step
-        dispersion = [(-1.0 + 2.0 * draws[0]) / SCALE, (-1.0 + 2.0 * draws[1]) / SCALE]
+        # np_random.uniform(-1, +1) twice: the same doubles (-1 + 2u is exact: 2u is), drawn one after the other
+        draw = self._np_random.random  # type: ignore[union-attr]  # set by reset, before any step
+        dispersion = [(-1.0 + 2.0 * draw()) / SCALE, (-1.0 + 2.0 * draw()) / SCALE]
         m_power = self._fire_main(main, tip, dispersion) if main is not None else 0.0
         s_power = self._fire_side(side, tip, dispersion) if side is not None else 0.0
         self.world.Step(1.0 / FPS, 6 * 30, 2 * 30)
@@ -246,8 +247,9 @@ class LeanLunarLander(LunarLander):
             if abs(side) > 0.5:  # np.sign, of a value beyond +-0.5
                 return throttle, (1.0 if side > 0 else -1.0, min(max(abs(side), 0.5), 1.0))
             return throttle, None
-        integer = isinstance(action, int | np.integer) or (
-            isinstance(action, np.ndarray) and action.shape == () and np.issubdtype(action.dtype, np.integer)
+        integer = type(action) is int or (  # a Python int: what the vec env hands (one test, not three)
+            isinstance(action, int | np.integer)
+            or (isinstance(action, np.ndarray) and action.shape == () and np.issubdtype(action.dtype, np.integer))
         )  # what Discrete(4).contains accepts
         if not integer or not 0 <= int(action) < 4:
             raise AssertionError(f"{action!r} ({type(action)}) invalid ")
@@ -354,29 +356,34 @@ class LunarLanderVecEnv(VecEnv):
         rewards = np.zeros(self.num_envs, dtype=np.float32)
         dones = np.zeros(self.num_envs, dtype=bool)
         infos: list[dict[str, Any]] = []
+        obs, elapsed, max_steps = self.obs, self.elapsed, self.max_steps
         actions = self.actions.tolist()  # Python numbers: what the games read of an action, unrounded
         for rank, game in enumerate(self.games):
             state, reward, terminated = game.advance(actions[rank])
-            truncated, info = False, dict[str, Any]()
-            self.elapsed[rank] += 1
-            if self.max_steps is not None and self.elapsed[rank] >= self.max_steps:
-                truncated = True  # TimeLimit's
+            elapsed[rank] += 1
+            truncated = max_steps is not None and elapsed[rank] >= max_steps  # TimeLimit's
             episode = self.rewards[rank]
             episode.append(float(reward))
-            if terminated or truncated:  # Monitor's record of the episode
-                total = sum(episode)
-                info["episode"] = {"r": round(total, 6), "l": len(episode), "t": round(time.time() - self.started, 6)}
             rewards[rank] = reward
-            dones[rank] = done = terminated or truncated
-            info["TimeLimit.truncated"] = truncated and not terminated  # DummyVecEnv's
-            if done:
-                info["terminal_observation"] = np.array(state, dtype=np.float32)
-                self.obs[rank], self.reset_infos[rank] = game.reset()
-                self.elapsed[rank], self.rewards[rank] = 0, []
-            else:
-                self.obs[rank] = state  # float32, rounded as np.array(state, dtype=np.float32) rounds
-            infos.append(info)
-        return self.obs.copy(), rewards, dones, infos
+            if not (terminated or truncated):
+                obs[rank] = state  # float32, rounded as np.array(state, dtype=np.float32) rounds
+                infos.append({"TimeLimit.truncated": False})
+                continue
+            dones[rank] = True
+            infos.append(  # Monitor's record of the episode, DummyVecEnv's keys, in their order
+                {
+                    "episode": {
+                        "r": round(sum(episode), 6),
+                        "l": len(episode),
+                        "t": round(time.time() - self.started, 6),
+                    },
+                    "TimeLimit.truncated": truncated and not terminated,
+                    "terminal_observation": np.array(state, dtype=np.float32),
+                }
+            )
+            obs[rank], self.reset_infos[rank] = game.reset()
+            elapsed[rank], self.rewards[rank] = 0, []
+        return obs.copy(), rewards, dones, infos
 
     def close(self) -> None:
         for game in self.games:

@@ -132,13 +132,23 @@ function sweepRow(sweep) {
   return row;
 }
 
+// A table is drawn again only when what the service says of it has changed: a row that stays the same keeps its
+// buttons, so a click is never lost to a redraw (and a ticked box keeps its tick, as `selected` does).
+const shown = {};
+function show(id, items, row) {
+  const seen = JSON.stringify(items);
+  if (shown[id] === seen) return;
+  shown[id] = seen;
+  document.getElementById(id).replaceChildren(...items.map(row));
+}
+
 async function refresh() {
   try {
     const [runs, sweeps, comparisons] = await Promise.all(["/api/runs", "/api/sweeps", "/api/comparisons"].map(u => api("GET", u)));
     for (const id of [...selected]) if (!runs.some(r => r.id === id)) selected.delete(id);  // gone from disk
-    document.getElementById("runs").replaceChildren(...runs.map(runRow));
-    document.getElementById("sweeps").replaceChildren(...sweeps.map(sweepRow));
-    document.getElementById("comparisons").replaceChildren(...comparisons.map(comparisonRow));
+    show("runs", runs, runRow);
+    show("sweeps", sweeps, sweepRow);
+    show("comparisons", comparisons, comparisonRow);
     showSelection();
   } catch (error) { say("cannot reach the service: " + error.message, false); }
 }

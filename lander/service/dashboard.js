@@ -132,8 +132,9 @@ function sweepRow(sweep) {
   return row;
 }
 
-// A table is drawn again only when what the service says of it has changed: a row that stays the same keeps its
-// buttons, so a click is never lost to a redraw (and a ticked box keeps its tick, as `selected` does).
+// A table is drawn again only when what the service says of it has changed: while nothing in it changes (every run
+// settled) its buttons stay in place, so a click is not lost to a redraw; a table with a run still moving is redrawn
+// whole at each poll, as before (a ticked box keeps its tick either way: `selected`).
 const shown = {};
 function show(id, items, row) {
   const seen = JSON.stringify(items);

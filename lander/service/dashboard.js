@@ -132,15 +132,22 @@ function sweepRow(sweep) {
   return row;
 }
 
-// A table is drawn again only when what the service says of it has changed: while nothing in it changes (every run
-// settled) its buttons stay in place, so a click is not lost to a redraw; a table with a run still moving is redrawn
-// whole at each poll, as before (a ticked box keeps its tick either way: `selected`).
-const shown = {};
+// A row is drawn again only when what the service says of its item has changed, and left where it is otherwise: a
+// settled run's buttons stay the same nodes while other runs of the table move, so a click on them is not lost to a
+// redraw (a ticked box keeps its tick either way: `selected`). Rows are keyed by their item's id.
+const drawn = {};  // table id -> Map(item id -> {seen: the item's JSON, node: its row})
 function show(id, items, row) {
-  const seen = JSON.stringify(items);
-  if (shown[id] === seen) return;
-  shown[id] = seen;
-  document.getElementById(id).replaceChildren(...items.map(row));
+  const before = drawn[id] || new Map(), now = new Map();
+  const nodes = items.map(item => {
+    const seen = JSON.stringify(item), kept = before.get(item.id);
+    const node = kept && kept.seen === seen ? kept.node : row(item);
+    now.set(item.id, {seen, node});
+    return node;
+  });
+  drawn[id] = now;
+  const table = document.getElementById(id);
+  nodes.forEach((node, i) => { if (table.children[i] !== node) table.insertBefore(node, table.children[i] || null); });
+  while (table.children.length > nodes.length) table.lastElementChild.remove();
 }
 
 async function refresh() {

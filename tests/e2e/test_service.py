@@ -247,6 +247,9 @@ def test_a_restarted_service_still_knows_what_it_launched(tmp_path):
         assert not svc.wait_for("/api/launched", lambda rows: not rows[0]["alive"])[0]["alive"]
 
 
+ROW = "[...document.querySelectorAll('#runs tr')].find(r => r.dataset.id === id)"  # a run's row, by its id
+
+
 def test_the_dashboard_after_one_click_on_the_printed_url(tmp_path):
     """The default service (a token) in Chromium: the printed URL opens the dashboard, which launches, stops,
     resumes, pauses and continues a run, launches a sweep and shows its runs, reports (drawn, sandboxed) and
@@ -283,11 +286,14 @@ def test_the_dashboard_after_one_click_on_the_printed_url(tmp_path):
         paused = page.text_content("#runs .status")
         page.click("#runs button.stop")  # a paused run stops as a running one does
         page.wait_for_selector("#runs button.resume", timeout=120000)
+        settled = page.get_attribute("#runs tr", "data-id")  # the stopped run: its row is marked on the node
+        page.evaluate(f"id => {{ {ROW}.kept = true; }}", settled)
         page.fill("#overrides", " ".join(["seed=0,1", *TINY, "logger=none"]))
         page.click("#launch-sweep")
         page.wait_for_selector("#message.ok", timeout=60000)
         page.wait_for_selector("#sweeps a:text('report.html')", timeout=240000)  # updated in place, no reload
         page.wait_for_function("document.querySelectorAll('#runs input.pick').length == 3")
+        kept = page.evaluate(f"id => {ROW}.kept === true", settled)  # the same node while the sweep's rows moved
         for pick in page.query_selector_all("#runs input.pick")[:2]:  # the sweep's two jobs, newest first
             pick.check()
         page.click("#compare")
@@ -323,6 +329,7 @@ def test_the_dashboard_after_one_click_on_the_printed_url(tmp_path):
     assert verdict.startswith("identical: ") and ".reproduce-1 reproduces " in verdict
     assert all(u.startswith(svc.url) for u in visit.requests), visit.requests  # nothing from elsewhere (no CDN)
     assert stopped == "interrupted" and paused == "paused"
+    assert kept, "the settled run's row was drawn again while only the sweep's runs changed"
     assert statuses.count("completed") == 2 and statuses.count("interrupted") == 1  # the sweep's jobs, the run
     assert {"report.html", "video.mp4"} <= set(links)
     assert comparison.endswith("/report")

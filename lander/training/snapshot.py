@@ -75,8 +75,9 @@ def name_and_version(dist: metadata.Distribution) -> tuple[str | None, str | Non
 
 def freeze() -> str:
     """The installed distributions as ``pip freeze`` lists them (``name==version``, ``-e <dir>`` for an editable
-    install, ``name @ <url>`` for one installed from a URL), read from their metadata in this process: the same
-    lines as ``python -m pip freeze`` without the ~0.9 s its own start-up costs every run."""
+    install, ``name @ <url>`` for one installed from a URL, with the archive's hash and the subdirectory as pip writes
+    them: ``#sha256=...&subdirectory=...``), read from their metadata in this process: the same lines as ``python -m
+    pip freeze`` without the ~0.9 s its own start-up costs every run."""
     lines: dict[str, str] = {}
     for dist in metadata.distributions():
         name, version = name_and_version(dist)
@@ -88,13 +89,19 @@ def freeze() -> str:
         except ValueError:
             continue
         url = str(direct.get("url", ""))
+        fragments = []  # pip's: an archive's hash (its legacy "hash" key only), then the subdirectory
+        if archive_hash := direct.get("archive_info", {}).get("hash"):
+            fragments.append(str(archive_hash))
+        if subdirectory := direct.get("subdirectory"):
+            fragments.append(f"subdirectory={subdirectory}")
+        suffix = "#" + "&".join(fragments) if fragments else ""
         if direct.get("dir_info", {}).get("editable"):
             lines[name.lower()] = f"# Editable install ({name}=={version})\n-e {url.removeprefix('file://')}"
         elif "vcs_info" in direct:
             vcs = direct["vcs_info"]
-            lines[name.lower()] = f"{name} @ {vcs.get('vcs', 'git')}+{url}@{vcs.get('commit_id', '')}"
+            lines[name.lower()] = f"{name} @ {vcs.get('vcs', 'git')}+{url}@{vcs.get('commit_id', '')}{suffix}"
         elif url:
-            lines[name.lower()] = f"{name} @ {url}"
+            lines[name.lower()] = f"{name} @ {url}{suffix}"
     return "".join(line + "\n" for _, line in sorted(lines.items()))
 
 

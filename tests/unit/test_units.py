@@ -215,6 +215,43 @@ def test_the_snapshot_lists_the_packages_as_pip_freeze_does(tmp_path: Path) -> N
     assert any(line.startswith("-e ") for line in listed) and any(line.startswith("torch==") for line in listed)
 
 
+@pytest.mark.parametrize(
+    "direct_url",
+    [
+        {"url": "file:///wheels/fake-1.0-py3-none-any.whl", "archive_info": {"hash": f"sha256={'a' * 64}",
+                                                                              "hashes": {"sha256": "a" * 64}}},
+        {"url": "https://example.org/fake-1.0.tar.gz", "archive_info": {"hashes": {"sha256": "b" * 64}}},
+        {"url": "https://example.org/fake.git", "vcs_info": {"vcs": "git", "commit_id": "c" * 40},
+         "subdirectory": "python/fake"},
+        {"url": "file:///src/fake", "dir_info": {}, "subdirectory": "sub"},
+        {"url": "file:///src/fake", "dir_info": {}},
+    ],
+    ids=["wheel-file-with-hash", "archive-hashes-only", "git-subdirectory", "directory-subdirectory", "directory"],
+)  # fmt: skip
+def test_the_snapshot_lists_a_package_from_a_url_as_pip_freeze_does(
+    tmp_path: Path, direct_url: dict, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A package installed from a URL (a wheel file, an archive, a git commit, a directory; a hash, a subdirectory)
+    is listed by the snapshot as real ``pip freeze`` lists it: the package's metadata in a folder of its own, on
+    the snapshot's ``sys.path`` and pip's ``--path``."""
+    import subprocess
+    import sys
+
+    from lander.training.snapshot import freeze
+
+    site = tmp_path / "site"
+    info = site / "fake-1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: fake\nVersion: 1.0\n")
+    (info / "direct_url.json").write_text(json.dumps(direct_url))
+    (info / "RECORD").write_text("")
+    freeze_args = [sys.executable, "-m", "pip", "freeze", "--path", str(site)]
+    pip = subprocess.run(freeze_args, cwd=tmp_path, capture_output=True, text=True, check=True).stdout.splitlines()
+    monkeypatch.syspath_prepend(str(site))
+    listed = [line for line in freeze().splitlines() if line.startswith(("fake ", "fake=="))]
+    assert len(pip) == 1 and listed == pip
+
+
 def test_a_rerun_with_the_overrides_in_another_order_numbers_its_jobs_as_before(tmp_path: Path) -> None:
     """Hydra numbers a sweep's jobs in the order of its overrides; a re-run that gives them in another order gets
     the saved order back, so that job N is the configuration in directory N. Other values are still refused."""

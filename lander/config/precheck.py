@@ -34,7 +34,7 @@ from lander.config.schema import CONF_DIR, register_configs
 from lander.config.trust import allowed_prefixes, check_trusted
 from lander.errors import ConfigError
 from lander.storage.lock import check_free
-from lander.storage.rundir import RunPaths
+from lander.storage.rundir import SWEEP_ENTRIES, RunPaths, foreign_entries
 
 NO_LOCK = nullcontext()  # a command line composes alone
 checked_commands: list[list[str]] = []  # the command lines check_command passed in this process (for the sweeper)
@@ -323,7 +323,9 @@ def check_output_dir(argv: list[str], cfg: DictConfig, multirun: bool) -> None:
     given = given_values(argv, key)
     node = OmegaConf.to_container(cfg.hydra.sweep if multirun else cfg.hydra.run, resolve=False)
     assert isinstance(node, dict)  # its dir unresolved: ${now:...} as it is
-    check_writable(given[-1] if given else str(node["dir"]), key)
+    directory = given[-1] if given else str(node["dir"])
+    check_writable(directory, key)
+    check_own_directory(directory, key, multirun)
 
 
 def given_values(argv: list[str], key: str) -> list[str]:
@@ -344,6 +346,40 @@ def check_writable(directory: str, key: str) -> None:
         raise ConfigError(
             f"{key}={directory}: {path} is not writable (permissions, or a read-only file system); "
             f"give {key}=<a directory you can write to>"
+        )
+
+
+def check_own_directory(directory: str, key: str, multirun: bool) -> None:
+    """Refuse an existing ``directory`` that holds files of its own: a run writes its files at the top of its
+    directory, and a re-run moves a failed attempt's aside (:func:`lander.sweeps.rerun.set_aside`), so neither may
+    start among a user's files (``hydra.run.dir=.`` in a project, ``~``, ``/etc``).
+
+    A run's directory may be a run's (``.hydra/config.yaml``: a re-run) or hold only what a run writes
+    (:data:`lander.storage.rundir.RUN_ENTRIES`). A sweep's may be a sweep's (``multirun.yaml``, an Optuna study, a
+    run among its folders) or hold only what a sweep writes (:data:`lander.storage.rundir.SWEEP_ENTRIES`). A
+    directory named with ``${...}`` (the default, by the time) is a new one."""
+    path = Path(directory)
+    if "${" in directory or not path.is_dir():
+        return
+    if multirun:
+        try:
+            names = [p.name for p in path.iterdir()]
+        except OSError:
+            return
+        if {"multirun.yaml", "optuna.db"} & set(names) or any(RunPaths(path / n).is_run() for n in names):
+            return
+        foreign = foreign_entries(path, SWEEP_ENTRIES)
+        what, does = "a lander sweep directory (no multirun.yaml)", "a sweep would write its jobs and its comparison"
+    else:
+        if RunPaths(path).is_run():
+            return
+        foreign = foreign_entries(path)
+        what, does = "a lander run directory (no .hydra/config.yaml)", "a run would write its files"
+    if foreign:
+        shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
+        raise ConfigError(
+            f"{key}={directory} holds files of its own ({shown}) and is not {what}: {does} among them; "
+            f"give {key}=<a new or empty directory>"
         )
 
 

@@ -56,6 +56,50 @@ UNSTARTED = {
 }
 
 
+# every entry a run writes at the top of its directory: RunPaths' files and folders, Hydra's, the lock, the trackers'
+# folders, the earlier attempts of a re-run, the service's console log (and atomic_write's temporaries)
+RUN_ENTRIES = frozenset(
+    {
+        ".hydra",
+        "run.log",
+        ".lander.storage.lock",
+        "summary.json",
+        "eval.json",
+        "model.zip",
+        "best_model.zip",
+        "learning_curve.png",
+        "video.mp4",
+        "report.html",
+        "checkpoints",
+        "environment",
+        "evaluations",
+        "metrics",
+        "reproduction.json",
+        "wandb",
+        "tensorboard",
+        "attempts",
+        "service.log",
+    }
+)
+
+
+# what a sweep writes at the top of its directory besides its jobs: Hydra's record, the comparison, earlier attempts,
+# Optuna's study and results, the service's console log
+SWEEP_ENTRIES = frozenset(
+    {"multirun.yaml", "comparison", "attempts", "optuna.db", "optimization_results.yaml", "service.log"}
+)
+
+
+def foreign_entries(root: Path, entries: frozenset[str] = RUN_ENTRIES) -> list[str]:
+    """The entries at the top of the directory ``root`` that a run does not write (not in ``entries``: a sweep's,
+    :data:`SWEEP_ENTRIES`), sorted: a user's own files. None if ``root`` is not a directory."""
+    try:
+        names = [p.name for p in Path(root).iterdir()]
+    except OSError:
+        return []
+    return sorted(n for n in names if n not in entries and not TEMPORARY.fullmatch(n))
+
+
 def remove_unstarted(root: Path) -> bool:
     """Remove the run directory ``root`` if it holds nothing but :data:`UNSTARTED` (regular files and the
     ``.hydra`` folder): a run refused by a check that could only be made once torch and its envs were loaded

@@ -26,7 +26,15 @@ from omegaconf import DictConfig, OmegaConf, read_write
 from lander.config.precheck import ADASTOP
 from lander.errors import ConfigError
 from lander.storage.lock import NAME as LOCK_NAME
-from lander.storage.rundir import RunPaths, RunSummary, Status, SweepPaths, find_checkpoints, find_run_dirs
+from lander.storage.rundir import (
+    RUN_ENTRIES,
+    RunPaths,
+    RunSummary,
+    Status,
+    SweepPaths,
+    find_checkpoints,
+    find_run_dirs,
+)
 from lander.storage.yamlfile import check_aliases
 
 log = logging.getLogger(__name__)
@@ -49,12 +57,15 @@ def plan_job(paths: RunPaths) -> Plan:
 
 
 def set_aside(paths: RunPaths) -> Path:
-    """Move an earlier attempt's files (all but ``.hydra/``, the log and earlier attempts) to ``attempts/<n>/``."""
+    """Move an earlier attempt's files (all but ``.hydra/``, the logs and earlier attempts) to ``attempts/<n>/``.
+
+    Only what a run writes is moved (:data:`lander.storage.rundir.RUN_ENTRIES`): anything else in the directory
+    (a user's notes) stays where it is."""
     attempts = paths.root / "attempts"
     target = attempts / str(len(list(attempts.glob("*"))) + 1 if attempts.is_dir() else 1)
     target.mkdir(parents=True)
     for item in paths.root.iterdir():
-        if item.name not in (".hydra", "attempts", LOCK_NAME) and item.suffix != ".log":
+        if item.name in RUN_ENTRIES - {".hydra", "attempts", LOCK_NAME} and item.suffix != ".log":
             shutil.move(str(item), str(target / item.name))
     return target
 

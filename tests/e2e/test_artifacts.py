@@ -19,6 +19,7 @@ import yaml
 from helpers import ALGO_TINY, REPO, lander_env, read_json
 from helpers.processes import run_module
 from helpers.wandb_reader import read_run
+from lander.storage.rundir import foreign_entries
 
 ALGOS = {
     "ppo": stable_baselines3.PPO,
@@ -55,6 +56,7 @@ def test_run_dir_holds_every_artifact(algo_run):
     ]:
         assert (run_dir / name).is_file(), f"{algo}: {name} missing"
     assert list((run_dir / "checkpoints").glob("model_*_steps.zip")), "no checkpoint written"
+    assert foreign_entries(run_dir) == [], "a file a run writes is not in RUN_ENTRIES: a retry would leave it behind"
     resolved = yaml.safe_load((run_dir / ".hydra/config.yaml").read_text())
     assert resolved["algo"]["name"] == algo
     versions = read_json(run_dir / "environment/versions.json")  # what makes results differ across machines

@@ -11,6 +11,7 @@ from helpers import read_json, run_lander, tiny
 from lander.algorithms.build import model_class
 from lander.envs import make_train_env
 from lander.evaluation.loading import safe_load
+from lander.storage.rundir import foreign_entries
 
 STEPS = {"mac": 600, "mac_adv": 600, "reinforce": 600, "q_learning": 1500}
 ENV_TINY = {  # short episodes where a real one is long, so a tiny budget still ends several
@@ -73,6 +74,7 @@ def test_tiny_run_leaves_the_complete_record(tmp_path, algo, env):
         "environment/pip_freeze.txt",
     ]:
         assert (run_dir / name).is_file(), f"{algo} on {env}: {name} missing"
+    assert foreign_entries(run_dir) == [], f"{algo}: a file a run writes is not in RUN_ENTRIES"
     summary = read_json(run_dir / "summary.json")
     assert summary["status"] == "completed" and summary["timesteps"] >= summary["total_timesteps"]
     assert read_json(run_dir / "eval.json")["n"] == 3

@@ -207,6 +207,35 @@ def test_an_out_of_range_value_is_refused_before_any_directory_exists(tmp_path, 
     assert not run_dir.exists()
 
 
+def test_a_folder_of_other_files_is_refused_as_a_run_or_sweep_directory_and_left_as_it_was(tmp_path):
+    """``hydra.run.dir=/etc``, found by hand: the first command wrote a run among /etc's files and failed on its
+    ``environment`` file; the same command again took that for a failed attempt and moved all of /etc into
+    ``/etc/attempts/1/``. A folder of other files shaped like it (a file named ``environment``, a folder, a dotfile)
+    is refused as ``hydra.run.dir`` and as ``hydra.sweep.dir``, twice in a row: one line, exit 2, the folder exactly
+    as it was."""
+    folder = tmp_path / "etc"
+    (folder / "ssh").mkdir(parents=True)
+    (folder / "ssh" / "ssh_config").write_text("Host *\n")
+    (folder / "environment").write_text("")
+    (folder / "passwd").write_text("root:x:0:0:root:/root:/bin/bash\n")
+    (folder / ".pwd.lock").write_text("")
+    listing, before = sorted(folder.rglob("*")), snapshot(folder)
+    commands = {  # what each names: a file named environment is one a run writes (a folder, there), not a sweep
+        "hydra.run.dir": ([*RUN, f"hydra.run.dir={folder}"], ".pwd.lock, passwd, ssh"),
+        "hydra.sweep.dir": (
+            ["--multirun", *RUN, "seed=0,1", f"hydra.sweep.dir={folder}"],
+            ".pwd.lock, environment, passwd and 1 more",
+        ),
+    }
+    for _ in range(2):
+        for key, (command, named) in commands.items():
+            proc = lander(*command, timeout=120)
+            assert proc.returncode == 2, proc.stderr[-3000:]
+            assert f"{key}={folder} holds files of its own ({named}) and is not a lander" in proc.stderr
+            assert "Traceback" not in proc.stderr
+            assert sorted(folder.rglob("*")) == listing and snapshot(folder) == before
+
+
 def test_a_bad_sweep_value_or_launcher_setting_is_refused_before_the_sweep_starts(tmp_path):
     for args, key in ((["seed=0,-1"], "seed"), (["seed=0,1", "hydra.launcher.n_jobs=0"], "hydra.launcher.n_jobs")):
         proc = lander("--multirun", *args, f"hydra.sweep.dir={tmp_path / 'sweep'}", timeout=120)

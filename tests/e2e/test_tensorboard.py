@@ -12,6 +12,7 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 
 from helpers import lander, lander_env, run_lander, tiny
 from helpers.wandb_reader import read_runs
+from lander.storage.rundir import foreign_entries
 
 RUN = [*tiny("ppo", 3072, eval_every=512, episodes=2, checkpoints=512, video=False, logger="wandb_tensorboard"),
        "log_grad_norm=true"]  # fmt: skip
@@ -31,6 +32,7 @@ def test_a_killed_and_resumed_run_has_one_continuous_curve_with_the_csv_values(t
     assert killed.returncode == -signal.SIGKILL
     resumed = lander(f"resume={run_dir}", timeout=300)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert foreign_entries(run_dir) == []  # tensorboard/ is one of RUN_ENTRIES: a retry sets it aside with the rest
     events = scalars(run_dir)
     evals = pd.read_csv(run_dir / "metrics/eval.csv")
     logged = events.Scalars("eval/mean")

@@ -263,6 +263,48 @@ def test_bad_input_is_refused_before_anything_is_made(tmp_path, monkeypatch, ove
     assert not run_dir.exists()
 
 
+def test_a_run_or_sweep_directory_that_exists_is_a_run_a_sweep_or_empty_never_a_folder_of_other_files(
+    tmp_path, monkeypatch
+):
+    """``check_command`` refuses a ``hydra.run.dir`` / ``hydra.sweep.dir`` that holds files of its own (``.`` in a
+    project too), and takes a new or empty one, one holding only the service's log (the service makes it before it
+    starts the run), a run's (a re-run, a user's notes beside it) and a sweep's."""
+    from lander.config.precheck import check_command
+
+    monkeypatch.setenv("HOME", str(tmp_path))  # no W&B key from ~/.netrc
+    monkeypatch.setenv("NETRC", str(tmp_path / "no-netrc"))
+    monkeypatch.delenv("WANDB_API_KEY", raising=False)
+    project = tmp_path / "project"
+    (project / "src").mkdir(parents=True)
+    (project / "notes.md").write_text("mine\n")
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "started-by-the-service").mkdir()
+    (tmp_path / "started-by-the-service" / "service.log").write_text("")
+    for command, key in ((["total_timesteps=64"], "hydra.run.dir"), (["-m", "seed=0,1"], "hydra.sweep.dir")):
+        for given in (str(project), "."):
+            monkeypatch.chdir(project)
+            refused = rf"^{key}={re.escape(given)} holds files of its own \(notes.md, src\)"
+            with pytest.raises(ConfigError, match=refused):
+                check_command([*command, f"{key}={given}"])
+        monkeypatch.chdir(tmp_path)
+        for name in ("empty", "started-by-the-service"):
+            check_command([*command, f"{key}={tmp_path / name}"])
+    run = tmp_path / "run"
+    (run / ".hydra").mkdir(parents=True)
+    (run / ".hydra" / "config.yaml").write_text("seed: 0\n")
+    (run / "notes.md").write_text("mine\n")
+    check_command(["total_timesteps=64", f"hydra.run.dir={run}"])
+    for mark in ("multirun.yaml", "optuna.db", "0/.hydra/config.yaml"):
+        sweep = tmp_path / mark.replace("/", "_")
+        (sweep / mark).parent.mkdir(parents=True)
+        (sweep / mark).write_text("")
+        (sweep / "notes.md").write_text("mine\n")
+        check_command(["-m", "seed=0,1", f"hydra.sweep.dir={sweep}"])
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        ["project", "empty", "started-by-the-service", "run", "multirun.yaml", "optuna.db", "0_.hydra_config.yaml"]
+    )  # nothing made
+
+
 EXITS = [  # one of each kind: lander's value check, Hydra's own error, the W&B key, a key unknown, the memory estimate
     (["gamma=1.5"], "gamma=1.5 is not allowed"),
     (["algo=ppp"], "Could not find 'algo/ppp'; Available options in 'algo': a2c, dqn"),

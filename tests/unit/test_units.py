@@ -136,6 +136,19 @@ def test_a_retried_job_keeps_its_earlier_attempts(tmp_path: Path) -> None:
     assert set_aside(paths).name == "2" and (paths.root / "attempts" / "1" / "summary.json").is_file()
 
 
+def test_a_retried_job_moves_only_what_a_run_wrote(tmp_path: Path) -> None:
+    """A user's own files in a failed run's directory (notes, a folder) stay where they are when the attempt is set
+    aside: only what a run writes moves (``RUN_ENTRIES``)."""
+    paths = _job(tmp_path, "failed", checkpoint=True)
+    (paths.root / "notes.md").write_text("mine\n")
+    (paths.root / "analysis").mkdir()
+    (paths.root / "analysis" / "plot.py").write_text("print(1)\n")
+    first = set_aside(paths)
+    assert sorted(os.listdir(paths.root)) == [".hydra", "analysis", "attempts", "notes.md"]
+    assert sorted(os.listdir(first)) == ["checkpoints", "summary.json"]
+    assert (paths.root / "notes.md").read_text() == "mine\n" and (paths.root / "analysis" / "plot.py").is_file()
+
+
 def test_every_default_is_written_once_in_the_yaml() -> None:
     """Run-level schema fields hold no default (``MISSING``): the YAML is the one place, and it sets them all."""
     from dataclasses import MISSING as NO_DEFAULT

@@ -20,6 +20,7 @@ from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 
+import yaml
 from hydra import compose, initialize_config_dir
 from hydra._internal.config_loader_impl import ConfigLoaderImpl
 from hydra.core.override_parser.overrides_parser import OverridesParser
@@ -35,6 +36,7 @@ from lander.config.trust import allowed_prefixes, check_trusted
 from lander.errors import ConfigError
 from lander.storage.lock import check_free
 from lander.storage.rundir import SWEEP_ENTRIES, RunPaths, foreign_entries
+from lander.storage.yamlfile import safe_yaml
 
 NO_LOCK = nullcontext()  # a command line composes alone
 checked_commands: list[list[str]] = []  # the command lines check_command passed in this process (for the sweeper)
@@ -326,6 +328,8 @@ def check_output_dir(argv: list[str], cfg: DictConfig, multirun: bool) -> None:
     directory = given[-1] if given else str(node["dir"])
     check_writable(directory, key)
     check_own_directory(directory, key, multirun)
+    if not multirun and RunPaths(directory).is_run() and "${" not in directory:
+        check_same_run(RunPaths(directory), [a for a in without_flags(argv) if not is_hydra_override(a)], key)
 
 
 def given_values(argv: list[str], key: str) -> list[str]:
@@ -380,6 +384,40 @@ def check_own_directory(directory: str, key: str, multirun: bool) -> None:
         raise ConfigError(
             f"{key}={directory} holds files of its own ({shown}) and is not {what}: {does} among them; "
             f"give {key}=<a new or empty directory>"
+        )
+
+
+def same_overrides(before: object, now: object) -> bool:
+    """The same overrides in another order (each key given once, so that the order changes nothing but the
+    numbering of the jobs)."""
+    if not isinstance(before, list) or not isinstance(now, list) or sorted(map(str, before)) != sorted(map(str, now)):
+        return False
+    keys = [str(o).split("=", 1)[0] for o in now]
+    return len(set(keys)) == len(keys)
+
+
+def is_hydra_override(override: str) -> bool:
+    """An override of Hydra's own config (``hydra.run.dir=...``, ``hydra/launcher=...``), which Hydra does not
+    save among a run's overrides (``.hydra/overrides.yaml``)."""
+    key = override.split("=", 1)[0].lstrip("+~")
+    return key == "hydra" or key.startswith(("hydra.", "hydra/"))
+
+
+def check_same_run(paths: RunPaths, overrides: list[str], key: str) -> None:
+    """A command whose ``hydra.run.dir`` is a run's directory continues that run (skipped if it completed, resumed
+    or started again: :func:`lander.sweeps.rerun.continue_job`), so it must be that run's command: its overrides
+    (``.hydra/overrides.yaml``), in any order. Another command is refused before Hydra writes its config over the
+    run's."""
+    try:
+        before = safe_yaml(paths.overrides.read_text(), str(paths.overrides))
+    except (OSError, yaml.YAMLError, ValueError):
+        before = None
+    if not same_overrides(before, overrides):
+        saved = " ".join(map(str, before)) if isinstance(before, list) else f"{paths.overrides.name} unreadable"
+        now = " ".join(overrides) or "none"
+        raise ConfigError(
+            f"{key}={paths.root} holds a run of other overrides ({saved or 'none'}; now: {now}): the same command "
+            f"continues it, resume={paths.root} trains it further; give another {key} for this one"
         )
 
 

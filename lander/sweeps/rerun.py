@@ -23,7 +23,7 @@ from typing import Literal
 
 from omegaconf import DictConfig, OmegaConf, read_write
 
-from lander.config.precheck import ADASTOP
+from lander.config.precheck import ADASTOP, same_overrides
 from lander.errors import ConfigError
 from lander.storage.lock import NAME as LOCK_NAME
 from lander.storage.rundir import (
@@ -128,15 +128,6 @@ def check_same_sweep(config: DictConfig) -> None:
                 f"{before} there, {now} now. Re-run it with the same command to complete it, "
                 "or give a new hydra.sweep.dir"
             )
-
-
-def same_overrides(before: object, now: object) -> bool:
-    """The same overrides in another order (each key given once, so that the order changes nothing but the
-    numbering of the jobs)."""
-    if not isinstance(before, list) or not isinstance(now, list) or sorted(map(str, before)) != sorted(map(str, now)):
-        return False
-    keys = [str(o).split("=", 1)[0] for o in now]
-    return len(set(keys)) == len(keys)
 
 
 def continue_study(config: DictConfig) -> None:

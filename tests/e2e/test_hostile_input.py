@@ -236,6 +236,27 @@ def test_a_folder_of_other_files_is_refused_as_a_run_or_sweep_directory_and_left
             assert sorted(folder.rglob("*")) == listing and snapshot(folder) == before
 
 
+def test_another_command_into_a_runs_directory_is_refused_and_the_run_keeps_its_config(finished_run, tmp_path):
+    """``hydra.run.dir=<a completed run>`` with other overrides: before, the run was "already completed, skipped"
+    (exit 0) after Hydra had written the new command's config over the run's, so the run's record named a
+    configuration it never trained. Now it is refused in one line, exit 2, every file as it was; the run's own
+    command (its overrides in another order) still finds it completed."""
+    run = tmp_path / "run"
+    shutil.copytree(finished_run, run)
+    before = snapshot(run)
+    proc = lander(*RUN, "seed=7", f"hydra.run.dir={run}", timeout=120)
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    assert f"hydra.run.dir={run} holds a run of other overrides (" in proc.stderr and "now: " in proc.stderr
+    assert "Traceback" not in proc.stderr and snapshot(run) == before
+    proc = lander(*reversed(RUN), f"hydra.run.dir={run}", timeout=120)
+    assert proc.returncode == 0 and "already completed, skipped" in proc.stdout + proc.stderr, proc.stderr[-3000:]
+    for name in (".hydra/config.yaml", "summary.json", "model.zip"):
+        assert (run / name).read_bytes() == before[name], name
+    assert sorted((run / ".hydra/overrides.yaml").read_text().splitlines()) == sorted(
+        before[".hydra/overrides.yaml"].decode().splitlines()
+    )  # Hydra writes them in the order given
+
+
 def test_a_bad_sweep_value_or_launcher_setting_is_refused_before_the_sweep_starts(tmp_path):
     for args, key in ((["seed=0,-1"], "seed"), (["seed=0,1", "hydra.launcher.n_jobs=0"], "hydra.launcher.n_jobs")):
         proc = lander("--multirun", *args, f"hydra.sweep.dir={tmp_path / 'sweep'}", timeout=120)

@@ -305,6 +305,29 @@ def test_a_run_or_sweep_directory_that_exists_is_a_run_a_sweep_or_empty_never_a_
     )  # nothing made
 
 
+def test_a_command_into_a_runs_directory_must_be_that_runs_command(tmp_path, monkeypatch):
+    """``hydra.run.dir=<a run>`` continues that run, so ``check_command`` takes its overrides in any order (Hydra's
+    own, ``hydra.*`` and ``hydra/...``, are not a run's) and refuses any other command, or a run whose overrides
+    file cannot be read, before Hydra writes its config there."""
+    from lander.config.precheck import check_command
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("NETRC", str(tmp_path / "no-netrc"))
+    monkeypatch.delenv("WANDB_API_KEY", raising=False)
+    run = tmp_path / "run"
+    (run / ".hydra").mkdir(parents=True)
+    (run / ".hydra" / "config.yaml").write_text("seed: 1\n")
+    (run / ".hydra" / "overrides.yaml").write_text("- seed=1\n- algo=a2c\n")
+    check_command(["algo=a2c", "seed=1", f"hydra.run.dir={run}", "hydra/launcher=basic"])
+    for other, saved in ((["seed=1"], "seed=1 algo=a2c"), (["algo=a2c", "seed=2"], "seed=1 algo=a2c")):
+        with pytest.raises(ConfigError, match=rf"holds a run of other overrides \({saved}; now: {' '.join(other)}\)"):
+            check_command([*other, f"hydra.run.dir={run}"])
+    (run / ".hydra" / "overrides.yaml").write_text("a: &a [*a]\n")
+    with pytest.raises(ConfigError, match=r"\(overrides.yaml unreadable; now: seed=1 algo=a2c\)"):
+        check_command(["seed=1", "algo=a2c", f"hydra.run.dir={run}"])
+    assert sorted(p.name for p in run.rglob("*")) == [".hydra", "config.yaml", "overrides.yaml"]
+
+
 EXITS = [  # one of each kind: lander's value check, Hydra's own error, the W&B key, a key unknown, the memory estimate
     (["gamma=1.5"], "gamma=1.5 is not allowed"),
     (["algo=ppp"], "Could not find 'algo/ppp'; Available options in 'algo': a2c, dqn"),

@@ -31,17 +31,18 @@ def did_you_mean(key: str, known: list[str]) -> str:
 def check_override_keys(overrides: list[str]) -> None:
     """Reject an unknown key in command-line overrides, naming the closest keys and listing those that exist.
 
-    Hydra rejects it too, but without naming the allowed keys; this runs before Hydra composes.
-    Keys with ``+``/``~``/``++``, Hydra's own (``hydra.*``, ``--flags``) and ``algo.*`` are left to Hydra
-    and :func:`check_model_keys`.
+    Hydra rejects it too, but without naming the allowed keys; this runs before Hydra composes. A key added with
+    ``+``/``++`` must be added to a node lander has (``+env.kwargs.x``, ``+callbacks.x``, ``+logger.x``): a new
+    top-level key (``+seeed=3``) is read by nothing, so it is refused too. Keys with ``~``, Hydra's own
+    (``hydra.*``, ``--flags``) and ``algo.*`` are left to Hydra and :func:`check_model_keys`.
     """
     schema = LanderConfig()
     top = sorted(LanderConfig.__dataclass_fields__)
     groups = {p.name for p in CONF_DIR.iterdir() if p.is_dir()}  # experiment=, hparams_search=, ...
     for override in overrides:
-        if override.startswith(("+", "~", "-")) or "=" not in override:
+        if override.startswith(("~", "-")) or "=" not in override:
             continue
-        key, value = override.split("=", 1)
+        key, value = override.lstrip("+").split("=", 1)
         parts = key.split(".")
         if parts[0] in ("hydra", "algo") or "/" in key or key in groups:  # Hydra's, free-form algo.model, groups
             continue
@@ -50,6 +51,8 @@ def check_override_keys(overrides: list[str]) -> None:
                 f"unknown key {key!r} in override {override!r}.{did_you_mean(parts[0], top + sorted(groups))} "
                 f"Top-level keys are {', '.join(top)}{model_hint(key, value, overrides)}"
             )
+        if override.startswith("+"):  # a key added inside a node lander has: Hydra's and the checks' to judge
+            continue
         if parts[0] == "logger":
             check_tracker_override(key, override, parts[1:])
             continue

@@ -116,6 +116,8 @@ def test_wrong_type_is_rejected_by_the_schema():
 GET_CLASS, ELU = "hydra.utils.get_class", "torch.nn.ELU"
 BAD_INPUT = [
     (["gamma=1.5"], "gamma=1.5 is not allowed: gamma must be null or in (0, 1]"),
+    (["+seeed=3"], "unknown key 'seeed' in override '+seeed=3'. Did you mean 'seed'?"),  # added, read by nothing
+    (["++total_timestep=3000"], "Did you mean 'total_timesteps'?"),
     (["gamma=0"], "gamma=0.0 is not allowed"),
     (["total_timesteps=0"], "total_timesteps=0 is not allowed"),
     (["total_timesteps=-5"], "total_timesteps=-5 is not allowed"),
@@ -292,6 +294,7 @@ def test_a_run_or_sweep_directory_that_exists_is_a_run_a_sweep_or_empty_never_a_
     run = tmp_path / "run"
     (run / ".hydra").mkdir(parents=True)
     (run / ".hydra" / "config.yaml").write_text("seed: 0\n")
+    (run / ".hydra" / "overrides.yaml").write_text("- total_timesteps=64\n")  # this command's run
     (run / "notes.md").write_text("mine\n")
     check_command(["total_timesteps=64", f"hydra.run.dir={run}"])
     for mark in ("multirun.yaml", "optuna.db", "0/.hydra/config.yaml"):

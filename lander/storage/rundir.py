@@ -92,7 +92,7 @@ SWEEP_ENTRIES = frozenset(
 
 def foreign_entries(root: Path, entries: frozenset[str] = RUN_ENTRIES) -> list[str]:
     """The entries at the top of the directory ``root`` that a run does not write (not in ``entries``: a sweep's,
-    :data:`SWEEP_ENTRIES`), sorted: a user's own files. None if ``root`` is not a directory."""
+    :data:`SWEEP_ENTRIES`), sorted: a user's own files. Empty if ``root`` is not a directory."""
     try:
         names = [p.name for p in Path(root).iterdir()]
     except OSError:

@@ -16,6 +16,7 @@ import hydra
 from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig, OmegaConf
 
+from lander.config.checks import EPISODE_BYTES, MEMORY_SHARE, available_memory
 from lander.config.keys import did_you_mean
 from lander.config.precheck import hydra_message
 from lander.config.schema import CONF_DIR, EvaluateConfig, register_configs
@@ -27,12 +28,22 @@ NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*")  # name=: a file name under <
 
 
 def check(cfg: DictConfig) -> None:
-    """The values a type cannot check: required ``run``, counts >= 1, ``name`` a file name, runs to evaluate."""
+    """The values a type cannot check: required ``run``, counts >= 1 (the episodes' records within memory), ``seed``
+    null or >= 0, ``name`` a file name, runs to evaluate."""
     if OmegaConf.is_missing(cfg, "run"):
         raise ConfigError("run=<run dir or sweep dir> is required")
     for key in ("n_episodes", "n_envs"):
         if cfg[key] < 1:
             raise ConfigError(f"{key}={cfg[key]}: must be an integer >= 1")
+    available, where = available_memory()
+    if cfg.n_episodes * EPISODE_BYTES > MEMORY_SHARE * available:
+        raise ConfigError(
+            f"n_episodes={cfg.n_episodes}: their records need about {cfg.n_episodes * EPISODE_BYTES / 1e9:,.1f} GB "
+            f"of memory and {where} {available / 1e9:,.1f} GB available: at most "
+            f"{int(MEMORY_SHARE * available / EPISODE_BYTES):,} episodes"
+        )
+    if cfg.seed is not None and cfg.seed < 0:
+        raise ConfigError(f"seed={cfg.seed}: must be null (the run's eval.seed) or an integer >= 0")
     if cfg.name is not None and not NAME.fullmatch(cfg.name):
         raise ConfigError(
             f"name={cfg.name!r}: a file name of letters, digits and _ . + - (written as "

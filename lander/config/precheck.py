@@ -14,7 +14,9 @@ import itertools
 import math
 import os
 import re
+import shutil
 import socket
+from collections import Counter
 from collections.abc import Sequence
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
@@ -86,9 +88,11 @@ def job_overrides(overrides: list[str], multirun: bool) -> list[list[str]]:
             return [str(override.input_line)]
         check_range(override)
         try:
-            return [f"{override.get_key_element()}={v}" for v in override.sweep_string_iterator()]
+            found = list(override.sweep_string_iterator())
         except HydraException:  # interval() or glob(): the sweeper draws or lists the values, checked as it runs
             return []
+        check_repeats(str(override.input_line), found)
+        return [f"{override.get_key_element()}={v}" for v in found]
 
     parsed = OverridesParser.create().parse_overrides(overrides)
     choices = [found for found in map(values, parsed) if found]
@@ -96,6 +100,17 @@ def job_overrides(overrides: list[str], multirun: bool) -> list[list[str]]:
     if len(jobs) > MAX_JOBS_CHECKED:
         return [[c[min(i, len(c) - 1)] for c in choices] for i in range(max(map(len, choices)))]
     return [list(job) for job in jobs]
+
+
+def check_repeats(line: str, values: list[str]) -> None:
+    """A swept key lists each value once: Hydra would run the same job twice (training it twice over, in two
+    directories), and the comparison counts a configuration and seed once."""
+    repeated = [value for value, count in Counter(values).items() if count > 1]
+    if repeated:
+        raise ConfigError(
+            f"{line}: {', '.join(repeated[:5])} given more than once; a sweep runs each value once "
+            "(lander.reproduce trains a run again to check that it reproduces)"
+        )
 
 
 def check_booleans(cfg: DictConfig, overrides: list[str]) -> None:
@@ -437,6 +452,17 @@ FLAGS_WITH_VALUES = (
 
 
 PRINT_ONLY = ("--cfg", "-c", "--info", "-i", "--help", "-h", "--hydra-help")
+MODES = (("--run", "-r"), ("--multirun", "-m"), ("--cfg", "-c"), ("--info", "-i"), ("--shell-completion", "-sc"))
+
+
+def check_modes(argv: list[str]) -> None:
+    """One of Hydra's modes at most (Hydra fails on two with a traceback): ``--multirun --cfg job`` is refused."""
+    given = [mode[0] for mode in MODES if set(mode) & set(argv)]
+    if len(given) > 1:
+        raise ConfigError(
+            f"{' and '.join(given)}: only one of --run, --multirun, --cfg, --info and --shell-completion can be given "
+            "(--cfg and --info print a config and run nothing)"
+        )
 
 
 def without_flags(argv: list[str]) -> list[str]:
@@ -458,7 +484,14 @@ def single_values(overrides: list[str]) -> list[str]:
 
 def check_launcher(argv: list[str]) -> None:
     """``hydra.launcher.n_jobs`` must be a non-zero integer (-1 = one job per core); ``hydra/launcher=ray`` needs
-    Ray installed and, with ``hydra.launcher.ray.init.address``, a cluster that answers there."""
+    Ray installed and, with ``hydra.launcher.ray.init.address``, a cluster that answers there;
+    ``hydra/launcher=submitit_slurm`` needs SLURM's ``srun`` (submitit fails on it after writing the sweep's
+    ``multirun.yaml``)."""
+    if "hydra/launcher=submitit_slurm" in argv and shutil.which("srun") is None:
+        raise ConfigError(
+            "hydra/launcher=submitit_slurm needs SLURM and this machine has none (no srun on PATH): run the command "
+            "on the cluster's login node, or here with lander's launcher (the default) or hydra/launcher=joblib"
+        )
     if "hydra/launcher=ray" in argv:
         check_ray([a.split("=", 1)[1] for a in argv if a.startswith("hydra.launcher.ray.init.address=")][-1:])
     for arg in argv:
@@ -521,6 +554,7 @@ def check_command(
         allowed = allowed_prefixes()
     argv = [a[1:] if a.startswith(("+experiment=", "+hparams_search=")) else a for a in argv]
     check_override_keys(argv)
+    check_modes(argv)
     if any(a.startswith("resume=") for a in argv):
         return resume_arguments(argv)
     if set(argv) & set(PRINT_ONLY):  # Hydra prints the config or its help and runs nothing

@@ -387,13 +387,14 @@ except ConfigError as exc:
 """
 
 
-@pytest.mark.parametrize("override", ["eval.n_envs=20000", "n_envs=30000"])
-def test_envs_are_counted_against_the_processs_own_address_space_limit(tmp_path, override):
+@pytest.mark.parametrize("overrides", ["eval.n_envs=20000 eval.episodes=20000", "n_envs=30000"])
+def test_envs_are_counted_against_the_processs_own_address_space_limit(tmp_path, overrides):
     """Under ``ulimit -v`` (4 GB here) the estimate used the machine's free memory and left out the evaluation
-    envs: ``n_envs=30000`` or ``eval.n_envs=20000`` passed, then died in ``std::bad_alloc`` in a directory."""
+    envs: ``n_envs=30000`` or 20,000 evaluation envs passed, then died in ``std::bad_alloc`` in a directory. (An
+    evaluation makes one env an episode at most: ``eval.n_envs=20000`` alone, with 20 episodes, makes 20.)"""
     run_dir = tmp_path / "run"
-    said = subprocess.run([sys.executable, "-c", LIMITED, override, "total_timesteps=512", f"hydra.run.dir={run_dir}"],
-                          capture_output=True, text=True, timeout=120).stdout  # fmt: skip
+    argv = [*overrides.split(), "total_timesteps=512", f"hydra.run.dir={run_dir}"]
+    said = subprocess.run([sys.executable, "-c", LIMITED, *argv], capture_output=True, text=True, timeout=120).stdout
     assert "address-space limit (ulimit -v) leaves" in said, said
     assert not run_dir.exists()
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 
 import pytest
 from hydra.errors import ConfigCompositionException
@@ -172,7 +173,8 @@ BAD_INPUT = [
     ),
     (["algo=dqn", "algo.model.buffer_size=10000000000000"], "this run needs about 840,000.0 GB of memory (replay"),
     (["algo.model.n_steps=1000000000000"], "needs about 2,048,000.0 GB of memory (rollout buffer 2,048,000.0 GB"),
-    (["n_envs=10000000"], "(training envs 1,100.0 GB, rollout buffer 1,310.7 GB: from n_envs, eval.n_envs, algo.model"),
+    (["n_envs=10000000"], "(training envs 1,100.0 GB, rollout buffer 1,310.7 GB: from n_envs, eval.n_envs, eval."),
+    (["eval.episodes=100000000000"], "needs about 120,000.0 GB of memory (evaluation episodes 120,000.0 GB: from"),
     (["logger.mode=online"], "unknown key 'logger.mode' in override 'logger.mode=online': logger holds one node per"),
     (["logger.mode=online"], "Did you mean 'logger.wandb.mode'"),
     (["logger.tensorboard=true"], "trackers are chosen with the logger group (logger=none, logger=tensorboard, "),
@@ -225,6 +227,16 @@ BAD_INPUT = [
         ["--multirun", "seed=0,1", "hydra/launcher=ray", "hydra.launcher.ray.init.address=ray://127.0.0.1:1"],
         "hydra.launcher.ray.init.address=ray://127.0.0.1:1: no Ray cluster answers there",
     ),
+    pytest.param(  # submitit failed on it with a traceback, after writing the sweep's multirun.yaml
+        ["--multirun", "seed=0,1", "hydra/launcher=submitit_slurm"],
+        "hydra/launcher=submitit_slurm needs SLURM and this machine has none (no srun on PATH)",
+        marks=pytest.mark.skipif(shutil.which("srun") is not None, reason="SLURM is here"),
+    ),
+    # the same job twice: trained twice, counted once by the comparison
+    (["--multirun", "seed=0,1,0"], "seed=0,1,0: 0 given more than once; a sweep runs each value once"),
+    (["--multirun", "algo=ppo,a2c,ppo", "seed=0,1"], "algo=ppo,a2c,ppo: ppo given more than once"),
+    (["--multirun", "gamma=0.99,0.990"], "gamma=0.99,0.990: 0.99 given more than once"),
+    (["--multirun", "seed=0,1", "--cfg", "job"], "--multirun and --cfg: only one of --run, --multirun, --cfg,"),
 ]
 
 
@@ -247,9 +259,12 @@ OUT_OF_RANGE = [  # each ran before, then crashed late or trained nonsense silen
 ]
 
 
-@pytest.mark.parametrize(
-    "overrides,message", BAD_INPUT + OUT_OF_RANGE, ids=[" ".join(o) for o, _ in BAD_INPUT + OUT_OF_RANGE]
-)
+def case_id(case: object) -> str:
+    overrides = case.values[0] if hasattr(case, "values") else case[0]  # type: ignore[index]
+    return " ".join(overrides)
+
+
+@pytest.mark.parametrize("overrides,message", BAD_INPUT + OUT_OF_RANGE, ids=map(case_id, BAD_INPUT + OUT_OF_RANGE))
 def test_bad_input_is_refused_before_anything_is_made(tmp_path, monkeypatch, overrides, message):
     """What ``python -m lander.run`` checks before Hydra makes a directory (:func:`check_command`), in-process;
     the exit path itself (one line, exit 2, nothing written) is the next test's, for each kind of error."""
@@ -337,7 +352,7 @@ EXITS = [  # one of each kind: lander's value check, Hydra's own error, the W&B 
     (["gamma=abc"], "Value 'abc' of type 'str' could not be converted to Float"),
     (["logger.wandb.mode=online"], "logger.wandb.mode=online needs a W&B API key"),
     (["total_timestep=3000"], "Did you mean 'total_timesteps'?"),
-    (["n_envs=10000000"], "(training envs 1,100.0 GB, rollout buffer 1,310.7 GB: from n_envs, eval.n_envs, algo.model"),
+    (["n_envs=10000000"], "(training envs 1,100.0 GB, rollout buffer 1,310.7 GB: from n_envs, eval.n_envs, eval."),
 ]
 
 
@@ -433,3 +448,34 @@ def test_an_output_directory_that_cannot_be_made_exits_2_before_anything(tmp_pat
         locked.mkdir(mode=0o555)
         proc = lander("total_timesteps=64", f"hydra.run.dir={locked}/run", cwd=tmp_path, timeout=120)
         assert proc.returncode == 2 and f"{locked} is not writable" in proc.stderr
+
+
+EVALUATE_REFUSED = [  # each went on before: a traceback, or memory until the OOM killer
+    (["seed=-1"], "seed=-1: must be null (the run's eval.seed) or an integer >= 0"),
+    (["n_episodes=100000000000"], "n_episodes=100000000000: their records need about 120,000.0 GB of memory and"),
+]
+
+
+@pytest.mark.parametrize("argv,message", EVALUATE_REFUSED, ids=[" ".join(a) for a, _ in EVALUATE_REFUSED])
+def test_evaluate_refuses_a_value_that_would_fail_later(tmp_path, argv, message):
+    """``python -m lander.evaluate``'s check (:func:`lander.evaluate.check_command`), in-process: refused before a
+    model is loaded; the same command with an allowed value passes."""
+    from lander.evaluate import check_command as check_evaluate
+
+    (tmp_path / ".hydra").mkdir()
+    (tmp_path / ".hydra" / "config.yaml").write_text("seed: 0\n")
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        check_evaluate([f"run={tmp_path}", *argv])
+    key = argv[0].split("=", 1)[0]
+    allowed = {"seed": "seed=0", "n_episodes": "n_episodes=100000"}
+    check_evaluate([f"run={tmp_path}", allowed[key]])
+
+
+def test_the_memory_estimate_counts_the_evaluation_envs_that_are_made(tmp_path):
+    """An evaluation makes ``min(eval.n_envs, eval.episodes)`` envs: a large ``eval.n_envs`` alone is no reason to
+    refuse a run, and many episodes on many envs are."""
+    from lander.config.precheck import check_command
+
+    check_command(["eval.n_envs=100000000", f"hydra.run.dir={tmp_path / 'run'}"])  # 20 episodes: 20 envs
+    with pytest.raises(ConfigError, match=re.escape("(evaluation envs 11,000.0 GB, evaluation episodes 120.0 GB")):
+        check_command(["eval.n_envs=100000000", "eval.episodes=100000000", f"hydra.run.dir={tmp_path / 'run'}"])

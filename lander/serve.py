@@ -15,6 +15,7 @@ import argparse
 import logging
 import os
 import secrets
+import socket
 import sys
 from pathlib import Path
 
@@ -77,6 +78,25 @@ def without_working_directory() -> None:
         del sys.path[0]
 
 
+def bind(host: str, port: int) -> socket.socket:
+    """The service's socket, bound as uvicorn binds it (``SO_REUSEADDR``; IPv6 for an address with ':').
+
+    Bound before the dashboard's URL, token and all, is printed: a port another process holds is refused here, so
+    the URL never names that process's server (opening it would hand it the token).
+
+    :raise OSError: the address cannot be bound (in use, not this machine's, a port below 1024 without the right)
+    """
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+    except OSError:
+        sock.close()
+        raise
+    sock.set_inheritable(True)
+    return sock
+
+
 def main(argv: list[str] | None = None) -> int:
     without_working_directory()  # before anything imports Hydra or a config's module
     args = parser().parse_args(argv)
@@ -91,6 +111,8 @@ def main(argv: list[str] | None = None) -> int:
         parser().error(f"--no-token: only on 127.0.0.1 (--host {args.host} is reachable from other machines)")
     if args.max_running < 1 or args.max_jobs < 1:
         parser().error("--max-running and --max-jobs: at least 1")
+    if not 1 <= args.port <= 65535:
+        parser().error(f"--port {args.port}: a port number from 1 to 65535")
     token = None if args.no_token else args.token or secrets.token_urlsafe(32)
     # after the arguments are checked, and after the working directory left sys.path (above): nothing a folder
     # holds is imported in the service's process
@@ -101,6 +123,10 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     hosts = [*args.allow_host, *([] if args.host in ("0.0.0.0", "::") else [args.host])]
     app = create_app(args.root, token, args.port, hosts, args.max_running, args.max_jobs, args.allow_target)
+    try:
+        sock = bind(args.host, args.port)
+    except OSError as exc:
+        parser().error(f"--host {args.host} --port {args.port}: cannot listen there ({exc.strerror or exc})")
     shown = f"[{args.host}]" if ":" in args.host else args.host
     url = f"http://{shown}:{args.port}/" + (f"?token={token}" if token else "")
     log.info("lander service for %s; open the dashboard at:\n    %s", args.root.resolve(), url)
@@ -109,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
             "bound to every address: give each name or address clients use with --allow-host (e.g. "
             "--allow-host myserver.lab); other Host headers are refused"
         )
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])
     return 0
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import http.server
 import json
 import os
+import socket
 import subprocess
 import sys
 import threading
@@ -489,3 +490,32 @@ def test_no_token_needs_an_acknowledgement_and_this_machine(tmp_path):
         response = svc.post("/api/runs", json={"overrides": ["seed=x"]}, headers={"Origin": "http://127.0.0.2:80"})
         assert response.status_code == 403  # and so does the Origin check
     assert not (tmp_path / ".lander-service").exists()
+
+
+def test_a_port_another_process_holds_is_refused_before_the_url_is_printed(tmp_path):
+    """The URL carries the token: printed for a port another process listens on (before the service bound it, as
+    it was), opening it hands that process the token. Now the port is bound first, and a port out of range or held
+    is one line, exit 2."""
+
+    def serve(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-m", "lander.serve", "--root", str(tmp_path), *args],
+            cwd=REPO,
+            env=lander_env(),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+
+    with socket.socket() as other:  # another process's server on the port
+        other.bind(("127.0.0.1", 0))
+        other.listen()
+        port = other.getsockname()[1]
+        held = serve("--port", str(port))
+    assert held.returncode == 2, held.stderr[-2000:]
+    assert f"--port {port}: cannot listen there (Address already in use)" in held.stderr
+    assert "token=" not in held.stdout + held.stderr and "Traceback" not in held.stderr
+    for port_number in ("0", "65536"):  # 0 printed a URL of port 0; 65536 was a traceback
+        wrong = serve("--port", port_number)
+        assert wrong.returncode == 2 and f"--port {port_number}: a port number from 1 to 65535" in wrong.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == []

@@ -10,14 +10,17 @@ from __future__ import annotations
 
 import argparse
 import logging
+import re
 import sys
 from pathlib import Path
 
 from lander.errors import RunSetError
 from lander.reports.sweep_report import compare
-from lander.storage.rundir import SweepPaths
+from lander.storage.rundir import COMPARISON_ENTRIES, SweepPaths, foreign_entries
 
 log = logging.getLogger(__name__)
+# what only a comparison writes: a directory holding one of these and nothing but COMPARISON_ENTRIES is a comparison's
+COMPARED = re.compile(r"left_out\.json|inputs\.json|(learning_curves|final_scores|performance_profile)_.+\.png")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -53,6 +56,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.at_timesteps is not None and args.at_timesteps < 1:
         parser.error(f"--at-timesteps={args.at_timesteps}: must be a number of timesteps >= 1")
     out = args.out or SweepPaths(args.paths[0]).comparison
+    foreign = foreign_entries(out, COMPARISON_ENTRIES)
+    if not foreign and out.is_dir() and not any(COMPARED.fullmatch(p.name) for p in out.iterdir()):
+        foreign = foreign_entries(out, frozenset())  # report.md alone, or table.csv: a user's files of those names
+    if foreign:  # a run's directory, a sweep's, a project: its report.html or report.md would be replaced
+        shown = ", ".join(foreign[:5]) + (", ..." if len(foreign) > 5 else "")
+        parser.error(
+            f"--out {out} holds files of its own ({shown}) and is not a comparison's directory: the comparison "
+            "would write report.html, report.md, table.csv and its plots among them; give --out <a new or empty "
+            "directory>"
+        )
     try:
         compare(args.paths, out, args.baseline, args.at_timesteps, args.band, args.x_axis)
     except RunSetError as exc:

@@ -90,14 +90,23 @@ SWEEP_ENTRIES = frozenset(
 )
 
 
-def foreign_entries(root: Path, entries: frozenset[str] = RUN_ENTRIES) -> list[str]:
+# what a comparison writes (lander.reports.sweep_report.compare), and the service's list of its runs and console log
+COMPARISON_ENTRIES = re.compile(
+    r"table\.(csv|md)|report\.(md|html)|left_out\.json|across_envs\.csv"
+    r"|(learning_curves|final_scores|performance_profile)_.+\.png|inputs\.json|service\.log"
+)
+
+
+def foreign_entries(root: Path, entries: frozenset[str] | re.Pattern[str] = RUN_ENTRIES) -> list[str]:
     """The entries at the top of the directory ``root`` that a run does not write (not in ``entries``: a sweep's,
-    :data:`SWEEP_ENTRIES`), sorted: a user's own files. Empty if ``root`` is not a directory."""
+    :data:`SWEEP_ENTRIES`; a comparison's, :data:`COMPARISON_ENTRIES`), sorted: a user's own files. Empty if
+    ``root`` is not a directory."""
     try:
         names = [p.name for p in Path(root).iterdir()]
     except OSError:
         return []
-    return sorted(n for n in names if n not in entries and not TEMPORARY.fullmatch(n))
+    known = entries.fullmatch if isinstance(entries, re.Pattern) else entries.__contains__
+    return sorted(n for n in names if not known(n) and not TEMPORARY.fullmatch(n))
 
 
 def remove_unstarted(root: Path) -> bool:

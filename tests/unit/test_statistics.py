@@ -238,6 +238,34 @@ def test_the_command_line_names_a_baseline_that_is_not_there(tmp_path: Path, cap
     assert "gamma=0.9, gamma=0.99" in caplog.text and not (tmp_path / "runs/comparison").exists()
 
 
+def test_the_comparison_is_written_only_where_it_replaces_nothing_but_a_comparison(tmp_path: Path, capsys) -> None:
+    """``--out`` a run's directory replaced that run's ``report.html`` with the comparison's; ``--out`` a folder of
+    a user's own files (``report.md``) replaced those. Both are refused in one line, exit 2, every byte kept; a new
+    or empty directory, an earlier comparison's and the service's (``inputs.json``) are written."""
+    for seed in range(2):
+        fake_run(tmp_path / "runs", f"a{seed}", ["gamma=0.9"], seed, {100: 1.0 + seed})
+        fake_run(tmp_path / "runs", f"b{seed}", ["gamma=0.99"], seed, {100: 2.0 + seed})
+    run = tmp_path / "runs" / "a0"
+    (run / "report.html").write_text("the run's own report")
+    mine = tmp_path / "notes"
+    mine.mkdir()
+    (mine / "report.md").write_text("my notes")
+    for out, named in ((run, ".hydra, metrics, summary.json"), (mine, "report.md")):
+        before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+        with pytest.raises(SystemExit) as refused:
+            compare_main([str(tmp_path / "runs"), "--out", str(out)])
+        assert refused.value.code == 2
+        said = capsys.readouterr().err
+        assert f"--out {out} holds files of its own ({named}) and is not a comparison's directory" in said
+        assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+    service = tmp_path / "service"
+    service.mkdir()
+    (service / "inputs.json").write_text("[]")
+    for out in (tmp_path / "new", tmp_path / "new", service):  # new, then an earlier comparison's, then the service's
+        assert compare_main([str(tmp_path / "runs"), "--out", str(out)]) == 0
+        assert "gamma=0.99" in (out / "table.csv").read_text()
+
+
 def test_a_sweep_with_one_evaluation_per_run_shows_points_and_says_why(tmp_path: Path) -> None:
     """A budget below eval.freq leaves one evaluation per run: the curves are drawn as points with their interval,
     on an axis from 0 past the budget, with a note, not as empty lines (PNG and HTML)."""

@@ -455,6 +455,22 @@ PRINT_ONLY = ("--cfg", "-c", "--info", "-i", "--help", "-h", "--hydra-help")
 MODES = (("--run", "-r"), ("--multirun", "-m"), ("--cfg", "-c"), ("--info", "-i"), ("--shell-completion", "-sc"))
 
 
+FIXED_HYDRA_KEYS = {  # Hydra's keys that name a run's files, which lander's commands find by these names
+    "hydra.job.name": "it names the run's log, run.log (hydra.job.name=../x wrote ../x.log, out of the run)",
+    "hydra.output_subdir": "it names the folder of the run's saved config, .hydra/, by which compare, report, "
+    "evaluate and resume know a run",
+}
+
+
+def check_fixed_hydra_keys(argv: list[str]) -> None:
+    """Hydra's keys that lander's file layout depends on (:data:`FIXED_HYDRA_KEYS`) are not set on the command
+    line."""
+    for arg in argv:
+        key = arg.split("=", 1)[0].lstrip("+~")
+        if key in FIXED_HYDRA_KEYS:
+            raise ConfigError(f"{arg}: lander keeps {key} as it is: {FIXED_HYDRA_KEYS[key]}")
+
+
 def check_modes(argv: list[str]) -> None:
     """One of Hydra's modes at most (Hydra fails on two with a traceback): ``--multirun --cfg job`` is refused."""
     given = [mode[0] for mode in MODES if set(mode) & set(argv)]
@@ -555,6 +571,7 @@ def check_command(
     argv = [a[1:] if a.startswith(("+experiment=", "+hparams_search=")) else a for a in argv]
     check_override_keys(argv)
     check_modes(argv)
+    check_fixed_hydra_keys(argv)
     if any(a.startswith("resume=") for a in argv):
         return resume_arguments(argv)
     if set(argv) & set(PRINT_ONLY):  # Hydra prints the config or its help and runs nothing

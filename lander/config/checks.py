@@ -242,7 +242,13 @@ def _spaces_bytes(env_id: str, kwargs_json: str) -> tuple[int, int]:
         from lander.envs import route_mujoco_warnings  # with SB3 and torch: only where MuJoCo is loaded too
 
         route_mujoco_warnings(env_id)  # MuJoCo's compiler warnings to logging, not to ./MUJOCO_LOG.TXT
-    env = gymnasium.make(env_id, **json.loads(kwargs_json))
+    kwargs = json.loads(kwargs_json)
+    try:
+        env = gymnasium.make(env_id, **kwargs)
+    except Exception as exc:  # the env's own check of its arguments: an assert, a TypeError for a name it lacks
+        raise ConfigError(
+            f"env.kwargs: {env_id} cannot be made with {kwargs} ({type(exc).__name__}: {str(exc).strip()})"
+        ) from None
     try:
         sizes = []
         for space in (env.observation_space, env.action_space):

@@ -126,6 +126,7 @@ def test_what_lander_offers_is_listed_for_clients_and_the_form(api, tmp_path):
 
 def test_bad_requests_get_clear_errors_and_change_nothing(api, tmp_path):
     svc, root = api
+    (root / "outputs").mkdir(exist_ok=True)  # where the symlink below goes (made by the tests before, when they ran)
     before = sorted(p.relative_to(root) for p in root.rglob("*"))
     cases = [
         (b'{"overrides": [', 400, "malformed JSON"),
@@ -143,6 +144,7 @@ def test_bad_requests_get_clear_errors_and_change_nothing(api, tmp_path):
         ({"overrides": ["env.id=gymnasium.envs:Foo-v0"]}, 422, "module"),
         ({"overrides": ["logger.wandb.project=${oc.env:HOME}"]}, 422, "interpolations"),
         ({"overrides": ["--multirun"]}, 422, "key=value"),
+        ({"overrides": ["+env.kwargs.gravity=5.0"]}, 422, "env.kwargs: LunarLander-v3 cannot be made"),  # was 500
     ]
     for body, status, words in cases:
         content = body if isinstance(body, bytes) else json.dumps(body).encode()

@@ -237,6 +237,9 @@ BAD_INPUT = [
     (["--multirun", "algo=ppo,a2c,ppo", "seed=0,1"], "algo=ppo,a2c,ppo: ppo given more than once"),
     (["--multirun", "gamma=0.99,0.990"], "gamma=0.99,0.990: 0.99 given more than once"),
     (["--multirun", "seed=0,1", "--cfg", "job"], "--multirun and --cfg: only one of --run, --multirun, --cfg,"),
+    # the env's own check of its arguments, which was a traceback
+    (["+env.kwargs.gravity=5.0"], "env.kwargs: LunarLander-v3 cannot be made with {'gravity': 5.0} (AssertionError: g"),
+    (["+env.kwargs.nonsense=1"], "cannot be made with {'nonsense': 1} (TypeError: LunarLander.__init__() got an unex"),
     # the names lander finds a run's files by: the log went out of the run; a run without .hydra/ is no run to it
     (["hydra.job.name=../x"], "hydra.job.name=../x: lander keeps hydra.job.name as it is: it names the run's log"),
     (["hydra.output_subdir=null"], "hydra.output_subdir=null: lander keeps hydra.output_subdir as it is: it names"),

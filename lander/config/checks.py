@@ -187,6 +187,8 @@ def validate(cfg: DictConfig) -> None:
     if limit is not None and cfg.monitor_freq == 0:
         raise ConfigError("memory_limit_mb is checked every monitor_freq steps: it needs monitor_freq > 0 (it is 0)")
     check_model_values(cfg.algo.model)
+    check_model_given_by_lander(cfg.algo.model)
+    check_policy(cfg)
     check_env_id(cfg.env.id)
     check_device(device)
     check_compatible(cfg)
@@ -309,6 +311,38 @@ def check_model_values(model: DictConfig) -> None:
     if isinstance(steps, int) and not isinstance(steps, bool):
         allowed = "an integer >= 1, or -1 (as many as env steps)"
         _check(steps >= 1 or steps == -1, "algo.model.gradient_steps", steps, allowed)
+
+
+GIVEN_BY_LANDER = {  # what lander.algorithms.build gives the model class itself (an algo.model key was ignored)
+    "env": "the training envs, made from env= and n_envs=",
+    "seed": "the run's seed=",
+    "device": "device= (checked against this machine: give device=cuda)",
+    "verbose": "verbose=0 (lander logs to run.log itself)",
+}
+SB3_POLICIES = ("MlpPolicy", "CnnPolicy", "MultiInputPolicy")  # the names SB3's algorithms know (policy_aliases)
+
+
+def check_model_given_by_lander(model: DictConfig) -> None:
+    """``algo.model.{env,seed,device,verbose}`` are refused: lander gives the model these itself
+    (:data:`GIVEN_BY_LANDER`), so ``+algo.model.device=cuda`` was ignored without a word."""
+    for key, given in GIVEN_BY_LANDER.items():
+        if key in model:
+            raise ConfigError(f"algo.model.{key} is not allowed: lander gives the model {given}")
+
+
+def check_policy(cfg: DictConfig) -> None:
+    """An SB3 model's ``algo.model.policy`` (a name) is one SB3 knows, and ``CnnPolicy`` is for image observations:
+    either failed in the run's directory after its envs were made."""
+    model = cfg.algo.model
+    policy = model.policy if "policy" in model else None
+    if not isinstance(policy, str) or not str(model._target_).startswith("stable_baselines3."):
+        return
+    _check(policy in SB3_POLICIES, "algo.model.policy", policy, f"one of SB3's {', '.join(SB3_POLICIES)}")
+    if policy == "CnnPolicy" and cfg.env.observation_space != "image":
+        raise ConfigError(
+            f"algo.model.policy=CnnPolicy is for image observations, and env={cfg.env.name} has "
+            f"{cfg.env.observation_space} ones: MlpPolicy (the env's own, env.policy={cfg.env.policy})"
+        )
 
 
 def numbers(value: Any, key: str) -> list[tuple[str, float]]:

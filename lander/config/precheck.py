@@ -471,6 +471,17 @@ def check_fixed_hydra_keys(argv: list[str]) -> None:
             raise ConfigError(f"{arg}: lander keeps {key} as it is: {FIXED_HYDRA_KEYS[key]}")
 
 
+def check_keys_once(argv: list[str]) -> None:
+    """Each key once: Hydra keeps the last of two overrides of a key without a word, in a sweep too
+    (``seed=range(0,3) seed=1,2`` ran seeds 1 and 2)."""
+    seen: dict[str, str] = {}
+    for arg in without_flags(argv):
+        key = arg.split("=", 1)[0].lstrip("+~")
+        if key in seen:
+            raise ConfigError(f"{key} is given twice ({seen[key]} and {arg}): give it once")
+        seen[key] = arg
+
+
 def check_modes(argv: list[str]) -> None:
     """One of Hydra's modes at most (Hydra fails on two with a traceback): ``--multirun --cfg job`` is refused."""
     given = [mode[0] for mode in MODES if set(mode) & set(argv)]
@@ -572,6 +583,7 @@ def check_command(
     check_override_keys(argv)
     check_modes(argv)
     check_fixed_hydra_keys(argv)
+    check_keys_once(argv)
     if any(a.startswith("resume=") for a in argv):
         return resume_arguments(argv)
     if set(argv) & set(PRINT_ONLY):  # Hydra prints the config or its help and runs nothing

@@ -9,6 +9,7 @@ from __future__ import annotations
 import errno
 import logging
 import re
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -76,7 +77,7 @@ def header(summary: dict[str, Any], paths: RunPaths) -> str:
         return out
     killed = "<strong>Not finished:</strong> still training, or killed without a chance to record it (kill -9)"
     stopped = f"<strong>Stopped by</strong> <code>{esc(summary['error'])}</code>" if summary.get("error") else killed
-    resume = f"continue: <code>python -m lander.run resume={esc(paths.root)}</code>"
+    resume = f"continue: <code>python -m lander.run {esc(shlex.quote(f'resume={paths.root}'))}</code>"
     return out + f'<div class="error">{stopped}<br>{resume}</div>'
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import resource
+import shlex
 import time
 from typing import Any
 
@@ -137,7 +138,7 @@ def record_stop(
         return
     exc.report = (  # type: ignore[attr-defined]  # lander.run prints it last, after W&B's lines
         f"interrupted by {exc} at {summary.timesteps} timesteps.\n  saved in {paths.root}: {', '.join(saved)}\n"
-        f"  continue: python -m lander.run resume={paths.root}"  # from its newest checkpoint, or step 0 if none
+        f"  continue: python -m lander.run {shlex.quote(f'resume={paths.root}')}"  # its newest checkpoint, or step 0
     )
 
 
@@ -181,5 +182,5 @@ def run_closing(summary: RunSummary, paths: RunPaths) -> str:
     if paths.report.is_file():
         lines.append(f"  report: {paths.report}")
     if any((paths.root / "wandb").glob("offline-run-*")):  # the artifact's files are recorded relative to the run
-        lines.append(f"  W&B upload: cd {paths.root} && wandb sync wandb/offline-run-*")
+        lines.append(f"  W&B upload: cd {shlex.quote(str(paths.root))} && wandb sync wandb/offline-run-*")
     return "\n".join(lines)

@@ -326,3 +326,24 @@ def test_restating_a_result_changes_its_cell_only_wherever_it_lies_in_the_report
     paths.report.write_bytes(filler + after)  # a report without the cell (a run that recorded none): as it was
     restate_result(paths, "peak_rss_mb", 512.5)
     assert paths.report.read_bytes() == filler + after
+
+
+def test_the_commands_a_run_prints_work_pasted_into_a_shell_whatever_its_directory_is_called(tmp_path):
+    """``hydra.run.dir`` may hold spaces, ``$`` and quotes: the printed ``W&B upload: cd <dir> && wandb sync`` and
+    ``continue: python -m lander.run resume=<dir>`` were not quoted, so pasted they went elsewhere (``$x`` expanded)."""
+    import shlex
+    import subprocess
+
+    from lander.training.finish import run_closing
+
+    root = tmp_path / 'a b$x"q'
+    (root / "wandb" / "offline-run-1").mkdir(parents=True)
+    paths = RunPaths(root)
+    line = next(x for x in run_closing(RunSummary(status=Status.COMPLETED), paths).splitlines() if "W&B" in x)
+    command = line.split(": ", 1)[1].replace("wandb sync wandb/offline-run-*", "ls -d wandb/offline-run-*")
+    done = subprocess.run(["bash", "-c", command], capture_output=True, text=True, env={"x": "elsewhere"}, check=True)
+    assert done.stdout == "wandb/offline-run-1\n"
+    from lander.reports.run_report import header  # the report's "continue:" line, as HTML
+
+    shown = html.unescape(re.sub(r"<[^>]+>", "", header({"status": "interrupted", "error": "x"}, paths)))
+    assert shlex.split(shown.split("continue: ", 1)[1]) == ["python", "-m", "lander.run", f"resume={root}"]

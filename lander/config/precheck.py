@@ -37,7 +37,7 @@ from lander.config.schema import CONF_DIR, register_configs
 from lander.config.trust import allowed_prefixes, check_trusted
 from lander.errors import ConfigError
 from lander.storage.lock import check_free
-from lander.storage.rundir import SWEEP_ENTRIES, RunPaths, foreign_entries
+from lander.storage.rundir import SWEEP_ENTRIES, RunPaths, escaping_entry, foreign_entries
 from lander.storage.yamlfile import safe_yaml
 
 NO_LOCK = nullcontext()  # a command line composes alone
@@ -75,6 +75,7 @@ def resume_arguments(argv: list[str]) -> list[str]:
             f"resume={str(run_dir)!r}: Hydra reads '${{' in a path as an interpolation; rename the directory"
         )
     check_free(run_dir)
+    check_contained(run_dir, "resume")
     quoted = hydra_quote(str(run_dir.resolve()))
     kept = [a for a in argv if not a.startswith("resume=")]
     return [*kept, f"resume={quoted}", f"hydra.run.dir={quoted}", "hydra.output_subdir=null"]
@@ -368,6 +369,19 @@ def check_writable(directory: str, key: str) -> None:
         )
 
 
+def check_contained(directory: Path, key: str) -> None:
+    """A run or sweep directory continued here (a resume, a re-run) holds no link out of it and no FIFO
+    (:func:`lander.storage.rundir.escaping_entry`): a downloaded run's ``run.log`` linked to a file of yours would
+    be appended to, its ``metrics/`` files copied into the run."""
+    found = escaping_entry(directory)
+    if found is not None:
+        path, why = found
+        raise ConfigError(
+            f"{key}={directory}: {path.relative_to(directory)} {why} (to {os.path.realpath(path)}): lander does "
+            "not write into a run through it; remove it, or copy the run without it"
+        )
+
+
 def check_own_directory(directory: str, key: str, multirun: bool) -> None:
     """Refuse an existing ``directory`` that holds files of its own: a run writes its files at the top of its
     directory, and a re-run moves a failed attempt's aside (:func:`lander.sweeps.rerun.set_aside`), so neither may
@@ -386,11 +400,13 @@ def check_own_directory(directory: str, key: str, multirun: bool) -> None:
         except OSError:
             return
         if {"multirun.yaml", "optuna.db"} & set(names) or any(RunPaths(path / n).is_run() for n in names):
+            check_contained(path, key)  # its jobs are continued or re-run in it
             return
         foreign = foreign_entries(path, SWEEP_ENTRIES)
         what, does = "a lander sweep directory (no multirun.yaml)", "a sweep would write its jobs and its comparison"
     else:
         if RunPaths(path).is_run():
+            check_contained(path, key)  # the same command continues it
             return
         foreign = foreign_entries(path)
         what, does = "a lander run directory (no .hydra/config.yaml)", "a run would write its files"

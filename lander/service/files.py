@@ -6,9 +6,10 @@ or device), opened without following a link or blocking, and of at most a given 
 from __future__ import annotations
 
 import os
-import re
 import stat
 from pathlib import Path
+
+from lander.storage.rundir import escaping_entry
 
 
 class Unreadable(OSError):
@@ -72,29 +73,12 @@ def servable(root: Path, path: Path) -> bool:
     return True
 
 
-# the links W&B (0.19+) makes in a run's wandb/ folder: the newest run and its logs, and in each run's folder
-# wandb-core's log, which lies in ~/.cache/wandb/logs. W&B replaces the first three by a rename at every start and
-# writes wandb-core's log in the new run's own folder: none is ever written through by a resumed run
-WANDB_LINKS = re.compile(
-    r"wandb/(latest-run|debug\.log|debug-internal\.log|(offline-)?run-[\w-]+/logs/debug-core\.log)"
-)
-
-
 def check_contained(root: Path, directory: Path) -> None:
-    """Before a process writes into ``directory`` (a resume): every entry below it must be a regular file or a
-    directory, a link that stays inside it, or one of W&B's own links (:data:`WANDB_LINKS`, neither followed nor
-    served); any other link out (``run.log`` to a file of yours, which the run would append to) or a FIFO is
-    :class:`Unreadable`, naming it."""
-    inside = directory.resolve()
-    for parent, dirs, names in os.walk(directory, followlinks=False):
-        for name in [*dirs, *names]:
-            path = Path(parent) / name
-            mode = path.lstat().st_mode
-            wandb_own = WANDB_LINKS.fullmatch(path.relative_to(directory).as_posix()) is not None
-            if stat.S_ISLNK(mode) and not wandb_own and not path.resolve().is_relative_to(inside):
-                raise Unreadable(f"{shown(root, path)}: links out of its run directory")
-            if not (stat.S_ISLNK(mode) or stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
-                raise Unreadable(f"{shown(root, path)}: not a regular file")
+    """Before a process writes into ``directory`` (a resume): no entry below it links out of it or is a FIFO
+    (:func:`lander.storage.rundir.escaping_entry`); :class:`Unreadable` otherwise, naming it."""
+    found = escaping_entry(directory)
+    if found is not None:
+        raise Unreadable(f"{shown(root, found[0])}: {found[1].replace('its directory', 'its run directory')}")
 
 
 def append_only(path: Path) -> int:

@@ -109,6 +109,32 @@ def foreign_entries(root: Path, entries: frozenset[str] | re.Pattern[str] = RUN_
     return sorted(n for n in names if not known(n) and not TEMPORARY.fullmatch(n))
 
 
+# the links W&B (0.19+) makes in a run's wandb/ folder: the newest run and its logs, and in each run's folder
+# wandb-core's log, which lies in ~/.cache/wandb/logs. W&B replaces the first three by a rename at every start and
+# writes wandb-core's log in the new run's own folder: none is ever written through by a resumed run
+WANDB_LINKS = re.compile(
+    r"(.*/)?wandb/(latest-run|debug\.log|debug-internal\.log|(offline-)?run-[\w-]+/logs/debug-core\.log)"
+)
+
+
+def escaping_entry(directory: Path) -> tuple[Path, str] | None:
+    """The first entry below ``directory`` that a process continuing the run (or sweep) there would write or read
+    through to a file outside it, and why: a link out of it (``run.log`` or ``metrics/train_episodes.csv`` to a file
+    of yours: the log appended to it, a resume copied its lines into the run) that is not one of W&B's own
+    (:data:`WANDB_LINKS`, neither followed nor written through), or a FIFO or device. None if there is none."""
+    inside = directory.resolve()
+    for parent, dirs, names in os.walk(directory, followlinks=False):
+        for name in [*dirs, *names]:
+            path = Path(parent) / name
+            mode = path.lstat().st_mode
+            wandb_own = WANDB_LINKS.fullmatch(path.relative_to(directory).as_posix()) is not None
+            if stat.S_ISLNK(mode) and not wandb_own and not path.resolve().is_relative_to(inside):
+                return path, "links out of its directory"
+            if not (stat.S_ISLNK(mode) or stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+                return path, "not a regular file"
+    return None
+
+
 def remove_unstarted(root: Path) -> bool:
     """Remove the run directory ``root`` if it holds nothing but :data:`UNSTARTED` (regular files and the
     ``.hydra`` folder): a run refused by a check that could only be made once torch and its envs were loaded

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+from pathlib import Path
 
 import pytest
 from hydra.errors import ConfigCompositionException
@@ -337,6 +338,47 @@ def test_a_run_or_sweep_directory_that_exists_is_a_run_a_sweep_or_empty_never_a_
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
         ["project", "empty", "started-by-the-service", "run", "multirun.yaml", "optuna.db", "0_.hydra_config.yaml"]
     )  # nothing made
+
+
+def test_a_run_or_sweep_continued_here_holds_no_link_out_of_it(tmp_path, monkeypatch):
+    """A downloaded run whose ``run.log`` links to a file of yours: continuing it (``resume=``, its own command, a
+    sweep re-run) appended the log to that file, and a resume copied a linked ``metrics/`` file's lines into the run.
+    Refused before Hydra opens anything; W&B's own links (to ~/.cache) are not links lander writes through."""
+    from lander.config.precheck import check_command
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("NETRC", str(tmp_path / "no-netrc"))
+    monkeypatch.delenv("WANDB_API_KEY", raising=False)
+    yours = tmp_path / "yours.txt"
+    yours.write_text("precious\n")
+
+    def planted(root: Path, link: str) -> Path:
+        (root / ".hydra").mkdir(parents=True)
+        (root / ".hydra" / "config.yaml").write_text("seed: 0\n")
+        (root / ".hydra" / "overrides.yaml").write_text("- total_timesteps=64\n")
+        offline = root / "wandb" / "offline-run-20261128_100319-x" / "logs"
+        offline.mkdir(parents=True)
+        (offline / "debug-core.log").symlink_to(tmp_path / "cache-debug-core.log")  # W&B's own, out of the run
+        (root / "wandb" / "latest-run").symlink_to(offline.parent)
+        (root / link).parent.mkdir(parents=True, exist_ok=True)
+        (root / link).symlink_to(yours)
+        return root
+
+    for link in ("run.log", "metrics/train_episodes.csv"):
+        run = planted(tmp_path / link.replace("/", "_"), link)
+        said = rf"{link} links out of its directory \(to {re.escape(str(yours))}\)"
+        with pytest.raises(ConfigError, match=rf"^resume={re.escape(str(run))}: {said}"):
+            check_command([f"resume={run}", "total_timesteps=128"])
+        with pytest.raises(ConfigError, match=rf"^hydra.run.dir={re.escape(str(run))}: {said}"):
+            check_command(["total_timesteps=64", f"hydra.run.dir={run}"])
+        (run / link).unlink()  # without it, the same commands pass: W&B's links are its own
+        check_command(["total_timesteps=64", f"hydra.run.dir={run}"])
+    sweep = tmp_path / "sweep"
+    planted(sweep / "0", "run.log")
+    (sweep / "multirun.yaml").write_text("")
+    with pytest.raises(ConfigError, match=r"^hydra.sweep.dir=.*: 0/run.log links out of its directory"):
+        check_command(["-m", "seed=0,1", "total_timesteps=64", f"hydra.sweep.dir={sweep}"])
+    assert yours.read_text() == "precious\n"
 
 
 def test_a_command_into_a_runs_directory_must_be_that_runs_command(tmp_path, monkeypatch):

@@ -487,15 +487,19 @@ def check_fixed_hydra_keys(argv: list[str]) -> None:
             raise ConfigError(f"{arg}: lander keeps {key} as it is: {FIXED_HYDRA_KEYS[key]}")
 
 
-def check_keys_once(argv: list[str]) -> None:
-    """Each key once: Hydra keeps the last of two overrides of a key without a word, in a sweep too
-    (``seed=range(0,3) seed=1,2`` ran seeds 1 and 2)."""
-    seen: dict[str, str] = {}
-    for arg in without_flags(argv):
-        key = arg.split("=", 1)[0].lstrip("+~")
-        if key in seen:
-            raise ConfigError(f"{key} is given twice ({seen[key]} and {arg}): give it once")
-        seen[key] = arg
+def check_swept_keys_once(argv: list[str]) -> None:
+    """In a sweep, a swept key is given once: Hydra's sweeper keeps the last override of a key without a word
+    (``seed=range(0,3) seed=1,2`` ran seeds 1 and 2). Two single values of a key stay Hydra's: the last one wins,
+    as scripts that add to a command rely on."""
+    if not {"-m", "--multirun"} & set(argv):
+        return
+    given: dict[str, list[Any]] = {}
+    for override in OverridesParser.create().parse_overrides(without_flags(argv)):
+        given.setdefault(override.get_key_element().lstrip("+~"), []).append(override)
+    for key, overrides in given.items():
+        if len(overrides) > 1 and any(o.is_sweep_override() for o in overrides):
+            lines = " and ".join(str(o.input_line) for o in overrides)
+            raise ConfigError(f"{key} is given {len(overrides)} times in a sweep ({lines}): give its values once")
 
 
 def check_modes(argv: list[str]) -> None:
@@ -599,7 +603,7 @@ def check_command(
     check_override_keys(argv)
     check_modes(argv)
     check_fixed_hydra_keys(argv)
-    check_keys_once(argv)
+    check_swept_keys_once(argv)
     if any(a.startswith("resume=") for a in argv):
         return resume_arguments(argv)
     if set(argv) & set(PRINT_ONLY):  # Hydra prints the config or its help and runs nothing

@@ -245,9 +245,9 @@ BAD_INPUT = [
     (["hydra.job.name=../x"], "hydra.job.name=../x: lander keeps hydra.job.name as it is: it names the run's log"),
     (["hydra.output_subdir=null"], "hydra.output_subdir=null: lander keeps hydra.output_subdir as it is: it names"),
     (["++hydra.output_subdir=cfg"], "++hydra.output_subdir=cfg: lander keeps hydra.output_subdir as it is"),
-    # Hydra kept the last of two without a word; in a sweep, seed=range(0,3) seed=1,2 ran seeds 1 and 2
-    (["--multirun", "seed=range(0,3)", "seed=1,2"], "seed is given twice (seed=range(0,3) and seed=1,2): give it"),
-    (["seed=1", "gamma=0.9", "+seed=2"], "seed is given twice (seed=1 and +seed=2): give it once"),
+    # the sweeper kept the last without a word: seed=range(0,3) seed=1,2 ran seeds 1 and 2
+    (["--multirun", "seed=range(0,3)", "seed=1,2"], "seed is given 2 times in a sweep (seed=range(0,3) and seed=1,2)"),
+    (["--multirun", "seed=0,1", "gamma=0.9", "+seed=2"], "seed is given 2 times in a sweep (seed=0,1 and +seed=2)"),
     # what lander gives the model itself: the key was ignored
     (["+algo.model.device=cuda"], "algo.model.device is not allowed: lander gives the model device= (checked"),
     (["+algo.model.seed=5"], "algo.model.seed is not allowed: lander gives the model the run's seed="),

@@ -372,8 +372,9 @@ def check_writable(directory: str, key: str) -> None:
 def check_contained(directory: Path, key: str) -> None:
     """A run or sweep directory continued here (a resume, a re-run) holds no link out of it and no FIFO
     (:func:`lander.storage.rundir.escaping_entry`): a downloaded run's ``run.log`` linked to a file of yours would
-    be appended to, its ``metrics/`` files copied into the run."""
-    found = escaping_entry(directory)
+    be appended to, its ``metrics/`` files copied into the run. ``checkpoints/`` is left to the resume, which opens
+    regular files only and passes over any other checkpoint."""
+    found = escaping_entry(directory, checked_when_read=frozenset({"checkpoints"}))
     if found is not None:
         path, why = found
         raise ConfigError(

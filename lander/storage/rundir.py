@@ -117,13 +117,19 @@ WANDB_LINKS = re.compile(
 )
 
 
-def escaping_entry(directory: Path) -> tuple[Path, str] | None:
+def escaping_entry(directory: Path, checked_when_read: frozenset[str] = frozenset()) -> tuple[Path, str] | None:
     """The first entry below ``directory`` that a process continuing the run (or sweep) there would write or read
     through to a file outside it, and why: a link out of it (``run.log`` or ``metrics/train_episodes.csv`` to a file
     of yours: the log appended to it, a resume copied its lines into the run) that is not one of W&B's own
-    (:data:`WANDB_LINKS`, neither followed nor written through), or a FIFO or device. None if there is none."""
+    (:data:`WANDB_LINKS`, neither followed nor written through), or a FIFO or device. None if there is none.
+
+    :param checked_when_read: folders whose files are opened only when they are regular files of their own
+        (``checkpoints``: :func:`check_regular`, a resume passes over another), left out
+    """
     inside = directory.resolve()
     for parent, dirs, names in os.walk(directory, followlinks=False):
+        if checked_when_read & set(Path(parent).relative_to(directory).parts):
+            continue
         for name in [*dirs, *names]:
             path = Path(parent) / name
             mode = path.lstat().st_mode

@@ -469,20 +469,22 @@ def test_a_token_is_on_by_default_and_the_printed_url_logs_in(served):
         assert elsewhere.status_code == 403 and "Origin" in elsewhere.json()["error"]
 
 
-def test_no_token_needs_an_acknowledgement_and_this_machine(tmp_path):
-    def serve(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run(
-            [sys.executable, "-m", "lander.serve", "--root", str(tmp_path), *args],
-            cwd=REPO,
-            env=lander_env(),
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
+def serve_refused(root: Path, *args: str) -> subprocess.CompletedProcess:
+    """``python -m lander.serve --root <root> <args>`` run to its exit (a start it refuses), its output captured."""
+    return subprocess.run(
+        [sys.executable, "-m", "lander.serve", "--root", str(root), *args],
+        cwd=REPO,
+        env=lander_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
-    refused = serve("--no-token")
+
+def test_no_token_needs_an_acknowledgement_and_this_machine(tmp_path):
+    refused = serve_refused(tmp_path, "--no-token")
     assert refused.returncode == 2 and "--no-token-acknowledged" in refused.stderr, refused.stderr
-    remote = serve("--host", "0.0.0.0", "--no-token", "--no-token-acknowledged")
+    remote = serve_refused(tmp_path, "--host", "0.0.0.0", "--no-token", "--no-token-acknowledged")
     assert remote.returncode == 2 and "127.0.0.1" in remote.stderr, remote.stderr
     with service(tmp_path, "--no-token", "--no-token-acknowledged") as svc:
         assert svc.token is None and svc.get("/api/runs").status_code == 200
@@ -497,25 +499,15 @@ def test_a_port_another_process_holds_is_refused_before_the_url_is_printed(tmp_p
     it was), opening it hands that process the token. Now the port is bound first, and a port out of range or held
     is one line, exit 2."""
 
-    def serve(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run(
-            [sys.executable, "-m", "lander.serve", "--root", str(tmp_path), *args],
-            cwd=REPO,
-            env=lander_env(),
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-
     with socket.socket() as other:  # another process's server on the port
         other.bind(("127.0.0.1", 0))
         other.listen()
         port = other.getsockname()[1]
-        held = serve("--port", str(port))
+        held = serve_refused(tmp_path, "--port", str(port))
     assert held.returncode == 2, held.stderr[-2000:]
     assert f"--port {port}: cannot listen there (Address already in use)" in held.stderr
     assert "token=" not in held.stdout + held.stderr and "Traceback" not in held.stderr
     for port_number in ("0", "65536"):  # 0 printed a URL of port 0; 65536 was a traceback
-        wrong = serve("--port", port_number)
+        wrong = serve_refused(tmp_path, "--port", port_number)
         assert wrong.returncode == 2 and f"--port {port_number}: a port number from 1 to 65535" in wrong.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == []

@@ -495,7 +495,11 @@ def check_swept_keys_once(argv: list[str]) -> None:
     if not {"-m", "--multirun"} & set(argv):
         return
     given: dict[str, list[Any]] = {}
-    for override in OverridesParser.create().parse_overrides(without_flags(argv)):
+    try:
+        parsed = OverridesParser.create().parse_overrides(without_flags(argv))
+    except HydraException:  # a malformed override: Hydra's words in one line, from check_jobs
+        return
+    for override in parsed:
         given.setdefault(override.get_key_element().lstrip("+~"), []).append(override)
     for key, overrides in given.items():
         if len(overrides) > 1 and any(o.is_sweep_override() for o in overrides):

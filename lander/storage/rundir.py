@@ -134,8 +134,13 @@ def escaping_entry(directory: Path, checked_when_read: frozenset[str] = frozense
             path = Path(parent) / name
             mode = path.lstat().st_mode
             wandb_own = WANDB_LINKS.fullmatch(path.relative_to(directory).as_posix()) is not None
-            if stat.S_ISLNK(mode) and not wandb_own and not path.resolve().is_relative_to(inside):
-                return path, "links out of its directory"
+            if stat.S_ISLNK(mode) and not wandb_own:
+                try:
+                    target = path.resolve()
+                except (OSError, RuntimeError):  # a loop of links
+                    return path, "is a link that does not resolve"
+                if not target.is_relative_to(inside):
+                    return path, "links out of its directory"
             if not (stat.S_ISLNK(mode) or stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
                 return path, "not a regular file"
     return None

@@ -248,6 +248,7 @@ BAD_INPUT = [
     # the sweeper kept the last without a word: seed=range(0,3) seed=1,2 ran seeds 1 and 2
     (["--multirun", "seed=range(0,3)", "seed=1,2"], "seed is given 2 times in a sweep (seed=range(0,3) and seed=1,2)"),
     (["--multirun", "seed=0,1", "gamma=0.9", "+seed=2"], "seed is given 2 times in a sweep (seed=0,1 and +seed=2)"),
+    (["--multirun", "seed=0,1", "gamma=["], "no viable alternative at input '['"),  # Hydra's words, in one line
     # what lander gives the model itself: the key was ignored
     (["+algo.model.device=cuda"], "algo.model.device is not allowed: lander gives the model device= (checked"),
     (["+algo.model.seed=5"], "algo.model.seed is not allowed: lander gives the model the run's seed="),
@@ -373,6 +374,11 @@ def test_a_run_or_sweep_continued_here_holds_no_link_out_of_it(tmp_path, monkeyp
             check_command(["total_timesteps=64", f"hydra.run.dir={run}"])
         (run / link).unlink()  # without it, the same commands pass: W&B's links are its own
         check_command(["total_timesteps=64", f"hydra.run.dir={run}"])
+    loop = planted(tmp_path / "loop", "metrics/eval.csv")
+    (loop / "metrics" / "eval.csv").unlink()
+    (loop / "metrics" / "eval.csv").symlink_to(loop / "metrics" / "eval.csv")  # a loop: a traceback before
+    with pytest.raises(ConfigError, match=r"metrics/eval.csv is a link that does not resolve"):
+        check_command([f"resume={loop}", "total_timesteps=128"])
     sweep = tmp_path / "sweep"
     planted(sweep / "0", "run.log")
     (sweep / "multirun.yaml").write_text("")

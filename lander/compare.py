@@ -10,17 +10,14 @@ from __future__ import annotations
 
 import argparse
 import logging
-import re
 import sys
 from pathlib import Path
 
 from lander.errors import RunSetError
 from lander.reports.sweep_report import compare
-from lander.storage.rundir import COMPARISON_ENTRIES, SweepPaths, foreign_entries
+from lander.storage.rundir import COMPARED, COMPARISON_ENTRIES, SweepPaths, foreign_entries
 
 log = logging.getLogger(__name__)
-# what only a comparison writes: a directory holding one of these and nothing but COMPARISON_ENTRIES is a comparison's
-COMPARED = re.compile(r"left_out\.json|inputs\.json|(learning_curves|final_scores|performance_profile)_.+\.png")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -214,16 +214,15 @@ def memory_needed(cfg: DictConfig) -> dict[str, float]:
     buffers are not estimated: their wrappers (``env.wrappers``) shrink the frames the raw env gives.
     """
     n_envs = int(cfg.n_envs if cfg.n_envs is not None else cfg.algo.n_envs)
-    envs = {
+    needed = {
         "training envs": float(n_envs * ENV_BYTES),
         "evaluation envs": float(min(cfg.eval.n_envs, cfg.eval.episodes) * ENV_BYTES),  # no more envs than episodes
         "evaluation episodes": float(cfg.eval.episodes * EPISODE_BYTES),
     }
     if cfg.env.observation_space == "image":
-        return envs
+        return needed
     obs, act = row_bytes(cfg.env.id, OmegaConf.to_container(cfg.env.kwargs, resolve=True))  # type: ignore[arg-type]
     model = cfg.algo.model
-    needed = dict(envs)
     if isinstance(model.get("n_steps"), int):
         needed["rollout buffer"] = 2.0 * model.n_steps * n_envs * (obs + act + 6 * 4)
     if isinstance(model.get("buffer_size"), int):

@@ -76,9 +76,9 @@ def servable(root: Path, path: Path) -> bool:
 def check_contained(root: Path, directory: Path) -> None:
     """Before a process writes into ``directory`` (a resume): no entry below it links out of it or is a FIFO
     (:func:`lander.storage.rundir.escaping_entry`); :class:`Unreadable` otherwise, naming it."""
-    found = escaping_entry(directory)
+    found = escaping_entry(directory, called="its run directory")
     if found is not None:
-        raise Unreadable(f"{shown(root, found[0])}: {found[1].replace('its directory', 'its run directory')}")
+        raise Unreadable(f"{shown(root, found[0])}: {found[1]}")
 
 
 def append_only(path: Path) -> int:

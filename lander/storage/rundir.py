@@ -95,6 +95,9 @@ COMPARISON_ENTRIES = re.compile(
     r"table\.(csv|md)|report\.(md|html)|left_out\.json|across_envs\.csv"
     r"|(learning_curves|final_scores|performance_profile)_.+\.png|inputs\.json|service\.log"
 )
+# of those, what only a comparison writes: a directory holding one of these and nothing but COMPARISON_ENTRIES is a
+# comparison's (report.md alone may be a user's)
+COMPARED = re.compile(r"left_out\.json|inputs\.json|(learning_curves|final_scores|performance_profile)_.+\.png")
 
 
 def foreign_entries(root: Path, entries: frozenset[str] | re.Pattern[str] = RUN_ENTRIES) -> list[str]:
@@ -111,13 +114,16 @@ def foreign_entries(root: Path, entries: frozenset[str] | re.Pattern[str] = RUN_
 
 # the links W&B (0.19+) makes in a run's wandb/ folder: the newest run and its logs, and in each run's folder
 # wandb-core's log, which lies in ~/.cache/wandb/logs. W&B replaces the first three by a rename at every start and
-# writes wandb-core's log in the new run's own folder: none is ever written through by a resumed run
+# writes wandb-core's log in the new run's own folder: none is ever written through by a resumed run. At any depth:
+# a sweep's jobs (<sweep>/0/wandb/...) and a retried run's earlier attempts (<run>/attempts/1/wandb/...) hold them too
 WANDB_LINKS = re.compile(
     r"(.*/)?wandb/(latest-run|debug\.log|debug-internal\.log|(offline-)?run-[\w-]+/logs/debug-core\.log)"
 )
 
 
-def escaping_entry(directory: Path, checked_when_read: frozenset[str] = frozenset()) -> tuple[Path, str] | None:
+def escaping_entry(
+    directory: Path, checked_when_read: frozenset[str] = frozenset(), called: str = "its directory"
+) -> tuple[Path, str] | None:
     """The first entry below ``directory`` that a process continuing the run (or sweep) there would write or read
     through to a file outside it, and why: a link out of it (``run.log`` or ``metrics/train_episodes.csv`` to a file
     of yours: the log appended to it, a resume copied its lines into the run) that is not one of W&B's own
@@ -125,6 +131,7 @@ def escaping_entry(directory: Path, checked_when_read: frozenset[str] = frozense
 
     :param checked_when_read: folders whose files are opened only when they are regular files of their own
         (``checkpoints``: :func:`check_regular`, a resume passes over another), left out
+    :param called: what the reason calls ``directory`` ("links out of <called>")
     """
     inside = directory.resolve()
     for parent, dirs, names in os.walk(directory, followlinks=False):
@@ -140,7 +147,7 @@ def escaping_entry(directory: Path, checked_when_read: frozenset[str] = frozense
                 except (OSError, RuntimeError):  # a loop of links
                     return path, "is a link that does not resolve"
                 if not target.is_relative_to(inside):
-                    return path, "links out of its directory"
+                    return path, f"links out of {called}"
             if not (stat.S_ISLNK(mode) or stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
                 return path, "not a regular file"
     return None

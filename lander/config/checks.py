@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 import functools
 import importlib
+import itertools
 import json
 import logging
 import math
@@ -21,11 +22,11 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import urlparse
 
 import psutil
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from lander.config.keys import check_tracker_keys
 from lander.config.schema import (
@@ -189,6 +190,7 @@ def validate(cfg: DictConfig) -> None:
     check_model_values(cfg.algo.model)
     check_model_given_by_lander(cfg.algo.model)
     check_policy(cfg)
+    check_net_arch(cfg.algo.model)
     check_env_id(cfg.env.id)
     check_device(device)
     check_compatible(cfg)
@@ -207,32 +209,121 @@ RUN_VMS = 2 * 2**30  # a run's peak virtual size, rounded up (VmPeak of a tiny P
 def memory_needed(cfg: DictConfig) -> dict[str, float]:
     """Bytes the run's largest allocations take, by what takes them: the training envs, SB3's rollout buffer
     (PPO, A2C: ``n_steps x n_envs`` rows, copied once when flattened for the update) or replay buffer (DQN, SAC,
-    TD3: ``buffer_size`` rows, the next observation stored too unless ``optimize_memory_usage``), and an
-    evaluation's records of its ``eval.episodes`` episodes.
+    TD3: ``buffer_size`` rows, the next observation stored too unless ``optimize_memory_usage``), an
+    evaluation's records of its ``eval.episodes`` episodes, and the networks of a given ``policy_kwargs.net_arch``
+    (:func:`network_weights`); all of it for each of the ``seeds_per_process`` seeds one process trains.
 
     A row holds the observation and the action (in the env's own dtypes) and a few float32 scalars. Image envs'
-    buffers are not estimated: their wrappers (``env.wrappers``) shrink the frames the raw env gives.
+    buffers and networks are not estimated: their wrappers (``env.wrappers``) shrink the frames the raw env gives,
+    and their ``net_arch`` follows a CNN.
     """
     n_envs = int(cfg.n_envs if cfg.n_envs is not None else cfg.algo.n_envs)
+    seeds = int(cfg.get("seeds_per_process") or 1)  # side by side: one process holds every seed's envs and buffers
     needed = {
-        "training envs": float(n_envs * ENV_BYTES),
-        "evaluation envs": float(min(cfg.eval.n_envs, cfg.eval.episodes) * ENV_BYTES),  # no more envs than episodes
-        "evaluation episodes": float(cfg.eval.episodes * EPISODE_BYTES),
+        "training envs": float(seeds * n_envs * ENV_BYTES),
+        "evaluation envs": float(seeds * min(cfg.eval.n_envs, cfg.eval.episodes) * ENV_BYTES),  # no more than episodes
+        "evaluation episodes": float(seeds * cfg.eval.episodes * EPISODE_BYTES),
     }
     if cfg.env.observation_space == "image":
         return needed
-    obs, act = row_bytes(cfg.env.id, OmegaConf.to_container(cfg.env.kwargs, resolve=True))  # type: ignore[arg-type]
+    spaces = env_spaces(cfg.env.id, OmegaConf.to_container(cfg.env.kwargs, resolve=True))  # type: ignore[arg-type]
+    obs, act = spaces.obs_bytes, spaces.act_bytes
     model = cfg.algo.model
     if isinstance(model.get("n_steps"), int):
-        needed["rollout buffer"] = 2.0 * model.n_steps * n_envs * (obs + act + 6 * 4)
+        needed["rollout buffer"] = seeds * 2.0 * model.n_steps * n_envs * (obs + act + 6 * 4)
     if isinstance(model.get("buffer_size"), int):
         observations = 1 if model.get("optimize_memory_usage") else 2
-        needed["replay buffer"] = float(model.buffer_size) * (observations * obs + act + 3 * 4)
+        needed["replay buffer"] = seeds * float(model.buffer_size) * (observations * obs + act + 3 * 4)
+    if (net_arch := given_net_arch(model)) is not None:
+        needed["networks"] = seeds * float(network_weights(str(model._target_), net_arch, spaces)) * WEIGHT_BYTES
     return needed
 
 
+WEIGHT_BYTES = 16  # a float32 weight, its gradient and the optimizer's two moments (Adam's; RMSprop keeps one)
+Q_CRITICS = ("SAC", "TD3", "DDPG")  # an actor (pi) and twin Q-networks (qf) with target copies
+LIST_ONLY = ("DQN",)  # one Q-network (and its target copy), from a list
+NET_ARCH_KEYS: dict[str, tuple[str, ...]] = {  # the keys of a net_arch dict each model class reads (): a list only
+    **dict.fromkeys(("PPO", "A2C", "Reinforce", "MAC"), ("pi", "vf")),  # ActorCriticPolicy: an actor, a critic
+    **dict.fromkeys(Q_CRITICS, ("pi", "qf")),
+    **dict.fromkeys(LIST_ONLY, ()),
+}
+
+
+def given_net_arch(model: DictConfig) -> Any:
+    """``algo.model.policy_kwargs.net_arch`` as a plain value, or None where it is not set."""
+    policy_kwargs = model.get("policy_kwargs")
+    if not isinstance(policy_kwargs, DictConfig):
+        return None
+    value = policy_kwargs.get("net_arch")
+    return OmegaConf.to_container(value, resolve=True) if isinstance(value, DictConfig | ListConfig) else value
+
+
+def network_weights(target: str, net_arch: list[int] | dict[str, list[int]], spaces: Spaces) -> int:
+    """Weights (and biases) of the networks the model class ``target`` builds from a checked ``net_arch``
+    (:func:`check_net_arch`), counted as SB3 builds them: the actor and critic of an ``ActorCriticPolicy``, an actor
+    and two Q-networks with a target copy of each (SAC, TD3), or a Q-network and its target (DQN); an unknown
+    class as an actor-critic."""
+
+    def mlp(inputs: int, hidden: list[int], outputs: int) -> int:
+        sizes = [inputs, *hidden, outputs]
+        return sum((a + 1) * b for a, b in itertools.pairwise(sizes))
+
+    layers = net_arch if isinstance(net_arch, dict) else {"pi": net_arch, "vf": net_arch, "qf": net_arch}
+    name = target.rpartition(".")[2]
+    if name in LIST_ONLY:
+        return 2 * mlp(spaces.obs_size, layers["pi"], spaces.act_outputs)
+    if name in Q_CRITICS:
+        actor = mlp(spaces.obs_size, layers["pi"], 2 * spaces.act_outputs)
+        return 2 * actor + 4 * mlp(spaces.obs_size + spaces.act_outputs, layers["qf"], 1)
+    actor = mlp(spaces.obs_size, layers.get("pi", []), spaces.act_outputs)
+    return actor + mlp(spaces.obs_size, layers.get("vf", []), 1)
+
+
+def check_net_arch(model: DictConfig) -> None:
+    """``algo.model.policy_kwargs.net_arch`` is SB3's: a list of hidden layers' widths (integers >= 1), or a dict of
+    such lists where the class takes one: ``pi`` and ``vf`` for an ``ActorCriticPolicy`` (PPO, A2C, lander's
+    REINFORCE and MAC; an absent key is no hidden layer), ``pi`` and ``qf`` for SAC and TD3 (both given); DQN takes
+    a list; another class, a list or a dict of lists. Before, a width below 1 or another form failed in the run's
+    directory (SB3's TypeError, KeyError or assertion), a width of 0 trained an empty layer, and a key SB3 does not
+    read (``{pi: [64], fv: [64]}``) was passed over without a word."""
+    net_arch = given_net_arch(model)
+    if net_arch is None:
+        return
+    name = str(model._target_).rpartition(".")[2]
+    keys = NET_ARCH_KEYS.get(name)
+    if keys == ():
+        forms = f"{name} takes a list: [256, 256]"
+    elif keys is None:
+        forms = "or a dict of such lists"
+    else:
+        forms = f"or a dict of such lists: {{{', '.join(f'{k}: [...]' for k in keys)}}}"
+
+    def widths(value: Any) -> bool:
+        return isinstance(value, list) and all(isinstance(w, int) and not isinstance(w, bool) and w >= 1 for w in value)
+
+    if isinstance(net_arch, dict) and keys != ():
+        ok = all(widths(v) for v in net_arch.values())
+        ok = ok and (keys is None or set(net_arch) <= set(keys))
+        ok = ok and (name not in Q_CRITICS or set(net_arch) == set(keys or ()))
+    else:
+        ok = widths(net_arch)
+    _check(
+        ok, "algo.model.policy_kwargs.net_arch", net_arch, f"a list of hidden layers' widths, integers >= 1 ({forms})"
+    )
+
+
+class Spaces(NamedTuple):
+    """What the memory estimate reads of an env's spaces: the bytes of one observation and one action, the
+    observation's numbers and the policy's outputs (a discrete space's actions, a box's numbers)."""
+
+    obs_bytes: int
+    act_bytes: int
+    obs_size: int
+    act_outputs: int
+
+
 @functools.cache
-def _spaces_bytes(env_id: str, kwargs_json: str) -> tuple[int, int]:
+def _spaces(env_id: str, kwargs_json: str) -> Spaces:
     # gymnasium and NumPy: 0.11 s of the 0.3 s that `import lander.config.precheck` takes (measured, best of 5), so
     # imported where an env is checked: a command refused for a bad key says so sooner
     import gymnasium
@@ -254,15 +345,17 @@ def _spaces_bytes(env_id: str, kwargs_json: str) -> tuple[int, int]:
         sizes = []
         for space in (env.observation_space, env.action_space):
             shape = space.shape or (1,)
-            sizes.append(int(np.prod(shape)) * np.dtype(space.dtype or np.int64).itemsize)
-        return sizes[0], sizes[1]
+            sizes.append(int(np.prod(shape)))
+            sizes.append(sizes[-1] * np.dtype(space.dtype or np.int64).itemsize)
+        outputs = int(getattr(env.action_space, "n", sizes[2]))  # Discrete: one logit an action
+        return Spaces(obs_bytes=sizes[1], act_bytes=sizes[3], obs_size=sizes[0], act_outputs=outputs)
     finally:
         env.close()
 
 
-def row_bytes(env_id: str, kwargs: dict[str, Any]) -> tuple[int, int]:
-    """Bytes of one observation and one action of ``env_id`` (one env made to read its spaces, once a process)."""
-    return _spaces_bytes(env_id, json.dumps(kwargs, sort_keys=True, default=str))
+def env_spaces(env_id: str, kwargs: dict[str, Any]) -> Spaces:
+    """What the memory estimate reads of ``env_id``'s spaces (one env made to read them, once a process)."""
+    return _spaces(env_id, json.dumps(kwargs, sort_keys=True, default=str))
 
 
 def available_memory() -> tuple[float, str]:
@@ -285,9 +378,12 @@ def check_memory(cfg: DictConfig) -> None:
     if sum(needed.values()) <= MEMORY_SHARE * available:
         return
     parts = ", ".join(f"{what} {size / 1e9:,.1f} GB" for what, size in needed.items() if size >= 1e8)
+    seeds = int(cfg.get("seeds_per_process") or 1)
+    per = f"; the {seeds} seeds of seeds_per_process={seeds} together" if seeds > 1 else ""
     raise ConfigError(
         f"this run needs about {sum(needed.values()) / 1e9:,.1f} GB of memory ({parts}: from n_envs, eval.n_envs, "
-        f"eval.episodes, algo.model.n_steps and algo.model.buffer_size) and {where} {available / 1e9:,.1f} GB "
+        f"eval.episodes, algo.model.n_steps, algo.model.buffer_size and algo.model.policy_kwargs.net_arch{per}) and "
+        f"{where} {available / 1e9:,.1f} GB "
         f"available: lower them (at most {MEMORY_SHARE:.0%} of it is used for these)"
     )
 
@@ -356,7 +452,7 @@ def numbers(value: Any, key: str) -> list[tuple[str, float]]:
 
 def check_env_id(env_id: str) -> None:
     """Gymnasium must know ``env.id`` (after importing the module of a ``module:Id``, as ``gymnasium.make`` does)."""
-    import gymnasium  # 0.07 s: see _spaces_bytes
+    import gymnasium  # 0.07 s: see _spaces
 
     module, _, name = env_id.rpartition(":")
     if module:

@@ -255,6 +255,24 @@ BAD_INPUT = [
     # failed in the run's directory, after its envs were made
     (["algo.model.policy=Foo"], "algo.model.policy='Foo' is not allowed: algo.model.policy must be one of SB3's Ml"),
     (["algo.model.policy=CnnPolicy"], "algo.model.policy=CnnPolicy is for image observations, and env=lunar_lander"),
+    # SB3's TypeError in the run's directory; a layer of width 0, or a key SB3 does not read, trained without a word
+    (["+algo.model.policy_kwargs={net_arch:[-1]}"], "algo.model.policy_kwargs.net_arch=[-1] is not allowed: algo.mod"),
+    (["+algo.model.policy_kwargs={net_arch:[64,0]}"], "net_arch=[64, 0] is not allowed: algo.model.policy_kwargs.net"),
+    (["+algo.model.policy_kwargs={net_arch:abc}"], "must be a list of hidden layers' widths, integers >= 1 (or a dict"),
+    (["+algo.model.policy_kwargs={net_arch:{pi:[64],fv:[64]}}"], "(or a dict of such lists: {pi: [...], vf: [...]})"),
+    (["algo=dqn", "~algo.model.policy_kwargs.net_arch", "+algo.model.policy_kwargs.net_arch={pi:[8]}"], "(DQN takes"),
+    (
+        [
+            "algo=sac",
+            "env=lunar_lander_continuous",
+            "~algo.model.policy_kwargs",
+            "+algo.model.policy_kwargs={net_arch:{pi:[64]}}",
+        ],
+        "net_arch={'pi': [64]} is not allowed: algo.model.policy_kwargs.net_arch must be a list of hidden layers' w",
+    ),
+    # 320 GB of weights: a RuntimeError (can't allocate memory) in the run's directory, or the OOM killer
+    (["+algo.model.policy_kwargs={net_arch:[100000,100000]}"], "needs about 320.0 GB of memory (networks 320.0 GB:"),
+    (["seeds_per_process=4", "n_envs=1000000"], "; the 4 seeds of seeds_per_process=4 together) and this machine"),
 ]
 
 
@@ -544,3 +562,29 @@ def test_the_memory_estimate_counts_the_evaluation_envs_that_are_made(tmp_path):
     check_command(["eval.n_envs=100000000", f"hydra.run.dir={tmp_path / 'run'}"])  # 20 episodes: 20 envs
     with pytest.raises(ConfigError, match=re.escape("(evaluation envs 11,000.0 GB, evaluation episodes 120.0 GB")):
         check_command(["eval.n_envs=100000000", "eval.episodes=100000000", f"hydra.run.dir={tmp_path / 'run'}"])
+
+
+@pytest.mark.parametrize(
+    "algo,env_id,net_arch",
+    [
+        ("PPO", "LunarLander-v3", [64, 64]),
+        ("PPO", "LunarLander-v3", {"pi": [32], "vf": [16, 8]}),
+        ("A2C", "LunarLanderContinuous-v3", [64]),
+        ("SAC", "Pendulum-v1", [400, 300]),
+        ("TD3", "Pendulum-v1", {"pi": [64], "qf": [32]}),
+        ("DQN", "CartPole-v1", [256, 256]),
+    ],
+)
+def test_the_memory_estimate_counts_the_weights_sb3_builds_from_net_arch(algo, env_id, net_arch):
+    """The networks' share of the memory estimate (``network_weights``) is the count of the parameters SB3 builds
+    (the policy's, target networks included), at most a quarter above it (SAC's and TD3's actors are counted twice
+    as large as SAC's is, a continuous actor's ``log_std`` is left out): a wrong layer product would be far off."""
+    import stable_baselines3
+
+    from lander.config.checks import env_spaces, network_weights
+
+    off_policy = {"buffer_size": 10} if algo in ("SAC", "TD3", "DQN") else {}
+    model = getattr(stable_baselines3, algo)("MlpPolicy", env_id, policy_kwargs={"net_arch": net_arch}, **off_policy)
+    built = sum(p.numel() for p in model.policy.parameters())
+    estimate = network_weights(algo, net_arch, env_spaces(env_id, {}))
+    assert 0.99 * built <= estimate <= 1.25 * built

@@ -424,17 +424,3 @@ def normalized(venv: VecEnv, normalize: DictConfig, gamma: float) -> VecEnv:
         gamma=float(normalize.gamma if normalize.gamma is not None else gamma),
         epsilon=float(normalize.epsilon),
     )
-
-
-def action_space_kind(space: gym.Space[Any]) -> str:
-    """``"discrete"`` or ``"continuous"`` for an action space, as used by ``algo.action_spaces``."""
-    return "discrete" if isinstance(space, (gym.spaces.Discrete, gym.spaces.MultiDiscrete)) else "continuous"
-
-
-def observation_space_kind(space: gym.Space[Any]) -> str:
-    """``"discrete"``, ``"image"`` (uint8 with 3 dims) or ``"vector"``, as used by ``algo.observation_spaces``."""
-    if isinstance(space, (gym.spaces.Discrete, gym.spaces.Tuple)):
-        return "discrete"
-    if isinstance(space, gym.spaces.Box) and space.dtype == np.uint8 and len(space.shape) == 3:
-        return "image"
-    return "vector"

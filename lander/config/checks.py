@@ -26,6 +26,7 @@ from typing import Any, NamedTuple
 from urllib.parse import urlparse
 
 import psutil
+import yaml
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from lander.config.keys import check_tracker_keys
@@ -36,7 +37,9 @@ from lander.config.schema import (
     WANDB_MODES,
     WANDB_TRACKER,
     EnvConfig,
+    action_space_kind,
     group_options,
+    observation_space_kind,
     tracker_nodes,
 )
 from lander.errors import ConfigError
@@ -192,6 +195,7 @@ def validate(cfg: DictConfig) -> None:
     check_policy(cfg)
     check_net_arch(cfg.algo.model)
     check_env_id(cfg.env.id)
+    check_env_spaces(cfg)
     check_device(device)
     check_compatible(cfg)
     check_normalize(cfg)
@@ -320,6 +324,8 @@ class Spaces(NamedTuple):
     act_bytes: int
     obs_size: int
     act_outputs: int
+    action_kind: str  # as env.action_space names it (action_space_kind)
+    observation_kind: str  # as env.observation_space names it (observation_space_kind), before env.wrappers
 
 
 @functools.cache
@@ -348,7 +354,8 @@ def _spaces(env_id: str, kwargs_json: str) -> Spaces:
             sizes.append(int(np.prod(shape)))
             sizes.append(sizes[-1] * np.dtype(space.dtype or np.int64).itemsize)
         outputs = int(getattr(env.action_space, "n", sizes[2]))  # Discrete: one logit an action
-        return Spaces(obs_bytes=sizes[1], act_bytes=sizes[3], obs_size=sizes[0], act_outputs=outputs)
+        kinds = action_space_kind(env.action_space), observation_space_kind(env.observation_space)
+        return Spaces(sizes[1], sizes[3], sizes[0], outputs, *kinds)
     finally:
         env.close()
 
@@ -478,6 +485,29 @@ def check_device(device: str) -> None:
         import torch  # 1.1 s: as above
 
         _check(torch.backends.mps.is_available(), "device", device, "a device this machine has: cpu or auto")
+
+
+def check_env_spaces(cfg: DictConfig) -> None:
+    """The env made with ``env.kwargs`` has the kinds of spaces its config declares (``env.action_space``,
+    ``env.observation_space``), where no ``env.wrappers`` change them (else the run checks its wrapped envs):
+    ``+env.kwargs.continuous=true`` on ``env=lunar_lander`` was refused only once Hydra had made the run's
+    directory. Image envs are not made here (see :func:`memory_needed`)."""
+    if cfg.env.observation_space == "image" or cfg.env.wrappers:
+        return
+    kwargs = OmegaConf.to_container(cfg.env.kwargs, resolve=True)
+    spaces = env_spaces(cfg.env.id, kwargs)  # type: ignore[arg-type]
+    for key, kind in (("action_space", spaces.action_kind), ("observation_space", spaces.observation_kind)):
+        if cfg.env[key] == kind:
+            continue
+        configs = {
+            option: yaml.safe_load((CONF_DIR / "env" / f"{option}.yaml").read_text()) for option in group_options("env")
+        }
+        declaring = [option for option, c in configs.items() if c.get("id") == cfg.env.id and c.get(key) == kind]
+        instead = f"env={declaring[0]} declares it, or give env.{key}={kind}" if declaring else f"give env.{key}={kind}"
+        raise ConfigError(
+            f"env.{key}={cfg.env[key]!r} (env={cfg.env.name}) does not match {cfg.env.id}'s {key.replace('_', ' ')}"
+            f" made with env.kwargs {kwargs}, a {kind} one: {instead}"
+        )
 
 
 def check_compatible(cfg: DictConfig) -> None:

@@ -34,6 +34,30 @@ def group_options(group: str) -> list[str]:
 
 ACTION_SPACES = ("discrete", "continuous")
 OBSERVATION_SPACES = ("vector", "image", "discrete")
+
+
+def action_space_kind(space: Any) -> str:
+    """``"discrete"`` or ``"continuous"`` for a Gymnasium action space, as ``algo.action_spaces`` names them."""
+    import gymnasium  # where a space is given (it is imported already): `import lander.config` stays light
+
+    return (
+        "discrete" if isinstance(space, (gymnasium.spaces.Discrete, gymnasium.spaces.MultiDiscrete)) else "continuous"
+    )
+
+
+def observation_space_kind(space: Any) -> str:
+    """``"discrete"``, ``"image"`` (uint8 with 3 dims) or ``"vector"`` for a Gymnasium observation space, as
+    ``algo.observation_spaces`` names them."""
+    import gymnasium
+    import numpy as np
+
+    if isinstance(space, (gymnasium.spaces.Discrete, gymnasium.spaces.Tuple)):
+        return "discrete"
+    if isinstance(space, gymnasium.spaces.Box) and space.dtype == np.uint8 and len(space.shape) == 3:
+        return "image"
+    return "vector"
+
+
 WANDB_TRACKER = "lander.tracking.wandb_tracker.WandbTracker"  # the _target_ of logger=wandb's tracker
 WANDB_MODES = ("offline", "online", "disabled")
 NEUTRAL = "neutral"  # field metadata: True for keys that do not change what is trained

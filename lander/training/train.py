@@ -22,7 +22,8 @@ from threadpoolctl import threadpool_limits
 
 from lander.algorithms.build import build_model, effective_gamma
 from lander.config.checks import Checked, checked
-from lander.envs import action_space_kind, make_train_env, normalized, observation_space_kind
+from lander.config.schema import action_space_kind, observation_space_kind
+from lander.envs import make_train_env, normalized
 from lander.errors import ConfigError
 from lander.faults import fault
 from lander.process.clock import cpu_seconds
@@ -50,7 +51,8 @@ log = logging.getLogger(__name__)
 
 
 def check_env_kinds(cfg: DictConfig, env: Any) -> None:
-    """The env's real action and observation spaces must be the kinds ``lander/conf/env`` declares."""
+    """The env's real action and observation spaces must be the kinds its config declares: what the precheck cannot
+    see (:func:`lander.config.checks.check_env_spaces` makes no image env and no env with ``env.wrappers``)."""
     for key, kind in (
         ("action_space", action_space_kind(env.action_space)),
         ("observation_space", observation_space_kind(env.observation_space)),
@@ -59,7 +61,7 @@ def check_env_kinds(cfg: DictConfig, env: Any) -> None:
             env.close()
             raise ConfigError(
                 f"env.{key}={cfg.env[key]!r} does not match {cfg.env.id}'s {key.replace('_', ' ')} "
-                f"{getattr(env, key)}: set it to {kind!r} in the env's YAML ({cfg.env.name}.yaml)"
+                f"{getattr(env, key)}, a {kind} one (after env.wrappers): give env.{key}={kind}"
             )
 
 

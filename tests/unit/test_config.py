@@ -255,6 +255,13 @@ BAD_INPUT = [
     # failed in the run's directory, after its envs were made
     (["algo.model.policy=Foo"], "algo.model.policy='Foo' is not allowed: algo.model.policy must be one of SB3's Ml"),
     (["algo.model.policy=CnnPolicy"], "algo.model.policy=CnnPolicy is for image observations, and env=lunar_lander"),
+    # refused once Hydra had made the run's directory (then removed), with advice to edit lander's own YAML
+    (["+env.kwargs.continuous=true"], "env.action_space='discrete' (env=lunar_lander) does not match LunarLander-v3's"),
+    (
+        ["+env.kwargs.continuous=true"],
+        "made with env.kwargs {'continuous': True}, a continuous one: env=lunar_lander_c",
+    ),
+    (["env=lunar_lander_continuous", "env.kwargs.continuous=false"], "a discrete one: env=lunar_lander declares it"),
     # SB3's TypeError in the run's directory; a layer of width 0, or a key SB3 does not read, trained without a word
     (["+algo.model.policy_kwargs={net_arch:[-1]}"], "algo.model.policy_kwargs.net_arch=[-1] is not allowed: algo.mod"),
     (["+algo.model.policy_kwargs={net_arch:[64,0]}"], "net_arch=[64, 0] is not allowed: algo.model.policy_kwargs.net"),
@@ -588,3 +595,12 @@ def test_the_memory_estimate_counts_the_weights_sb3_builds_from_net_arch(algo, e
     built = sum(p.numel() for p in model.policy.parameters())
     estimate = network_weights(algo, net_arch, env_spaces(env_id, {}))
     assert 0.99 * built <= estimate <= 1.25 * built
+
+
+def test_env_kwargs_that_change_the_spaces_run_where_the_config_declares_those_spaces(tmp_path):
+    """The spaces check compares the env made with ``env.kwargs`` with what its config declares: a config that
+    declares them (``env.action_space=continuous`` beside ``continuous=true``) is taken."""
+    from lander.config.precheck import check_command
+
+    run = ["+env.kwargs.continuous=true", "env.action_space=continuous", "logger=none"]
+    check_command([*run, f"hydra.run.dir={tmp_path / 'run'}"])

@@ -21,7 +21,10 @@ log = logging.getLogger(__name__)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m lander.compare", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m lander.compare",
+        description="Write the comparison a sweep writes at its end (table, report, plots) for a sweep or runs.",
+    )
     parser.add_argument("paths", nargs="+", type=Path, help="a sweep directory and/or run directories")
     parser.add_argument("--out", type=Path, help="output directory (default: <first path>/comparison)")
     parser.add_argument("--baseline", help="configuration label to test the others against (default: the first)")

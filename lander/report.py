@@ -32,7 +32,10 @@ def write_reports(path: Path, band: str = "seeds", x: str = "timesteps") -> list
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m lander.report", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m lander.report",
+        description="Write the HTML reports of runs and sweeps anew from the files there.",
+    )
     parser.add_argument("paths", nargs="+", type=Path, help="run directories and/or sweep directories")
     parser.add_argument("--band", choices=("seeds", "episodes"), default="seeds", help="band of a sweep's curves")
     parser.add_argument(

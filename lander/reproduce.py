@@ -72,7 +72,10 @@ class Divergence:
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m lander.reproduce", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m lander.reproduce",
+        description="Does this run reproduce here? Train it again beside it and compare every metric.",
+    )
     parser.add_argument("run", help="the run directory to reproduce")
     parser.add_argument("--steps", type=int, default=None, help="train and compare only the first N steps")
     parser.add_argument(

@@ -21,14 +21,18 @@ TINY = tiny("ppo", 0, eval_every=512, video=True, report=True)  # each test give
     [
         ("lander.run", ["python -m lander.run --multirun experiment=gamma_sweep", "algo: a2c, dqn", "experiment: "]),
         ("lander.evaluate", ["usage: python -m lander.evaluate run=DIR", "n_episodes=20"]),
-        ("lander.compare", ["usage: python -m lander.compare", "--at-timesteps"]),
+        ("lander.compare", ["usage: python -m lander.compare", "--at-timesteps", "Write the comparison a sweep"]),
+        ("lander.reproduce", ["usage: python -m lander.reproduce", "Does this run reproduce here? Train it again"]),
+        ("lander.report", ["usage: python -m lander.report", "Write the HTML reports of runs and sweeps anew"]),
     ],
 )
 def test_every_entry_point_has_help(module: str, expected: list[str]) -> None:
+    """Each says what it does in words (compare's said only its own usage, cut at a line's end, in reST's ``)."""
     proc = lander("--help", module=module, timeout=120)
     assert proc.returncode == 0, proc.stderr
     for text in expected:
-        assert text in proc.stdout
+        assert text in " ".join(proc.stdout.split())
+    assert "``" not in proc.stdout
 
 
 def test_a_typo_is_named_with_the_key_meant_and_leaves_no_directory(tmp_path: Path) -> None:

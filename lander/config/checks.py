@@ -201,6 +201,7 @@ def validate(cfg: DictConfig) -> None:
     check_normalize(cfg)
     check_side_by_side(cfg)
     check_memory(cfg)
+    check_wandb_names(cfg)
 
 
 ENV_BYTES = 110_000  # one training env with its wrappers, about: LunarLander-v3 measured 108 kB (CartPole 5 kB)
@@ -662,6 +663,32 @@ def check_trackers(cfg: DictConfig) -> None:
             _check(node.mode in WANDB_MODES, f"logger.{key}.mode", node.mode, " or ".join(WANDB_MODES))
             if node.mode == "online":
                 check_online(node, f"logger.{key}")
+
+
+def check_wandb_names(cfg: DictConfig) -> None:
+    """What a W&B tracker gives ``wandb.init`` from the config, checked by W&B's own settings (``wandb.Settings``,
+    imported only where a W&B tracker is configured; the run imports it anyway): the project (none of ``/ \\ # ? %
+    :``, at most 128 characters) and each tag (1 to 64 characters: ``algo.name``, ``env.name`` and the tracker's
+    ``tags``). Each failed in the run's directory, after its envs were made, with W&B's traceback."""
+    nodes = {key: node for key, node in tracker_nodes(cfg).items() if node._target_ == WANDB_TRACKER}
+    if not nodes:
+        return
+    from pydantic import ValidationError
+    from wandb import Settings
+    from wandb.errors import UsageError
+
+    for where, node in nodes.items():
+        given: list[tuple[str, dict[str, Any]]] = [(f"logger.{where}.project", {"project": node.project})]
+        given += [("algo.name", {"run_tags": (cfg.algo.name,)}), ("env.name", {"run_tags": (cfg.env.name,)})]
+        given += [(f"logger.{where}.tags", {"run_tags": tuple(str(tag) for tag in node.tags)})]  # W&B numbers them
+        for key, settings in given:
+            try:
+                Settings(**settings)
+            except UsageError as exc:
+                raise ConfigError(f"{key}: W&B refuses it: {exc}") from None
+            except ValidationError as exc:
+                reason = str(exc.errors()[0]["msg"]).removeprefix("Value error, ")
+                raise ConfigError(f"{key} (a W&B tag): W&B refuses it: {reason}") from None
 
 
 def check_online(node: DictConfig, where: str) -> None:

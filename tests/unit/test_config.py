@@ -262,6 +262,11 @@ BAD_INPUT = [
         "made with env.kwargs {'continuous': True}, a continuous one: env=lunar_lander_c",
     ),
     (["env=lunar_lander_continuous", "env.kwargs.continuous=false"], "a discrete one: env=lunar_lander declares it"),
+    # W&B's own checks of what wandb.init is given: its traceback in the run's directory, after the envs were made
+    (["logger.wandb.project=../x"], "logger.wandb.project: W&B refuses it: Invalid project name '../x': cannot cont"),
+    (["logger.wandb.tags=[ok,'']"], "logger.wandb.tags (a W&B tag): W&B refuses it: Tag at index 1 is empty. Tags mu"),
+    ([f"env.name={'e' * 65}"], "env.name (a W&B tag): W&B refuses it: Tag 'eeeeeeeeeeeeeeeeeeee...eeeeeeeeeeeeeeee"),
+    (["--multirun", "algo=ppo,a2c", f"algo.name=ppo,{'a' * 65}"], "algo.name (a W&B tag): W&B refuses it: Tag 'aaa"),
     # SB3's TypeError in the run's directory; a layer of width 0, or a key SB3 does not read, trained without a word
     (["+algo.model.policy_kwargs={net_arch:[-1]}"], "algo.model.policy_kwargs.net_arch=[-1] is not allowed: algo.mod"),
     (["+algo.model.policy_kwargs={net_arch:[64,0]}"], "net_arch=[64, 0] is not allowed: algo.model.policy_kwargs.net"),

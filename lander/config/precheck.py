@@ -27,7 +27,7 @@ from hydra import compose, initialize_config_dir
 from hydra._internal.config_loader_impl import ConfigLoaderImpl
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.override_parser.types import RangeSweep
-from hydra.errors import HydraException
+from hydra.errors import HydraException, OverrideParseException
 from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
@@ -196,7 +196,7 @@ def check_jobs(
                     f"--multirun {' '.join(argv)}  (or give every swept key one value to run a single job)"
                 )
             jobs = job_overrides([*swept, *overrides] if multirun else overrides, multirun)
-            check_adastop(argv, full, multirun, jobs)
+            check_comparison(argv, full, multirun, jobs)
         composed: dict[tuple[str, ...], DictConfig] = {}
         single = not multirun and single_values(overrides) == overrides  # one job: composed above, values and all
         if single:
@@ -228,7 +228,14 @@ def hydra_message(exc: BaseException) -> str:
     """Hydra's error in one line: the message, the options it lists (not its search path), and the cause."""
     text = str(exc).split("Config search path:")[0]
     lines = [line.strip() for line in text.splitlines() if line.strip()]
-    message = lines[0] + (f"; {lines[1]} {', '.join(lines[2:])}" if len(lines) > 2 else "".join(lines[1:2]))
+    message = lines[0] + (
+        f"; {lines[1]} {', '.join(lines[2:])}" if len(lines) > 2 else "".join(f"; {line}" for line in lines[1:2])
+    )
+    override = getattr(exc, "override", None)  # Hydra's parse error keeps the override it could not parse
+    if isinstance(exc, OverrideParseException) and override:
+        key, _, value = str(override).partition("=")
+        quoted = f' (a value that holds "=" is quoted: "{key}=\'{value}\'")' if "=" in value else ""
+        message = f"{override}: {message}{quoted}"
     cause = exc.__cause__
     if cause is not None and str(cause).strip():
         message += f": {str(cause).strip().splitlines()[0]}"  # e.g. "Value 'x' could not be converted to Integer"
@@ -331,6 +338,40 @@ def check_adastop(argv: list[str], cfg: DictConfig, multirun: bool, jobs: list[l
             raise ConfigError(
                 f"hydra.sweeper.baseline={baseline!r} must name one configuration of the sweep (its overrides, "
                 f"e.g. algo=ppo); it names {len(named)}"
+            )
+
+
+def check_comparison(argv: list[str], cfg: DictConfig, multirun: bool, jobs: list[list[str]]) -> None:
+    """What a sweep is asked to compare: AdaStop's settings (:func:`check_adastop`), the baseline
+    (:func:`check_baseline`)."""
+    check_adastop(argv, cfg, multirun, jobs)
+    check_baseline(cfg, multirun, jobs)
+
+
+def check_baseline(cfg: DictConfig, multirun: bool, jobs: list[list[str]]) -> None:
+    """A sweep's ``baseline`` must be the label of one of its configurations in every env it trains, as the comparison
+    labels them (:func:`lander.analysis.runset.labels`: the overrides in which a configuration differs from the
+    others of its env, the seed and keys that change nothing left out). One that named none was found only once
+    every job had trained; the comparison then tested against the first configuration."""
+    baseline = cfg.get("baseline")
+    if not multirun or baseline is None:
+        return
+    from lander.analysis.runset import changes_nothing, labels  # pandas: only here (a sweep's end imports it anyway)
+
+    by_env: dict[str, list[tuple[str, ...]]] = {}
+    for job in jobs:
+        env = next((o for o in reversed(job) if o.lstrip("+").startswith("env=")), "")
+        key = tuple(sorted(o for o in job if not changes_nothing(o)))
+        if key not in by_env.setdefault(env, []):
+            by_env[env].append(key)
+    for env, keys in by_env.items():
+        named = list(labels(keys).values())
+        if str(baseline) not in named:
+            where = f" of {env}" if env else ""
+            listed = ", ".join(repr(n) for n in named[:6]) + (", ..." if len(named) > 6 else "")
+            raise ConfigError(
+                f"baseline={baseline!r} names no configuration{where} of this sweep, which the comparison names "
+                f"{listed}: give one of them, quoted (\"baseline='{named[0]}'\"), or baseline=null for the first"
             )
 
 

@@ -262,6 +262,12 @@ BAD_INPUT = [
         "made with env.kwargs {'continuous': True}, a continuous one: env=lunar_lander_c",
     ),
     (["env=lunar_lander_continuous", "env.kwargs.continuous=false"], "a discrete one: env=lunar_lander declares it"),
+    # a baseline that names no configuration: found once every job had trained, then the first was used instead
+    (["--multirun", "gamma=0.9,0.99", "baseline='gamma=0.5'"], "baseline='gamma=0.5' names no configuration of this"),
+    (["--multirun", "algo=ppo,a2c", "gamma=0.9,0.99", "baseline='algo=ppo'"], "which the comparison names 'algo=pp"),
+    (["--multirun", "experiment=gamma_sweep", "gamma=0.9,0.95"], "baseline='gamma=0.99' names no configuration of t"),
+    (["--multirun", "seed=0,1", "baseline=gamma=0.5"], "baseline=gamma=0.5: mismatched input '=' expecting <EOF>; "),
+    (["--multirun", "seed=0,1", "baseline=gamma=0.5"], '(a value that holds "=" is quoted: "baseline=\'gamma=0.5\'")'),
     # W&B's own checks of what wandb.init is given: its traceback in the run's directory, after the envs were made
     (["logger.wandb.project=../x"], "logger.wandb.project: W&B refuses it: Invalid project name '../x': cannot cont"),
     (["logger.wandb.tags=[ok,'']"], "logger.wandb.tags (a W&B tag): W&B refuses it: Tag at index 1 is empty. Tags mu"),

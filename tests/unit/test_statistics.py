@@ -286,3 +286,20 @@ def test_a_sweep_with_one_evaluation_per_run_shows_points_and_says_why(tmp_path:
     assert [a.text for a in fig.layout.annotations if a.text == ONE_EVALUATION]
     plot_curves(groups, "lunar", tmp_path / "curves.png", budget=20000)
     assert (tmp_path / "curves.png").stat().st_size > 10_000
+
+
+def test_a_sweeps_baseline_not_among_its_runs_is_said_and_the_first_configuration_tested_against(tmp_path, caplog):
+    """The sweep's end (``ComparisonCallback._compare``): a ``baseline`` that names no configuration of the runs on
+    disk is logged and the first configuration is the baseline (the command's precheck refuses one that names no
+    configuration of its jobs: ``test_config``'s bad input)."""
+    from omegaconf import OmegaConf
+
+    from lander.sweeps.callback import ComparisonCallback
+
+    for seed in range(2):
+        fake_run(tmp_path / "sweep", f"a{seed}", ["gamma=0.9"], seed, {100: 1.0 + seed})
+        fake_run(tmp_path / "sweep", f"b{seed}", ["gamma=0.99"], seed, {100: 2.0 + 3 * seed})
+    found = ComparisonCallback._compare(OmegaConf.create({"baseline": "gamma=0.5"}), tmp_path / "sweep")
+    assert "baseline='gamma=0.5' is not a configuration of lunar" in caplog.text
+    assert "the comparison tests against the first configuration instead" in caplog.text
+    assert set(found.table["baseline"]) == {"gamma=0.9"}

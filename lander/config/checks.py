@@ -118,12 +118,19 @@ CHOICES: dict[str, tuple[str, ...]] = {
 
 
 NAMES = ("run_name", "algo.name", "env.name")  # values that become part of a path (run directory, TensorBoard's)
+NAME_BYTES = 100  # a run directory's name holds two of them (algo.name, env.name): a file name is 255 bytes at most
 
 
 def is_plain_name(name: str) -> bool:
     """A name that stays one folder wherever it is joined to a path: not empty, not only dots (``..``), no
-    separator (``/``, ``\\``) and no control character."""
-    return bool(name) and name.strip(".") != "" and re.search(r"[/\\\x00-\x1f\x7f]", name) is None
+    separator (``/``, ``\\``), no control character, and at most :data:`NAME_BYTES` bytes (a longer one was
+    "File name too long" once Hydra or TensorBoard made the folder)."""
+    return (
+        bool(name)
+        and name.strip(".") != ""
+        and re.search(r"[/\\\x00-\x1f\x7f]", name) is None
+        and len(name.encode()) <= NAME_BYTES
+    )
 
 
 def _check(ok: bool, key: str, value: Any, allowed: str) -> None:
@@ -179,7 +186,7 @@ def validate(cfg: DictConfig) -> None:
             value is None or is_plain_name(str(value)),
             key,
             value,
-            "a plain name (it names a folder): no '/', '\\', '..' or control characters",
+            f"a plain name (it names a folder): no '/', '\\', '..' or control characters, at most {NAME_BYTES} bytes",
         )
     for key in SEEDS:
         value = OmegaConf.select(cfg, key)

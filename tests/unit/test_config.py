@@ -268,6 +268,9 @@ BAD_INPUT = [
     (["--multirun", "experiment=gamma_sweep", "gamma=0.9,0.95"], "baseline='gamma=0.99' names no configuration of t"),
     (["--multirun", "seed=0,1", "baseline=gamma=0.5"], "baseline=gamma=0.5: mismatched input '=' expecting <EOF>; "),
     (["--multirun", "seed=0,1", "baseline=gamma=0.5"], '(a value that holds "=" is quoted: "baseline=\'gamma=0.5\'")'),
+    # "File name too long" once Hydra made the run's directory (algo.name, env.name) or TensorBoard its (run_name)
+    ([f"run_name={'r' * 300}", "logger=tensorboard"], "or control characters, at most 100 bytes"),
+    (["logger=none", f"algo.name={'a' * 101}"], f"algo.name='{'a' * 101}' is not allowed: algo.name must be a plain"),
     # W&B's own checks of what wandb.init is given: its traceback in the run's directory, after the envs were made
     (["logger.wandb.project=../x"], "logger.wandb.project: W&B refuses it: Invalid project name '../x': cannot cont"),
     (["logger.wandb.tags=[ok,'']"], "logger.wandb.tags (a W&B tag): W&B refuses it: Tag at index 1 is empty. Tags mu"),

@@ -271,6 +271,8 @@ BAD_INPUT = [
     # "File name too long" once Hydra made the run's directory (algo.name, env.name) or TensorBoard its (run_name)
     ([f"run_name={'r' * 300}", "logger=tensorboard"], "or control characters, at most 100 bytes"),
     (["logger=none", f"algo.name={'a' * 101}"], f"algo.name='{'a' * 101}' is not allowed: algo.name must be a plain"),
+    # never reached, without a word
+    (["early_stop.reward_threshold=nan"], "early_stop.reward_threshold=nan is not allowed: early_stop.reward_threshol"),
     # W&B's own checks of what wandb.init is given: its traceback in the run's directory, after the envs were made
     (["logger.wandb.project=../x"], "logger.wandb.project: W&B refuses it: Invalid project name '../x': cannot cont"),
     (["logger.wandb.tags=[ok,'']"], "logger.wandb.tags (a W&B tag): W&B refuses it: Tag at index 1 is empty. Tags mu"),

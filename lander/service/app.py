@@ -83,8 +83,12 @@ async def bad_body(request: Request, exc: RequestValidationError) -> JSONRespons
     first = exc.errors()[0] if exc.errors() else {}
     if first.get("type") == "json_invalid":
         return JSONResponse({"error": f"request body: malformed JSON; {EXPECTED[kind]}"}, 400)
-    where = ".".join(map(str, first.get("loc", [])))
-    return JSONResponse({"error": f"request body: {first.get('msg', 'invalid')} at {where}; {EXPECTED[kind]}"}, 422)
+    loc = [str(part) for part in first.get("loc", [])]
+    if loc[:1] in (["query"], ["path"]):  # ?since=abc: a parameter of the URL, not a body
+        return JSONResponse({"error": f"{loc[0]} parameter {'.'.join(loc[1:])}: {first.get('msg', 'invalid')}"}, 422)
+    return JSONResponse(
+        {"error": f"request body: {first.get('msg', 'invalid')} at {'.'.join(loc)}; {EXPECTED[kind]}"}, 422
+    )
 
 
 SIGNALS = ("/stop", "/pause", "/continue")

@@ -161,6 +161,12 @@ def check_value(key: str, value: Any, text: str) -> None:
         )
     if key == "env.id" and ":" in str(value):  # gymnasium imports the module before the ':'
         raise Refused(f"{text[:80]!r}: env ids naming a module to import are not accepted by the service")
+    if key == "env.kwargs.render_mode" and value is not None:  # lander.run honours it, for a user at the screen
+        raise Refused(
+            f"{text[:80]!r}: env.kwargs.render_mode is not accepted by the service: its runs have no screen to draw "
+            "on, and render_mode=human draws every training step at the env's frame rate (LunarLander: 50 a "
+            "second, 1M steps in 5.6 hours); the video is drawn off screen (video.enabled)"
+        )
     if isinstance(value, dict):
         for name, item in value.items():
             if str(name).startswith("_"):

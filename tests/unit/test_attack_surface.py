@@ -466,3 +466,21 @@ def test_a_reproduction_from_the_service_is_refused_as_a_resume_is_and_its_verdi
     ]
     assert listed["outputs/done"]["reproductions"][0]["lines"][0].startswith("diverged: metrics/eval.csv row 1")
     assert "outputs/done.reproduce-1" not in listed  # a reproduction is listed with its run, not as a run
+
+
+@pytest.mark.parametrize(
+    "override,multirun",
+    [
+        ("+env.kwargs.render_mode=human", False),
+        ("env.kwargs={render_mode:human}", False),
+        ("+env.kwargs.render_mode=rgb_array,human", True),
+    ],
+)
+def test_a_launch_request_cannot_make_its_run_draw_on_a_screen(override, multirun):
+    """``env.kwargs.render_mode`` from a request: the service started the run, which drew every training step at 50
+    a second (``lander.run`` honours it for a user at the screen)."""
+    from lander.service.overrides import Refused, parse
+
+    with pytest.raises(Refused, match="env.kwargs.render_mode is not accepted by the service: its runs have no scre"):
+        parse(override, multirun)
+    assert parse("+env.kwargs.render_mode=null", False).value() is None  # Gymnasium's default, said again

@@ -481,6 +481,19 @@ def test_a_launch_request_cannot_make_its_run_draw_on_a_screen(override, multiru
     a second (``lander.run`` honours it for a user at the screen)."""
     from lander.service.overrides import Refused, parse
 
-    with pytest.raises(Refused, match="env.kwargs.render_mode is not accepted by the service: its runs have no scre"):
+    with pytest.raises(
+        Refused, match=r"env\.kwargs\.render_mode is not accepted by the service: its runs have no scre"
+    ):
         parse(override, multirun)
     assert parse("+env.kwargs.render_mode=null", False).value() is None  # Gymnasium's default, said again
+
+
+def test_a_bad_query_parameter_is_named_as_one(tmp_path):
+    """``?since=abc`` was answered "request body: ... at query.since; expected {"overrides": ...}"."""
+    planted_run(tmp_path)
+    answer = client(tmp_path).get("/api/runs/outputs~run/metrics/eval?since=abc")
+    assert answer.status_code == 422
+    assert (
+        answer.json()["error"]
+        == "query parameter since: Input should be a valid number, unable to parse string as a number"
+    )

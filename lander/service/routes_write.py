@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, cast
 
 from fastapi import APIRouter, Request
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from lander.service import store
 from lander.service.launcher import Launcher
@@ -19,7 +19,14 @@ from lander.service.overrides import Refused, check_overrides, run_label
 router = APIRouter()
 
 
-class AdaStop(BaseModel):
+class Body(BaseModel):
+    """A request body: a key it does not have is refused (422), not passed over (``{"runs": [...], "baseline":
+    "algo=ppo"}`` compared against the first configuration, without a word)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class AdaStop(Body):
     """A sweep that decides how many seeds it needs (``hydra/sweeper=adastop``): its configurations get ``n`` seeds
     per interim, at most ``K`` interims, with the family-wise error ``alpha``; the sweeper chooses the seeds."""
 
@@ -33,7 +40,7 @@ class AdaStop(BaseModel):
                 f"hydra.sweeper.alpha={self.alpha!r}"]  # fmt: skip
 
 
-class Launch(BaseModel):
+class Launch(Body):
     """What to launch: overrides of lander's config, as data (checked by
     :func:`lander.service.overrides.check_overrides`)."""
 
@@ -45,20 +52,20 @@ class Launch(BaseModel):
     )
 
 
-class Compare(BaseModel):
+class Compare(Body):
     """The runs to compare, by id (``GET /api/runs``), from any sweeps or none."""
 
     runs: list[str] = Field(description="2 to --max-jobs distinct run ids")
 
 
-class Signal(BaseModel):
+class Signal(Body):
     """A stop, pause or continue. A run trained side by side with other seeds (``seeds_per_process``) shares its
     process with them: a signal reaches every seed of it, and is sent only with ``group: true``."""
 
     group: bool = Field(False, description="act on every seed that shares the run's process (409 otherwise)")
 
 
-class Reproduce(BaseModel):
+class Reproduce(Body):
     """A reproduction of a run (``python -m lander.reproduce``): all of it, or its first ``steps`` steps."""
 
     steps: int | None = Field(None, ge=1, description="train and compare only the first N steps (null: the whole run)")

@@ -354,7 +354,8 @@ def check_baseline(cfg: DictConfig, multirun: bool, jobs: list[list[str]]) -> No
     others of its env, the seed and keys that change nothing left out). One that named none was found only once
     every job had trained; the comparison then tested against the first configuration."""
     baseline = cfg.get("baseline")
-    if not multirun or baseline is None:
+    whole = math.prod(len(set(values)) for values in zip(*jobs, strict=True)) == len(jobs)  # every combination
+    if not multirun or baseline is None or not whole:  # (beyond MAX_JOBS_CHECKED jobs, job_overrides gives some)
         return
     from lander.analysis.runset import changes_nothing, labels  # pandas: only here (a sweep's end imports it anyway)
 

@@ -166,13 +166,9 @@ def validate(cfg: DictConfig) -> None:
     _check(gamma is None or 0.0 < gamma <= 1.0, "gamma", gamma, "null or in (0, 1]")
     gain = cfg.early_stop.get("min_improvement", 0.0)
     _check(math.isfinite(gain) and gain >= 0, "early_stop.min_improvement", gain, "a finite number >= 0")
-    threshold = cfg.early_stop.get("reward_threshold")  # nan: never reached, inf: never, -inf: at once
-    _check(
-        threshold is None or math.isfinite(threshold),
-        "early_stop.reward_threshold",
-        threshold,
-        "null or a finite number",
-    )
+    for key in ("early_stop.reward_threshold", "env.reward_threshold"):  # nan: never reached, -inf: at once
+        threshold = OmegaConf.select(cfg, key)
+        _check(threshold is None or math.isfinite(threshold), key, threshold, "null or a finite number")
     for key, (smallest, nullable, allowed) in MINIMA.items():
         value = OmegaConf.select(cfg, key)
         _check((value is None and nullable) or (value is not None and value >= smallest), key, value, allowed)

@@ -273,6 +273,7 @@ BAD_INPUT = [
     (["logger=none", f"algo.name={'a' * 101}"], f"algo.name='{'a' * 101}' is not allowed: algo.name must be a plain"),
     # never reached, without a word
     (["early_stop.reward_threshold=nan"], "early_stop.reward_threshold=nan is not allowed: early_stop.reward_threshol"),
+    (["env.reward_threshold=nan"], "env.reward_threshold=nan is not allowed: env.reward_threshold must be null or a f"),
     # W&B's own checks of what wandb.init is given: its traceback in the run's directory, after the envs were made
     (["logger.wandb.project=../x"], "logger.wandb.project: W&B refuses it: Invalid project name '../x': cannot cont"),
     (["logger.wandb.tags=[ok,'']"], "logger.wandb.tags (a W&B tag): W&B refuses it: Tag at index 1 is empty. Tags mu"),

@@ -17,15 +17,12 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from lander.config.schema import neutral_keys
+from lander.config.schema import configuration_key, labels
 from lander.errors import RunFileError, RunSetError
 from lander.storage.csvlog import read_complete
 from lander.storage.rundir import RunPaths, RunSummary, Status, find_run_dirs
 from lander.storage.yamlfile import read_yaml
 
-# Overrides that are not part of a configuration: the seed (the repetition), keys declared neutral in the schema
-# (they do not change what is trained), and the names of the presets that set up the whole sweep
-NOT_CONFIGURATION = ("seed", "hydra", "experiment", "hparams_search", *neutral_keys())
 EVAL_COLUMNS = ("timesteps", "mean", "n", "success_rate")
 
 
@@ -55,13 +52,7 @@ class Run:
     @property
     def key(self) -> tuple[str, ...]:
         """The configuration: every override except the seed and those that do not change training."""
-        return tuple(sorted(o for o in self.overrides if not changes_nothing(o)))
-
-
-def changes_nothing(override: str) -> bool:
-    """True for an override of a key in :data:`NOT_CONFIGURATION` (or below one: ``video.fps=10``)."""
-    key = override.lstrip("+~").split("=", 1)[0]
-    return any(key == k or key.startswith((k + ".", k + "/")) for k in NOT_CONFIGURATION)
+        return configuration_key(self.overrides)
 
 
 def read_evals(path: Path, strict: bool = True) -> pd.DataFrame | None:
@@ -247,12 +238,6 @@ def drop_duplicates(runs: list[Run]) -> tuple[list[Run], list[tuple[Run, Run]]]:
         newest[(run.env, run.key, run.seed)] = run
     kept = [r for r in runs if newest[(r.env, r.key, r.seed)] is r]
     return kept, [(r, newest[(r.env, r.key, r.seed)]) for r in runs if newest[(r.env, r.key, r.seed)] is not r]
-
-
-def labels(keys: list[tuple[str, ...]]) -> dict[tuple[str, ...], str]:
-    """Name each configuration by the overrides in which it differs from the others."""
-    common = set.intersection(*(set(k) for k in keys)) if len(keys) > 1 else set()
-    return {k: " ".join(o for o in k if o not in common) or " ".join(k) or "default" for k in keys}
 
 
 def configurations(runs: list[Run], compared: list[Run], env: str) -> dict[str, list[Run]]:

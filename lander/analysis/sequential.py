@@ -23,8 +23,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from lander.analysis.runset import Run, labels, read_run, select
+from lander.analysis.runset import Run, read_run, select
 from lander.config.precheck import ADASTOP_SCORES
+from lander.config.schema import labels
 from lander.errors import RunSetError
 from lander.storage.rundir import write_json
 

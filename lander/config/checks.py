@@ -683,6 +683,7 @@ def check_wandb_names(cfg: DictConfig) -> None:
     nodes = {key: node for key, node in tracker_nodes(cfg).items() if node._target_ == WANDB_TRACKER}
     if not nodes:
         return
+    # W&B's settings, 0.86 s (python -X importtime): only where a W&B tracker is configured, and its run imports them
     from pydantic import ValidationError
     from wandb import Settings
     from wandb.errors import UsageError

@@ -33,7 +33,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from lander.config.checks import check_trackers, validate
 from lander.config.keys import check_model_keys, check_override_keys
-from lander.config.schema import CONF_DIR, register_configs
+from lander.config.schema import CONF_DIR, configuration_key, labels, register_configs
 from lander.config.trust import allowed_prefixes, check_trusted
 from lander.errors import ConfigError
 from lander.storage.lock import check_free
@@ -350,19 +350,17 @@ def check_comparison(argv: list[str], cfg: DictConfig, multirun: bool, jobs: lis
 
 def check_baseline(cfg: DictConfig, multirun: bool, jobs: list[list[str]]) -> None:
     """A sweep's ``baseline`` must be the label of one of its configurations in every env it trains, as the comparison
-    labels them (:func:`lander.analysis.runset.labels`: the overrides in which a configuration differs from the
+    labels them (:func:`lander.config.schema.labels`: the overrides in which a configuration differs from the
     others of its env, the seed and keys that change nothing left out). One that named none was found only once
     every job had trained; the comparison then tested against the first configuration."""
     baseline = cfg.get("baseline")
     whole = math.prod(len(set(values)) for values in zip(*jobs, strict=True)) == len(jobs)  # every combination
     if not multirun or baseline is None or not whole:  # (beyond MAX_JOBS_CHECKED jobs, job_overrides gives some)
         return
-    from lander.analysis.runset import changes_nothing, labels  # pandas: only here (a sweep's end imports it anyway)
-
     by_env: dict[str, list[tuple[str, ...]]] = {}
     for job in jobs:
         env = next((o for o in reversed(job) if o.lstrip("+").startswith("env=")), "")
-        key = tuple(sorted(o for o in job if not changes_nothing(o)))
+        key = configuration_key(job)
         if key not in by_env.setdefault(env, []):
             by_env[env].append(key)
     for env, keys in by_env.items():

@@ -48,7 +48,7 @@ def action_space_kind(space: Any) -> str:
 def observation_space_kind(space: Any) -> str:
     """``"discrete"``, ``"image"`` (uint8 with 3 dims) or ``"vector"`` for a Gymnasium observation space, as
     ``algo.observation_spaces`` names them."""
-    import gymnasium
+    import gymnasium  # as in action_space_kind
     import numpy as np
 
     if isinstance(space, (gymnasium.spaces.Discrete, gymnasium.spaces.Tuple)):
@@ -246,3 +246,26 @@ def neutral_keys(schema: type = LanderConfig, prefix: str = "") -> list[str]:
         elif is_dataclass(types[item.name]):
             keys += neutral_keys(types[item.name], name + ".")
     return keys
+
+
+# Overrides that are not part of a configuration: the seed (the repetition), keys declared neutral in the schema
+# (they do not change what is trained), and the names of the presets that set up the whole sweep
+NOT_CONFIGURATION = ("seed", "hydra", "experiment", "hparams_search", *neutral_keys())
+
+
+def changes_nothing(override: str) -> bool:
+    """True for an override of a key in :data:`NOT_CONFIGURATION` (or below one: ``video.fps=10``)."""
+    key = override.lstrip("+~").split("=", 1)[0]
+    return any(key == k or key.startswith((k + ".", k + "/")) for k in NOT_CONFIGURATION)
+
+
+def configuration_key(overrides: list[str]) -> tuple[str, ...]:
+    """The configuration a run's (or a job's) overrides make: every override but the seed and those that change
+    nothing (:func:`changes_nothing`), sorted."""
+    return tuple(sorted(o for o in overrides if not changes_nothing(o)))
+
+
+def labels(keys: list[tuple[str, ...]]) -> dict[tuple[str, ...], str]:
+    """Name each configuration by the overrides in which it differs from the others."""
+    common = set.intersection(*(set(k) for k in keys)) if len(keys) > 1 else set()
+    return {k: " ".join(o for o in k if o not in common) or " ".join(k) or "default" for k in keys}

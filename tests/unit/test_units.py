@@ -13,8 +13,8 @@ from types import SimpleNamespace
 import pytest
 
 from helpers import composed, lander
-from lander.analysis.runset import Run, changes_nothing, labels
-from lander.config.schema import neutral_keys
+from lander.analysis.runset import Run
+from lander.config.schema import changes_nothing, labels, neutral_keys
 from lander.storage.rundir import RunPaths, RunSummary, Status, atomic_write, find_run_dirs, write_json
 from lander.sweeps.rerun import check_same_sweep, plan_job, set_aside
 from lander.training.callbacks import Every, StopOnPlateau

@@ -516,6 +516,8 @@ FIXED_HYDRA_KEYS = {  # Hydra's keys that name a run's files, which lander's com
     "hydra.job.name": "it names the run's log, run.log (hydra.job.name=../x wrote ../x.log, out of the run)",
     "hydra.output_subdir": "it names the folder of the run's saved config, .hydra/, by which compare, report, "
     "evaluate and resume know a run",
+    "hydra.sweep.subdir": "it names each job's directory, <sweep>/<job number>, by which a re-run of the sweep finds "
+    "and completes its jobs (hydra.sweep.subdir=x put every job in one directory, where each run overwrote the last)",
 }
 
 

@@ -245,6 +245,8 @@ BAD_INPUT = [
     (["hydra.job.name=../x"], "hydra.job.name=../x: lander keeps hydra.job.name as it is: it names the run's log"),
     (["hydra.output_subdir=null"], "hydra.output_subdir=null: lander keeps hydra.output_subdir as it is: it names"),
     (["++hydra.output_subdir=cfg"], "++hydra.output_subdir=cfg: lander keeps hydra.output_subdir as it is"),
+    # every job of the sweep in one directory: seed 1's run overwrote seed 0's, and the comparison had one run
+    (["--multirun", "seed=0,1", "hydra.sweep.subdir=x"], "hydra.sweep.subdir=x: lander keeps hydra.sweep.subdir as"),
     # the sweeper kept the last without a word: seed=range(0,3) seed=1,2 ran seeds 1 and 2
     (["--multirun", "seed=range(0,3)", "seed=1,2"], "seed is given 2 times in a sweep (seed=range(0,3) and seed=1,2)"),
     (["--multirun", "seed=0,1", "gamma=0.9", "+seed=2"], "seed is given 2 times in a sweep (seed=0,1 and +seed=2)"),

@@ -676,30 +676,37 @@ def check_trackers(cfg: DictConfig) -> None:
 
 
 def check_wandb_names(cfg: DictConfig) -> None:
-    """What a W&B tracker gives ``wandb.init`` from the config, checked by W&B's own settings (``wandb.Settings``,
-    imported only where a W&B tracker is configured; the run imports it anyway): the project (none of ``/ \\ # ? %
-    :``, at most 128 characters) and each tag (1 to 64 characters: ``algo.name``, ``env.name`` and the tracker's
-    ``tags``). Each failed in the run's directory, after its envs were made, with W&B's traceback."""
-    nodes = {key: node for key, node in tracker_nodes(cfg).items() if node._target_ == WANDB_TRACKER}
-    if not nodes:
-        return
+    """What a W&B tracker gives ``wandb.init`` from the config, checked by W&B's own settings
+    (:func:`wandb_refusal`): the project (none of ``/ \\ # ? % :``, at most 128 characters) and each tag (1 to 64
+    characters: ``algo.name``, ``env.name`` and the tracker's ``tags``). Each failed in the run's directory, after
+    its envs were made, with W&B's traceback."""
+    for where, node in tracker_nodes(cfg).items():
+        if node._target_ != WANDB_TRACKER:
+            continue
+        given: list[tuple[str, str, Any]] = [(f"logger.{where}.project", "project", node.project)]
+        given += [("algo.name", "run_tags", (cfg.algo.name,)), ("env.name", "run_tags", (cfg.env.name,))]
+        given += [(f"logger.{where}.tags", "run_tags", tuple(str(tag) for tag in node.tags))]  # W&B numbers them
+        for key, setting, value in given:
+            if (reason := wandb_refusal(setting, value)) is not None:
+                tag = " (a W&B tag)" if setting == "run_tags" else ""
+                raise ConfigError(f"{key}{tag}: W&B refuses it: {reason}")
+
+
+@functools.cache  # a sweep's jobs give W&B the same few values (0.13 ms a check)
+def wandb_refusal(setting: str, value: Any) -> str | None:
+    """Why ``wandb.Settings`` refuses ``value`` for ``setting`` (``project``, ``run_tags``), or None."""
     # W&B's settings, 0.86 s (python -X importtime): only where a W&B tracker is configured, and its run imports them
     from pydantic import ValidationError
     from wandb import Settings
     from wandb.errors import UsageError
 
-    for where, node in nodes.items():
-        given: list[tuple[str, dict[str, Any]]] = [(f"logger.{where}.project", {"project": node.project})]
-        given += [("algo.name", {"run_tags": (cfg.algo.name,)}), ("env.name", {"run_tags": (cfg.env.name,)})]
-        given += [(f"logger.{where}.tags", {"run_tags": tuple(str(tag) for tag in node.tags)})]  # W&B numbers them
-        for key, settings in given:
-            try:
-                Settings(**settings)
-            except UsageError as exc:
-                raise ConfigError(f"{key}: W&B refuses it: {exc}") from None
-            except ValidationError as exc:
-                reason = str(exc.errors()[0]["msg"]).removeprefix("Value error, ")
-                raise ConfigError(f"{key} (a W&B tag): W&B refuses it: {reason}") from None
+    try:
+        Settings(**{setting: value})
+    except UsageError as exc:
+        return str(exc)
+    except ValidationError as exc:
+        return str(exc.errors()[0]["msg"]).removeprefix("Value error, ")
+    return None
 
 
 def check_online(node: DictConfig, where: str) -> None:

@@ -354,17 +354,16 @@ def check_baseline(cfg: DictConfig, multirun: bool, jobs: list[list[str]]) -> No
     others of its env, the seed and keys that change nothing left out). One that named none was found only once
     every job had trained; the comparison then tested against the first configuration."""
     baseline = cfg.get("baseline")
-    whole = math.prod(len(set(values)) for values in zip(*jobs, strict=True)) == len(jobs)  # every combination
-    if not multirun or baseline is None or not whole:  # (beyond MAX_JOBS_CHECKED jobs, job_overrides gives some)
+    if not multirun or baseline is None:
         return
-    by_env: dict[str, list[tuple[str, ...]]] = {}
+    if math.prod(len(set(values)) for values in zip(*jobs, strict=True)) != len(jobs):
+        return  # not every combination: beyond MAX_JOBS_CHECKED jobs, job_overrides gives some of them
+    by_env: dict[str, dict[tuple[str, ...], None]] = {}  # each env's configurations, in order, once each
     for job in jobs:
         env = next((o for o in reversed(job) if o.lstrip("+").startswith("env=")), "")
-        key = configuration_key(job)
-        if key not in by_env.setdefault(env, []):
-            by_env[env].append(key)
+        by_env.setdefault(env, {})[configuration_key(job)] = None
     for env, keys in by_env.items():
-        named = list(labels(keys).values())
+        named = list(labels(list(keys)).values())
         if str(baseline) not in named:
             where = f" of {env}" if env else ""
             listed = ", ".join(repr(n) for n in named[:6]) + (", ..." if len(named) > 6 else "")

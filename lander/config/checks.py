@@ -339,6 +339,36 @@ class Spaces(NamedTuple):
     observation_kind: str  # as env.observation_space names it (observation_space_kind), before env.wrappers
 
 
+def check_env_kwargs(env_id: str, spec: Any, kwargs: dict[str, Any]) -> None:
+    """Each of ``env.kwargs`` whose parameter defaults to a bool must be a bool, and one defaulting to a number a
+    number: the env takes what it is given, so ``+env.kwargs.enable_wind=no`` (the string ``'no'``, true to Python)
+    trained LunarLander with wind, without a word. Parameters read from the env's constructor (``spec.entry_point``);
+    one that cannot be read is passed over.
+
+    :param env_id: the Gymnasium id, as named in the message
+    :param spec: its registry entry, or None
+    :param kwargs: ``env.kwargs`` as plain values
+    """
+    import inspect
+
+    from gymnasium.envs.registration import load_env_creator
+
+    try:
+        entry = spec.entry_point
+        creator = load_env_creator(entry) if isinstance(entry, str) else entry
+        defaults = {name: p.default for name, p in inspect.signature(creator).parameters.items()}
+    except Exception:  # no readable signature (a C callable, a broken entry point): the env decides
+        return
+    for name, value in kwargs.items():
+        default = defaults.get(name, inspect.Parameter.empty)
+        if isinstance(default, bool):
+            allowed = f"true or false ({env_id}'s default: {default})"
+            _check(isinstance(value, bool), f"env.kwargs.{name}", value, allowed)
+        elif isinstance(default, int | float):
+            ok = isinstance(value, int | float) and not isinstance(value, bool)
+            _check(ok, f"env.kwargs.{name}", value, f"a number ({env_id}'s default: {default})")
+
+
 @functools.cache
 def _spaces(env_id: str, kwargs_json: str) -> Spaces:
     # gymnasium and NumPy: 0.11 s of the 0.3 s that `import lander.config.precheck` takes (measured, best of 5), so
@@ -352,6 +382,8 @@ def _spaces(env_id: str, kwargs_json: str) -> Spaces:
 
         route_mujoco_warnings(env_id)  # MuJoCo's compiler warnings to logging, not to ./MUJOCO_LOG.TXT
     kwargs = json.loads(kwargs_json)
+    if spec is not None:
+        check_env_kwargs(env_id, spec, kwargs)
     try:
         env = gymnasium.make(env_id, **kwargs)
     except Exception as exc:  # the env's own check of its arguments: an assert, a TypeError for a name it lacks

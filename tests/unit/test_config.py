@@ -241,6 +241,11 @@ BAD_INPUT = [
     # the env's own check of its arguments, which was a traceback
     (["+env.kwargs.gravity=5.0"], "env.kwargs: LunarLander-v3 cannot be made with {'gravity': 5.0} (AssertionError: g"),
     (["+env.kwargs.nonsense=1"], "cannot be made with {'nonsense': 1} (TypeError: LunarLander.__init__() got an unex"),
+    # the env took any value: 'no' (a string, true to Python) trained with wind, without a word
+    (["+env.kwargs.enable_wind=no"], "env.kwargs.enable_wind must be true or false (LunarLander-v3's default: False)"),
+    (["env=cartpole", "+env.kwargs.sutton_barto_reward=0"], "env.kwargs.sutton_barto_reward=0 is not allowed: env.k"),
+    (["+env.kwargs.wind_power=true"], "env.kwargs.wind_power=True is not allowed: env.kwargs.wind_power must be a num"),
+    (["+env.kwargs.gravity=abc"], "env.kwargs.gravity='abc' is not allowed: env.kwargs.gravity must be a number (L"),
     # the names lander finds a run's files by: the log went out of the run; a run without .hydra/ is no run to it
     (["hydra.job.name=../x"], "hydra.job.name=../x: lander keeps hydra.job.name as it is: it names the run's log"),
     (["hydra.output_subdir=null"], "hydra.output_subdir=null: lander keeps hydra.output_subdir as it is: it names"),
@@ -622,4 +627,7 @@ def test_env_kwargs_that_change_the_spaces_run_where_the_config_declares_those_s
     from lander.config.precheck import check_command
 
     run = ["+env.kwargs.continuous=true", "env.action_space=continuous", "logger=none"]
+    check_command([*run, f"hydra.run.dir={tmp_path / 'run'}"])
+    # a bool's parameter takes true or false, a float's an integer too
+    run = ["+env.kwargs.enable_wind=true", "+env.kwargs.gravity=-5", "+env.kwargs.wind_power=10.5", "logger=none"]
     check_command([*run, f"hydra.run.dir={tmp_path / 'run'}"])

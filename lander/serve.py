@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import re
 import secrets
 import socket
 import sys
@@ -21,6 +22,9 @@ from pathlib import Path
 
 log = logging.getLogger(__name__)
 LOCAL = ("127.0.0.1", "localhost", "::1")
+TOKEN = re.compile(r"[A-Za-z0-9._~-]{16,}")
+"""A chosen token: 16 characters or more (one of 3 characters, with nothing to slow a guesser down, fell to 2**18
+guesses), each one a URL, a cookie and a header carry as it is (the printed URL's ``?token=`` was cut at a ``&``)."""
 
 
 def parser() -> argparse.ArgumentParser:
@@ -113,6 +117,14 @@ def main(argv: list[str] | None = None) -> int:
         parser().error("--max-running and --max-jobs: at least 1")
     if not 1 <= args.port <= 65535:
         parser().error(f"--port {args.port}: a port number from 1 to 65535")
+    if args.token and not args.no_token and not TOKEN.fullmatch(args.token):  # '' (LANDER_TOKEN=): a random one
+        others = sorted({c for c in args.token if not TOKEN.fullmatch(c * 16)})
+        given = f"{len(args.token)} characters" + (f", with {', '.join(map(repr, others))}" if others else "")
+        parser().error(
+            f"--token (or LANDER_TOKEN): {given}; a chosen token is at least 16 characters, each a letter, digit, "
+            "'.', '_', '~' or '-' (it guards launching Python processes as you): leave it out for a random one, or "
+            "make one with python -c 'import secrets; print(secrets.token_urlsafe(32))'"
+        )
     token = None if args.no_token else args.token or secrets.token_urlsafe(32)
     # after the arguments are checked, and after the working directory left sys.path (above): nothing a folder
     # holds is imported in the service's process

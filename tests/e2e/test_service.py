@@ -227,13 +227,14 @@ def test_launching_where_nothing_can_be_written_is_refused(tmp_path):
 
 
 def test_a_chosen_token_is_required_on_every_request(tmp_path):
-    with service(tmp_path, "--host", "0.0.0.0", "--token", "secret", "--allow-host", "lab.example") as svc:
-        assert svc.token == "secret"
+    token = "lab-token-0123456789"
+    with service(tmp_path, "--host", "0.0.0.0", "--token", token, "--allow-host", "lab.example") as svc:
+        assert svc.token == token
         assert httpx.get(f"{svc.url}/api/runs").status_code == 401
         assert httpx.get(f"{svc.url}/", params={"token": "wrong"}).status_code == 401
         assert svc.get("/api/runs").json() == []
         assert svc.get("/api/runs", headers={"Host": "lab.example"}).status_code == 200  # --allow-host
-        assert httpx.get(f"{svc.url}/", params={"token": "secret"}).status_code == 303  # sets the cookie
+        assert httpx.get(f"{svc.url}/", params={"token": token}).status_code == 303  # sets the cookie
 
 
 @pytest.mark.slow  # kept out of the default suite for its time (docs/development.md)

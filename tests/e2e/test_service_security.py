@@ -494,6 +494,26 @@ def test_no_token_needs_an_acknowledgement_and_this_machine(tmp_path):
     assert not (tmp_path / ".lander-service").exists()
 
 
+def test_a_chosen_token_that_is_short_or_breaks_the_url_is_refused(tmp_path):
+    """``--token abc`` was taken: with nothing to slow a guesser down, 3 characters fall to 2**18 guesses. A token
+    with ``&`` or a space was taken too, and the printed URL's ``?token=`` was cut there."""
+    for args, env, shown in [
+        (["--token", "abc"], {}, "3 characters;"),
+        ([], {"LANDER_TOKEN": "a b&cdefghijklmnopq"}, "19 characters, with ' ', '&';"),
+    ]:
+        refused = subprocess.run(
+            [sys.executable, "-m", "lander.serve", "--root", str(tmp_path), "--port", "1", *args],
+            cwd=REPO,
+            env=lander_env() | env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert refused.returncode == 2, refused.stderr
+        assert f"error: --token (or LANDER_TOKEN): {shown} a chosen token is at least 16 characters" in refused.stderr
+    assert os.listdir(tmp_path) == []
+
+
 def test_a_port_another_process_holds_is_refused_before_the_url_is_printed(tmp_path):
     """The URL carries the token: printed for a port another process listens on (before the service bound it, as
     it was), opening it hands that process the token. Now the port is bound first, and a port out of range or held

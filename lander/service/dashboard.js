@@ -109,7 +109,9 @@ function comparisonRow(comparison) {
   const row = el("tr"); row.dataset.id = comparison.id;
   row.append(el("td", comparison.path), el("td", comparison.runs.join(", ")));
   const report = el("td");
-  if (comparison.compared) report.append(link(`/api/comparisons/${comparison.id}/report`, "report.html")); else report.append(el("span", "not yet", "muted"));
+  if (comparison.compared) report.append(link(`/api/comparisons/${comparison.id}/report`, "report.html"));
+  else if (comparison.state === "failed") report.append(el("span", `failed: ${comparison.error}`, "error"));
+  else report.append(el("span", "comparing", "muted"));
   report.append(leftOut(comparison.left_out, comparison.runs.length));
   row.append(report);
   return row;

@@ -198,6 +198,10 @@ class Launcher:
             raise Refused(f"cannot write {directory}: {exc.strerror or exc}; nothing was started", 409) from exc
         return self.start([*map(str, runs), "--out", str(directory)], directory, "compare", "lander.compare")
 
+    def running(self) -> set[str]:
+        """The directories (paths under the root) of the processes this root's services started that still run."""
+        return {entry["path"] for entry in self.launched() if entry["alive"]}
+
     def launched(self) -> list[dict[str, Any]]:
         """Everything this root's services started, with ``alive`` (the process still runs lander)."""
         self.reap()

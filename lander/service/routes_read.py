@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from lander.config import catalog
 from lander.config.trust import resolve_trusted
 from lander.service import files, store
+from lander.service.launcher import Launcher
 from lander.storage.rundir import RunPaths, SweepPaths, find_run_dirs
 from lander.storage.yamlfile import safe_yaml
 
@@ -169,6 +170,8 @@ class ComparisonInfo(Open):
     started: float
     runs: list[str] = Field(description="the runs compared (paths under the root)")
     compared: bool = Field(description="its report is written")
+    state: str = Field(description="compared, comparing (its process runs) or failed")
+    error: str | None = Field(None, description="failed: the last line of its service.log (lander.compare's reason)")
     left_out: list[LeftOut]
 
 
@@ -192,6 +195,8 @@ class ComparisonDetail(TableDetail):
     """One comparison of chosen runs."""
 
     runs: list[str]
+    state: str | None = Field(None, description="compared, comparing or failed (as the list says)")
+    error: str | None = Field(None, description="failed: the last line of its service.log")
 
 
 def root_of(request: Request) -> Path:
@@ -320,7 +325,12 @@ def sweep_report(request: Request, sweep_id: str) -> FileResponse:
 
 @router.get("/api/comparisons", response_model=list[ComparisonInfo], summary="Comparisons of chosen runs, newest first")
 def comparisons(request: Request) -> list[dict[str, Any]]:
-    return store.list_comparisons(root_of(request))
+    return store.list_comparisons(root_of(request), running_of(request))
+
+
+def running_of(request: Request) -> set[str]:
+    """The directories of the processes this root's services started that still run."""
+    return cast(Launcher, request.app.state.launcher).running()
 
 
 @router.get(
@@ -331,12 +341,16 @@ def comparisons(request: Request) -> list[dict[str, Any]]:
 def comparison(request: Request, comparison_id: str) -> dict[str, Any]:
     root = root_of(request)
     path = store.comparison_dir(root, comparison_id)
-    listed: dict[str, Any] = next((c for c in store.list_comparisons(root) if c["id"] == comparison_id), {"runs": []})
+    listed: dict[str, Any] = next(
+        (c for c in store.list_comparisons(root, running_of(request)) if c["id"] == comparison_id), {"runs": []}
+    )
     report = files.servable(root, path / "report.html")
     return {
         "id": comparison_id,
         "path": str(path.relative_to(root.resolve())),
         "runs": listed["runs"],
+        "state": listed.get("state"),
+        "error": listed.get("error"),
         "comparison": table_rows(root, path / "table.csv"),
         "left_out": store.left_out(root, path),  # runs it did not compare (an unequal budget, a failure), and why
         "report": f"/api/comparisons/{comparison_id}/report" if report else None,

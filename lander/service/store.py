@@ -13,6 +13,7 @@ status ``unreadable`` and the reason, and the list still answers.
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -301,9 +302,24 @@ def comparison_dir(root: Path, id_: str) -> Path:
     return path
 
 
-def list_comparisons(root: Path) -> list[dict[str, Any]]:
-    """Every comparison of chosen runs under ``root/comparisons``, newest first: the runs it compares and whether
-    its report is written (``compared``)."""
+CONSOLE_TAIL = 4 * KiB  # what is read of the end of a process's console (service.log) to say why it ended
+
+
+def last_line(root: Path, console: Path) -> str:
+    """The last line ``console`` (a process's ``service.log``) holds, read from its end: a failed ``lander.compare``
+    logs its one-line reason there (or a traceback, whose last line is the exception)."""
+    try:
+        lines = read_bytes(root, console, CONSOLE_TAIL, "tail").decode(errors="replace").splitlines()
+    except Unreadable:
+        return ""
+    return next((line.strip()[:500] for line in reversed(lines) if line.strip()), "")
+
+
+def list_comparisons(root: Path, running: Collection[str] = ()) -> list[dict[str, Any]]:
+    """Every comparison of chosen runs under ``root/comparisons``, newest first: the runs it compares, whether its
+    report is written (``compared``) and its ``state``: ``compared``, ``comparing`` (its process, one of
+    ``running``'s paths, still runs) or ``failed``, then with ``error``, the last line of its ``service.log`` (a
+    failed comparison showed "not yet" for ever)."""
     found = sorted((root / "comparisons").glob("*/*/inputs.json")) if (root / "comparisons").is_dir() else []
     listed = []
     for inputs in found:
@@ -323,6 +339,11 @@ def list_comparisons(root: Path) -> list[dict[str, Any]]:
                 "left_out": left_out(root, inputs.parent),
             }
         )
+        entry = listed[-1]
+        entry["state"] = "compared" if entry["compared"] else "comparing" if entry["path"] in running else "failed"
+        if entry["state"] == "failed":
+            why = last_line(root, inputs.parent / "service.log")
+            entry["error"] = why or "ended without a report, and without a word in its service.log"
     return sorted(listed, key=lambda c: c["started"], reverse=True)
 
 

@@ -237,6 +237,27 @@ def test_a_chosen_token_is_required_on_every_request(tmp_path):
         assert httpx.get(f"{svc.url}/", params={"token": token}).status_code == 303  # sets the cookie
 
 
+def test_a_comparison_that_fails_says_why_in_the_list_and_on_the_dashboard(tmp_path):
+    """Two runs that never trained, compared: ``lander.compare`` refuses them (exit 2, its reason in the
+    comparison's ``service.log``). The list said ``compared: false`` for ever and the dashboard "not yet"; now the
+    comparison is ``failed`` with that reason, in the API and on the page."""
+    for name in ("a", "b"):
+        (tmp_path / "outputs" / name / ".hydra").mkdir(parents=True)
+        (tmp_path / "outputs" / name / ".hydra" / "config.yaml").write_text("seed: 0\nenv: {name: lunar_lander}\n")
+    with service(tmp_path) as svc:
+        launched = svc.post("/api/comparisons", json={"runs": ["outputs~a", "outputs~b"]})
+        assert launched.status_code == 201, launched.text
+        (listed,) = svc.wait_for("/api/comparisons", lambda found: found[0]["state"] != "comparing")
+        assert listed["state"] == "failed" and not listed["compared"], listed
+        assert listed["error"].startswith("lander.compare: no run under ") and "nothing to compare" in listed["error"]
+        detail = svc.get(f"/api/comparisons/{listed['id']}").json()
+        assert (detail["state"], detail["error"], detail["report"]) == ("failed", listed["error"], None)
+        with open_page(svc.printed_url, offline=False) as (page, _visit):
+            page.wait_for_selector("#comparisons .error")
+            shown = page.text_content("#comparisons .error")
+    assert shown == f"failed: {listed['error']}"
+
+
 @pytest.mark.slow  # kept out of the default suite for its time (docs/development.md)
 def test_a_restarted_service_still_knows_what_it_launched(tmp_path):
     with service(tmp_path, keep=True) as svc:

@@ -8,6 +8,7 @@ with ``at_timesteps=N``, every run that got N steps far is compared as it stood 
 
 from __future__ import annotations
 
+import collections
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -89,6 +90,13 @@ class Comparison:
         return max(r.timesteps for runs in self.groups[env].values() for r in runs)
 
 
+def ended(runs: list[Run]) -> str:
+    """The runs that ended without completing, counted by status: ``"2 interrupted, 1 failed, "`` (interrupted runs,
+    stopped by their user, were counted as failed)."""
+    counts = collections.Counter(r.status for r in runs)
+    return "".join(f"{n} {status}, " for status, n in sorted(counts.items())) or "0 failed, "
+
+
 def analyse(paths: list[Path], baseline: str | None = None, at_timesteps: int | None = None) -> Comparison:
     """Find the runs under ``paths``, select those to compare and compute the statistics; write nothing.
 
@@ -103,7 +111,7 @@ def analyse(paths: list[Path], baseline: str | None = None, at_timesteps: int | 
         what = "completed" if at_timesteps is None else f"reached {at_timesteps} timesteps"
         raise RunSetError(
             f"no run under {', '.join(map(str, paths))} {what}, nothing to compare: {len(runs)} "
-            f"run(s), {len(failed)} failed, {len(unfinished)} not finished"
+            f"run(s), {ended(failed)}{len(unfinished)} not finished"
         )
     compared, duplicates = drop_duplicates(compared)
     groups = {env: configurations(runs, compared, env) for env in sorted({r.env for r in compared})}

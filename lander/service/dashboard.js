@@ -128,7 +128,9 @@ function sweepRow(sweep) {
   const row = el("tr"); row.dataset.id = sweep.id;
   row.append(el("td", sweep.path), el("td", sweep.jobs));
   const report = el("td");
-  if (sweep.compared) report.append(link(`/api/sweeps/${sweep.id}/report`, "report.html")); else report.append(el("span", "not yet", "muted"));
+  if (sweep.compared) report.append(link(`/api/sweeps/${sweep.id}/report`, "report.html"));
+  else if (sweep.state === "ended") report.append(el("span", `ended without a comparison: ${sweep.error}`, "warning"));
+  else report.append(el("span", sweep.state === "sweeping" ? "sweeping" : "not yet", "muted"));
   report.append(leftOut(sweep.left_out, sweep.jobs));
   row.append(report);
   return row;

@@ -198,9 +198,13 @@ class Launcher:
             raise Refused(f"cannot write {directory}: {exc.strerror or exc}; nothing was started", 409) from exc
         return self.start([*map(str, runs), "--out", str(directory)], directory, "compare", "lander.compare")
 
-    def running(self) -> set[str]:
-        """The directories (paths under the root) of the processes this root's services started that still run."""
-        return {entry["path"] for entry in self.launched() if entry["alive"]}
+    def processes(self) -> dict[str, bool]:
+        """The directories (paths under the root) of the processes this root's services started, each with whether
+        one of them still runs there."""
+        found: dict[str, bool] = {}
+        for entry in self.launched():
+            found[entry["path"]] = found.get(entry["path"], False) or bool(entry["alive"])
+        return found
 
     def launched(self) -> list[dict[str, Any]]:
         """Everything this root's services started, with ``alive`` (the process still runs lander)."""

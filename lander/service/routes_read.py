@@ -159,6 +159,11 @@ class SweepInfo(Open):
     started: float
     jobs: int = Field(description="its jobs (run directories)")
     compared: bool = Field(description="its comparison is written")
+    state: str = Field(
+        description="compared; sweeping (a process this service started runs it); ended (that process ended without "
+        "a comparison: stopped, or no job completed); or unknown (started elsewhere: not compared yet)"
+    )
+    error: str | None = Field(None, description="ended: the last line of its service.log (how the sweep ended)")
     left_out: list[LeftOut]
 
 
@@ -281,7 +286,7 @@ def run_file(request: Request, run_id: str, name: str) -> FileResponse:
 
 @router.get("/api/sweeps", response_model=list[SweepInfo], summary="Every sweep under the root, newest first")
 def sweeps(request: Request) -> list[dict[str, Any]]:
-    return store.list_sweeps(root_of(request))
+    return store.list_sweeps(root_of(request), processes_of(request))
 
 
 @router.get(
@@ -325,12 +330,12 @@ def sweep_report(request: Request, sweep_id: str) -> FileResponse:
 
 @router.get("/api/comparisons", response_model=list[ComparisonInfo], summary="Comparisons of chosen runs, newest first")
 def comparisons(request: Request) -> list[dict[str, Any]]:
-    return store.list_comparisons(root_of(request), running_of(request))
+    return store.list_comparisons(root_of(request), processes_of(request))
 
 
-def running_of(request: Request) -> set[str]:
-    """The directories of the processes this root's services started that still run."""
-    return cast(Launcher, request.app.state.launcher).running()
+def processes_of(request: Request) -> dict[str, bool]:
+    """The directories of the processes this root's services started, each with whether one still runs there."""
+    return cast(Launcher, request.app.state.launcher).processes()
 
 
 @router.get(
@@ -342,7 +347,7 @@ def comparison(request: Request, comparison_id: str) -> dict[str, Any]:
     root = root_of(request)
     path = store.comparison_dir(root, comparison_id)
     listed: dict[str, Any] = next(
-        (c for c in store.list_comparisons(root, running_of(request)) if c["id"] == comparison_id), {"runs": []}
+        (c for c in store.list_comparisons(root, processes_of(request)) if c["id"] == comparison_id), {"runs": []}
     )
     report = files.servable(root, path / "report.html")
     return {

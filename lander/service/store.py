@@ -13,7 +13,7 @@ status ``unreadable`` and the reason, and the list still answers.
 from __future__ import annotations
 
 import json
-from collections.abc import Collection
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -315,11 +315,12 @@ def last_line(root: Path, console: Path) -> str:
     return next((line.strip()[:500] for line in reversed(lines) if line.strip()), "")
 
 
-def list_comparisons(root: Path, running: Collection[str] = ()) -> list[dict[str, Any]]:
+def list_comparisons(root: Path, processes: Mapping[str, bool] | None = None) -> list[dict[str, Any]]:
     """Every comparison of chosen runs under ``root/comparisons``, newest first: the runs it compares, whether its
-    report is written (``compared``) and its ``state``: ``compared``, ``comparing`` (its process, one of
-    ``running``'s paths, still runs) or ``failed``, then with ``error``, the last line of its ``service.log`` (a
-    failed comparison showed "not yet" for ever)."""
+    report is written (``compared``) and its ``state``: ``compared``, ``comparing`` (its process still runs:
+    ``processes``, path -> running, from the service's record) or ``failed``, then with ``error``, the last line of
+    its ``service.log`` (a failed comparison showed "not yet" for ever)."""
+    processes = processes or {}
     found = sorted((root / "comparisons").glob("*/*/inputs.json")) if (root / "comparisons").is_dir() else []
     listed = []
     for inputs in found:
@@ -340,26 +341,41 @@ def list_comparisons(root: Path, running: Collection[str] = ()) -> list[dict[str
             }
         )
         entry = listed[-1]
-        entry["state"] = "compared" if entry["compared"] else "comparing" if entry["path"] in running else "failed"
+        entry["state"] = (
+            "compared" if entry["compared"] else "comparing" if processes.get(str(entry["path"])) else "failed"
+        )
         if entry["state"] == "failed":
             why = last_line(root, inputs.parent / "service.log")
             entry["error"] = why or "ended without a report, and without a word in its service.log"
     return sorted(listed, key=lambda c: c["started"], reverse=True)
 
 
-def list_sweeps(root: Path) -> list[dict[str, Any]]:
-    """Every sweep directory (Hydra's ``multirun.yaml``) under ``root/multirun``, newest first."""
+def list_sweeps(root: Path, processes: Mapping[str, bool] | None = None) -> list[dict[str, Any]]:
+    """Every sweep directory (Hydra's ``multirun.yaml``) under ``root/multirun``, newest first, with its ``state``:
+    ``compared``; for a sweep the service started (``processes``, path -> running), ``sweeping`` while its process
+    runs, else ``ended``, with ``error``, the last line of its ``service.log`` (stopped, or no job completed: it
+    showed "not yet" for ever); ``unknown`` for a sweep started elsewhere and not compared."""
+    processes = processes or {}
     found = sorted((root / "multirun").glob("**/multirun.yaml")) if (root / "multirun").is_dir() else []
-    sweeps = [
-        {
-            "id": to_id(root, f.parent),
-            "path": str(f.parent.relative_to(root)),
-            "started": f.lstat().st_mtime,
-            "jobs": len(find_run_dirs([f.parent])),
-            "compared": servable(root, SweepPaths(f.parent).table),
-            "left_out": left_out(root, SweepPaths(f.parent).comparison),
-        }
-        for f in found
-        if f.resolve().is_relative_to(root.resolve())
-    ]
+    sweeps: list[dict[str, Any]] = []
+    for f in found:
+        if not f.resolve().is_relative_to(root.resolve()):
+            continue
+        path, compared = str(f.parent.relative_to(root)), servable(root, SweepPaths(f.parent).table)
+        launched = processes.get(path)
+        state = "compared" if compared else "unknown" if launched is None else "sweeping" if launched else "ended"
+        sweeps.append(
+            {
+                "id": to_id(root, f.parent),
+                "path": path,
+                "started": f.lstat().st_mtime,
+                "jobs": len(find_run_dirs([f.parent])),
+                "compared": compared,
+                "state": state,
+                "left_out": left_out(root, SweepPaths(f.parent).comparison),
+            }
+        )
+        if state == "ended":
+            why = last_line(root, f.parent / "service.log")
+            sweeps[-1]["error"] = why or "ended without a comparison, and without a word in its service.log"
     return sorted(sweeps, key=lambda s: s["started"], reverse=True)

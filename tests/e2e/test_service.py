@@ -4,7 +4,9 @@ stopped and resumed through the API, and the dashboard driven in headless Chromi
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -237,10 +239,11 @@ def test_a_chosen_token_is_required_on_every_request(tmp_path):
         assert httpx.get(f"{svc.url}/", params={"token": token}).status_code == 303  # sets the cookie
 
 
-def test_a_comparison_that_fails_says_why_in_the_list_and_on_the_dashboard(tmp_path):
+def test_a_comparison_or_sweep_that_ends_without_its_report_says_so_in_the_list_and_on_the_dashboard(tmp_path):
     """Two runs that never trained, compared: ``lander.compare`` refuses them (exit 2, its reason in the
     comparison's ``service.log``). The list said ``compared: false`` for ever and the dashboard "not yet"; now the
-    comparison is ``failed`` with that reason, in the API and on the page."""
+    comparison is ``failed`` with that reason, in the API and on the page. A sweep the service started whose process
+    ended without a comparison is ``ended``, with its console's last line."""
     for name in ("a", "b"):
         (tmp_path / "outputs" / name / ".hydra").mkdir(parents=True)
         (tmp_path / "outputs" / name / ".hydra" / "config.yaml").write_text("seed: 0\nenv: {name: lunar_lander}\n")
@@ -252,10 +255,24 @@ def test_a_comparison_that_fails_says_why_in_the_list_and_on_the_dashboard(tmp_p
         assert listed["error"].startswith("lander.compare: no run under ") and "nothing to compare" in listed["error"]
         detail = svc.get(f"/api/comparisons/{listed['id']}").json()
         assert (detail["state"], detail["error"], detail["report"]) == ("failed", listed["error"], None)
+        # a sweep whose process is killed (it said "not yet" for ever too), and one started elsewhere
+        (tmp_path / "multirun" / "elsewhere").mkdir(parents=True)
+        (tmp_path / "multirun" / "elsewhere" / "multirun.yaml").write_text("{}\n")
+        sweep = svc.post("/api/sweeps", json={"overrides": ["seed=0,1", *TINY, "logger=none"]})
+        assert sweep.status_code == 201, sweep.text
+        svc.wait_for("/api/sweeps", lambda found: any(s["state"] == "sweeping" for s in found), 120)
+        os.killpg(sweep.json()["pid"], signal.SIGKILL)
+        sweeps = svc.wait_for("/api/sweeps", lambda found: all(s["state"] != "sweeping" for s in found), 60)
+        assert {s["path"]: s["state"] for s in sweeps} == {
+            sweep.json()["path"]: "ended",
+            "multirun/elsewhere": "unknown",
+        }
         with open_page(svc.printed_url, offline=False) as (page, _visit):
             page.wait_for_selector("#comparisons .error")
-            shown = page.text_content("#comparisons .error")
-    assert shown == f"failed: {listed['error']}"
+            page.wait_for_selector("#sweeps .warning")
+            shown = page.text_content("#comparisons .error"), page.text_content("#sweeps .warning")
+    assert shown[0] == f"failed: {listed['error']}"
+    assert shown[1].startswith("ended without a comparison: ")
 
 
 @pytest.mark.slow  # kept out of the default suite for its time (docs/development.md)

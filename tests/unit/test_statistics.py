@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import numpy as np
@@ -206,6 +207,10 @@ def test_a_grid_over_envs_gets_a_stratified_improvement_across_envs(tmp_path: Pa
     "make,message",
     [
         (lambda d: fake_run(d, "a", [], 0, {1: 1.0}, status=Status.FAILED), "no run under"),
+        (  # stopped by their user: they were counted as failed
+            lambda d: [fake_run(d, str(s), [], s, {1: 1.0}, status=Status.INTERRUPTED) for s in (0, 1)],
+            "nothing to compare: 2 run(s), 2 interrupted, 0 not finished",
+        ),
         (
             lambda d: [fake_run(d, "a", ["env=x"], 0, {1: 1.0}, env="x"), fake_run(d, "b", ["algo=q"], 0, {1: 1.0})],
             "runs of different envs mixed",
@@ -220,11 +225,11 @@ def test_a_grid_over_envs_gets_a_stratified_improvement_across_envs(tmp_path: Pa
             ".hydra/config.yaml cannot be read",
         ),
     ],
-    ids=["no-finished-run", "mixed-envs", "corrupt-eval-csv", "missing-eval-csv", "corrupt-config"],
+    ids=["no-finished-run", "interrupted-runs", "mixed-envs", "corrupt-eval-csv", "missing-eval-csv", "corrupt-config"],
 )
 def test_bad_input_is_named_and_nothing_is_written(tmp_path: Path, make, message: str) -> None:
     make(tmp_path / "runs")
-    with pytest.raises(RunSetError, match=message.replace(".", r"\.")):
+    with pytest.raises(RunSetError, match=re.escape(message)):
         compare([tmp_path / "runs"], tmp_path / "out")
     assert not (tmp_path / "out").exists()
 

@@ -248,7 +248,7 @@ def config_keys() -> list[dict[str, Any]]:
 
 @router.get("/api/runs", response_model=list[RunInfo], summary="Every run under the root, newest first")
 def runs(request: Request) -> list[dict[str, Any]]:
-    return store.list_runs(root_of(request))
+    return store.list_runs(root_of(request), processes_of(request))
 
 
 @router.get(
@@ -259,7 +259,7 @@ def run(request: Request, run_id: str) -> dict[str, Any]:
     path = store.run_dir(root, run_id)
     paths = RunPaths(path)
     summary, _problem = store.summary_of(root, path)
-    return store.safe_run_info(root, path) | {
+    return store.safe_run_info(root, path, processes_of(request)) | {
         "process_group": store.process_group(root, path),
         "summary": summary,
         "config": shown_config(root, paths.config),
@@ -295,7 +295,8 @@ def sweeps(request: Request) -> list[dict[str, Any]]:
 def sweep(request: Request, sweep_id: str) -> dict[str, Any]:
     root = root_of(request)
     path = store.sweep_dir(root, sweep_id)
-    jobs = [store.safe_run_info(root, job) for job in find_run_dirs([path])]
+    processes = processes_of(request)
+    jobs = [store.safe_run_info(root, job, processes) for job in find_run_dirs([path])]
     report = files.servable(root, SweepPaths(path).report)
     return {
         "id": sweep_id,

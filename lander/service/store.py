@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from lander.service.files import Unreadable, read_bytes, read_text, real_file, servable, shown
@@ -185,20 +185,33 @@ def last_eval(root: Path, paths: RunPaths) -> dict[str, Any] | None:
     return {k: found[-1].get(k) for k in ("timesteps", "mean", "sem")} if found else None
 
 
-def run_info(root: Path, path: Path) -> dict[str, Any]:
-    """What the list of runs shows of one run (status ``unreadable`` and ``error`` where its summary is)."""
+def gone(run: str, processes: Mapping[str, bool]) -> bool:
+    """True if the service started ``run``'s process (``run`` or a sweep above it is in ``processes``, path ->
+    running) and none of those processes runs now."""
+    started_it = [processes[p] for p in (run, *map(str, PurePosixPath(run).parents)) if p in processes]
+    return bool(started_it) and not any(started_it)
+
+
+def run_info(root: Path, path: Path, processes: Mapping[str, bool] | None = None) -> dict[str, Any]:
+    """What the list of runs shows of one run (status ``unreadable`` and ``error`` where its summary is).
+
+    :param processes: the directories of the processes the service started, each with whether one runs there
+    """
     paths = RunPaths(path)
     summary, problem = summary_of(root, path)
     status, active, latest = summary.get("status", "created"), RunLock(path).busy(), last_eval(root, paths)
     if status in ("running", "paused") and not active:
         status = "stopped"  # recorded as running, but no process holds it: killed (kill -9, power loss)
+    relative = str(path.relative_to(root.resolve()))
+    if status == "created" and not active and gone(relative, processes or {}):
+        status = "stopped"  # its process, started by the service, ended before the run's first summary: killed
     shown_keys = {
         k: summary.get(k) if isinstance(summary.get(k), str | int | float | type(None)) else None for k in SHOWN
     }
     timesteps = [t for t in (summary.get("timesteps"), (latest or {}).get("timesteps")) if isinstance(t, int | float)]
     return {
         "id": to_id(root, path),
-        "path": str(path.relative_to(root.resolve())),
+        "path": relative,
         "status": status,
         "active": active,  # a process holds the run (training, or still writing its last files)
         **shown_keys,
@@ -245,10 +258,11 @@ def started(path: Path) -> float:
     return 0.0
 
 
-def list_runs(root: Path) -> list[dict[str, Any]]:
-    """Every run under ``root/outputs`` and ``root/multirun``, newest first."""
+def list_runs(root: Path, processes: Mapping[str, bool] | None = None) -> list[dict[str, Any]]:
+    """Every run under ``root/outputs`` and ``root/multirun``, newest first (``processes``: :func:`run_info`'s)."""
     places = [root / p for p in PLACES if (root / p).is_dir()]
-    runs = [safe_run_info(root, p) for p in find_run_dirs(places) if p.resolve().is_relative_to(root.resolve())]
+    found = [p for p in find_run_dirs(places) if p.resolve().is_relative_to(root.resolve())]
+    runs = [safe_run_info(root, p, processes) for p in found]
     by_process: dict[tuple[Any, Any], list[dict[str, Any]]] = {}
     for run in (r for r in runs if r["active"]):  # the active runs by the process holding them (seeds side by
         if (key := owner_key(root / run["path"])) is not None:  # side share one)
@@ -259,10 +273,10 @@ def list_runs(root: Path) -> list[dict[str, Any]]:
     return sorted(runs, key=lambda r: r["started"], reverse=True)
 
 
-def safe_run_info(root: Path, path: Path) -> dict[str, Any]:
+def safe_run_info(root: Path, path: Path, processes: Mapping[str, bool] | None = None) -> dict[str, Any]:
     """:func:`run_info`, or the run marked ``unreadable`` where its directory cannot be read at all."""
     try:
-        return run_info(root, path)
+        return run_info(root, path, processes)
     except OSError as exc:
         return {
             "id": to_id(root, path),

@@ -516,3 +516,48 @@ def test_a_request_bodys_unknown_key_is_refused_not_passed_over(tmp_path, url, b
     assert answer.status_code == 422, answer.text
     assert f"request body: Extra inputs are not permitted at {where}; expected" in answer.json()["error"]
     assert not (tmp_path / "comparisons").exists() and sorted(os.listdir(tmp_path / "outputs")) == ["a", "b"]
+
+
+def test_a_run_whose_process_the_service_started_ended_before_its_first_summary_is_stopped(tmp_path):
+    """A run the service started (or a job of a sweep it started) whose process was killed before the run wrote its
+    summary: it was listed ``created``, "0 / 0", for ever, with no Resume button. Now it is ``stopped`` (a resume
+    trains it from the start); a run without a summary that the service did not start, or whose process still runs,
+    stays ``created``."""
+    import psutil
+
+    def bare(path: str) -> None:  # the directory Hydra makes before the run writes anything
+        (tmp_path / path / ".hydra").mkdir(parents=True)
+        (tmp_path / path / ".hydra" / "config.yaml").write_text(OmegaConf.to_yaml(composed("algo=ppo")))
+
+    for path in ("outputs/killed", "multirun/swept/0", "outputs/elsewhere", "outputs/starting"):
+        bare(path)
+    (tmp_path / "multirun/swept/multirun.yaml").write_text("{}\n")
+    ended = subprocess.Popen([sys.executable, "-c", "pass", "lander.run"])
+    ended.wait()
+    running = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "lander.run"])
+    try:
+        records = [
+            {"pid": ended.pid, "kind": "run", "path": "outputs/killed", "created": time.time() - 5},
+            {"pid": ended.pid, "kind": "sweep", "path": "multirun/swept", "created": time.time() - 5},
+            {"pid": running.pid, "kind": "run", "path": "outputs/starting"},
+        ]
+        records[2]["created"] = psutil.Process(running.pid).create_time()
+        (tmp_path / ".lander-service").mkdir()
+        (tmp_path / ".lander-service" / "launched.jsonl").write_text(
+            "".join(json.dumps(r | {"args": [], "started": 0}) + "\n" for r in records)
+        )
+        with client(tmp_path) as http:
+            listed = {r["path"]: r["status"] for r in http.get("/api/runs").json()}
+            one = http.get(f"/api/runs/{store.to_id(tmp_path, tmp_path / 'outputs/killed')}").json()["status"]
+            jobs = http.get(f"/api/sweeps/{store.to_id(tmp_path, tmp_path / 'multirun/swept')}")
+    finally:
+        running.kill()
+        running.wait()
+    assert listed == {
+        "outputs/killed": "stopped",
+        "multirun/swept/0": "stopped",
+        "outputs/elsewhere": "created",
+        "outputs/starting": "created",
+    }
+    assert one == "stopped"
+    assert [j["status"] for j in jobs.json()["jobs"]] == ["stopped"], jobs.text

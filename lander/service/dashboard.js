@@ -263,7 +263,10 @@ field("algo").onchange = fillEnvs;
 field("preset").onchange = fillPreset;
 field("launch-run").onclick = () => launch(false);
 field("launch-sweep").onclick = () => launch(true);
-field("compare").onclick = () => action("POST", "/api/comparisons", {runs: [...selected]}, d => "comparing in " + d.path);
+field("compare").onclick = () => {
+  const baseline = field("baseline").value.trim();
+  action("POST", "/api/comparisons", {runs: [...selected], ...(baseline ? {baseline} : {})}, d => "comparing in " + d.path);
+};
 loadCatalog().catch(error => say("cannot read the choices: " + error.message, false));
 refresh();
 setInterval(refresh, 2000);

@@ -187,16 +187,21 @@ class Launcher:
         directory = self.new_dir("multirun")
         return self.start(["--multirun", *overrides, f"hydra.sweep.dir={directory}"], directory, "sweep")
 
-    def launch_comparison(self, runs: list[Path]) -> dict[str, Any]:
-        """``python -m lander.compare <run dirs> --out comparisons/<date>/<time>``: any runs, from any sweeps or
-        none, compared as a sweep's end compares its jobs; ``inputs.json`` there lists them."""
+    def launch_comparison(
+        self, runs: list[Path], baseline: str | None = None, at_timesteps: int | None = None
+    ) -> dict[str, Any]:
+        """``python -m lander.compare <run dirs> --out comparisons/<date>/<time> [--baseline=B] [--at-timesteps=N]``:
+        any runs, from any sweeps or none, compared as a sweep's end compares its jobs; ``inputs.json`` there lists
+        them. ``--baseline=B`` in one argument: a label starting with ``-`` is not read as an option."""
         directory = self.new_dir("comparisons")
         try:
             directory.mkdir(parents=True)
             (directory / "inputs.json").write_text(json.dumps([str(r.relative_to(self.root)) for r in runs]))
         except OSError as exc:
             raise Refused(f"cannot write {directory}: {exc.strerror or exc}; nothing was started", 409) from exc
-        return self.start([*map(str, runs), "--out", str(directory)], directory, "compare", "lander.compare")
+        options = [f"--baseline={baseline}"] if baseline is not None else []
+        options += [f"--at-timesteps={at_timesteps}"] if at_timesteps is not None else []
+        return self.start([*map(str, runs), "--out", str(directory), *options], directory, "compare", "lander.compare")
 
     def processes(self) -> dict[str, bool]:
         """The directories (paths under the root) of the processes this root's services started, each with whether

@@ -20,8 +20,8 @@ router = APIRouter()
 
 
 class Body(BaseModel):
-    """A request body: a key it does not have is refused (422), not passed over (``{"runs": [...], "baseline":
-    "algo=ppo"}`` compared against the first configuration, without a word)."""
+    """A request body: a key it does not have is refused (422), not passed over (``{"overides": [...]}`` started
+    lander's default run, without a word)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -53,9 +53,22 @@ class Launch(Body):
 
 
 class Compare(Body):
-    """The runs to compare, by id (``GET /api/runs``), from any sweeps or none."""
+    """The runs to compare, by id (``GET /api/runs``), from any sweeps or none; optionally the configuration to test
+    the others against and the budget to compare them at (``lander.compare``'s ``--baseline`` and
+    ``--at-timesteps``)."""
 
     runs: list[str] = Field(description="2 to --max-jobs distinct run ids")
+    baseline: str | None = Field(
+        None,
+        min_length=1,
+        max_length=1000,
+        pattern=r"^[^\x00-\x1f\x7f]+$",
+        description="the configuration to test the others against, as the comparison names it (e.g. 'gamma=0.99'; "
+        "null: the first); one that is not there fails the comparison, which says the names it has",
+    )
+    at_timesteps: int | None = Field(
+        None, ge=1, description="compare every run as it stood at N steps, finished or not (null: completed runs)"
+    )
 
 
 class Signal(Body):
@@ -132,7 +145,7 @@ def compare_runs(request: Request, body: Compare) -> Launched:
     if not 2 <= len(ids) <= launcher.max_jobs:
         raise Refused(f"compare 2 to {launcher.max_jobs} runs (--max-jobs), not {len(ids)}; nothing was started")
     runs = [store.run_dir(launcher.root, run_id) for run_id in ids]
-    return as_launched(launcher.launch_comparison(runs))
+    return as_launched(launcher.launch_comparison(runs, body.baseline, body.at_timesteps))
 
 
 @router.post("/api/runs/{run_id}/stop", summary="Stop a running run (SIGINT: interrupted, with a checkpoint)")

@@ -14,7 +14,7 @@ import httpx
 import pandas as pd
 import pytest
 
-from helpers import REPO
+from helpers import REPO, fake_run
 from helpers.browser import not_blank, open_page, wait_for_plots
 from helpers.service import LONG, TINY, Service, service
 
@@ -273,6 +273,54 @@ def test_a_comparison_or_sweep_that_ends_without_its_report_says_so_in_the_list_
             shown = page.text_content("#comparisons .error"), page.text_content("#sweeps .warning")
     assert shown[0] == f"failed: {listed['error']}"
     assert shown[1].startswith("ended without a comparison: ")
+
+
+def test_a_comparison_of_chosen_runs_takes_a_baseline_and_a_budget(tmp_path):
+    """``{"runs": [...], "baseline": ..., "at_timesteps": N}``: ``lander.compare``'s ``--baseline`` and
+    ``--at-timesteps``, which the service did not take; a baseline that is not there fails the comparison, which
+    says the names it has; one that reads as an option is still a label."""
+    for seed in (0, 1):
+        fake_run(tmp_path / "outputs", f"short{seed}", ["gamma=0.9"], seed, {100: 1.0 + seed, 200: 2.0})
+        fake_run(tmp_path / "outputs", f"long{seed}", ["gamma=0.99"], seed, {100: 3.0 + seed, 200: 5.0})
+    ids = [f"outputs~{name}{seed}" for name in ("short", "long") for seed in (0, 1)]
+    with service(tmp_path, "--max-running", "4") as svc:
+        for body, words in [
+            ({"baseline": "a\u0000b"}, "body.baseline"),  # an argument with a NUL: a 500 from Popen
+            ({"baseline": ""}, "body.baseline"),
+            ({"at_timesteps": 0}, "body.at_timesteps"),
+        ]:
+            refused = svc.post("/api/comparisons", json={"runs": ids} | body)
+            assert refused.status_code == 422 and words in refused.json()["error"], refused.text
+        launched = {
+            name: svc.post("/api/comparisons", json={"runs": ids} | body).json()["id"]
+            for name, body in [
+                ("chosen", {"baseline": "gamma=0.99", "at_timesteps": 150}),
+                ("absent", {"baseline": "gamma=0.5"}),
+                ("option", {"baseline": "--help"}),
+            ]
+        }
+        with open_page(svc.printed_url, offline=False) as (page, _visit):  # the dashboard's field
+            page.wait_for_selector("#runs input.pick")
+            for pick in page.query_selector_all("#runs input.pick"):
+                pick.check()
+            page.fill("#baseline", "gamma=0.99")
+            page.click("#compare")
+            page.wait_for_selector("#message.ok")
+            launched["page"] = svc.get("/api/comparisons").json()[0]["id"]  # newest first
+        listed = svc.wait_for("/api/comparisons", lambda found: all(c["state"] != "comparing" for c in found), 120)
+        states = {c["id"]: (c["state"], c.get("error")) for c in listed}
+        chosen = svc.get(f"/api/comparisons/{launched['chosen']}").json()
+        clicked = svc.get(f"/api/comparisons/{launched['page']}").json()
+    assert states[launched["page"]] == ("compared", None) and len(set(launched.values())) == 4
+    assert {row["baseline"] for row in clicked["comparison"]} == {"gamma=0.99"}
+    assert {row["timesteps"] for row in clicked["comparison"]} == {200}
+    assert states[launched["chosen"]] == ("compared", None)
+    assert {row["baseline"] for row in chosen["comparison"]} == {"gamma=0.99"}
+    assert {row["config"]: row["final_mean"] for row in chosen["comparison"]} == {"gamma=0.9": 1.5, "gamma=0.99": 3.5}
+    assert {row["timesteps"] for row in chosen["comparison"]} == {100}  # at 150: as they stood, evaluated at 100
+    for name, given in [("absent", "gamma=0.5"), ("option", "--help")]:
+        state, error = states[launched[name]]
+        assert state == "failed" and f"baseline={given!r} is not a configuration of lunar; configurations:" in error
 
 
 @pytest.mark.slow  # kept out of the default suite for its time (docs/development.md)

@@ -8,7 +8,11 @@ import subprocess
 import time
 from pathlib import Path
 
+import pandas as pd
+import yaml
+
 from helpers.processes import REPO, LanderProcess, run_module
+from lander.storage.rundir import RunPaths, RunSummary, Status
 
 # What makes each algorithm's run tiny (few env steps, small updates), whatever the budget.
 ALGO_TINY = {
@@ -170,3 +174,24 @@ def wait_for_checkpoints(sweep: Path, jobs: tuple[str, ...], proc: LanderProcess
     while not all(any((sweep / job / "checkpoints").glob("*.zip")) for job in jobs):
         assert time.monotonic() < deadline and proc.poll() is None, proc.stderr[-3000:]
         time.sleep(0.05)
+
+
+def fake_run(
+    root: Path,
+    name: str,
+    overrides: list[str],
+    seed: int,
+    evals: dict[int, float],
+    env: str = "lunar",
+    status: Status = Status.COMPLETED,
+) -> Path:
+    """A run directory as lander leaves it (config, overrides, summary, eval.csv) with the given eval means."""
+    paths = RunPaths(root / name)
+    paths.hydra.mkdir(parents=True)
+    paths.config.write_text(yaml.safe_dump({"seed": seed, "env": {"name": env, "reward_threshold": 200}}))
+    paths.overrides.write_text(yaml.safe_dump([*overrides, f"seed={seed}"]))
+    RunSummary(status=status, seed=seed, overrides=overrides).save(paths)
+    paths.eval_csv.parent.mkdir(parents=True, exist_ok=True)
+    rows = [{"timesteps": t, "mean": m, "std": 1.0, "sem": 0.5, "n": 4, "success_rate": 0.5} for t, m in evals.items()]
+    pd.DataFrame(rows).to_csv(paths.eval_csv, index=False)
+    return paths.root

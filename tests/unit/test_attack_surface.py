@@ -503,13 +503,13 @@ def test_a_bad_query_parameter_is_named_as_one(tmp_path):
     "url,body,where",
     [
         ("/api/runs", {"overides": ["algo=a2c"]}, "body.overides"),  # started a default run: PPO, 1M steps
-        ("/api/comparisons", {"runs": ["outputs~a", "outputs~b"], "baseline": "algo=ppo"}, "body.baseline"),
+        ("/api/comparisons", {"runs": ["outputs~a", "outputs~b"], "base": "algo=ppo"}, "body.base"),
         ("/api/runs/outputs~a/stop", {"grop": True}, "body.grop"),
     ],
 )
 def test_a_request_bodys_unknown_key_is_refused_not_passed_over(tmp_path, url, body, where):
     """A key a body does not have was passed over: ``{"overides": [...]}`` launched lander's default run, a
-    comparison's ``baseline`` was not used, without a word."""
+    comparison's ``baseline`` was not used (it is taken now), without a word."""
     planted_run(tmp_path, "a")
     planted_run(tmp_path, "b")
     answer = client(tmp_path).post(url, json=body)

@@ -12,14 +12,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-import yaml
 from scipy import stats
 
+from helpers import fake_run
 from lander.analysis import statistics as st
 from lander.compare import main as compare_main
 from lander.errors import RunSetError
 from lander.reports.sweep_report import compare
-from lander.storage.rundir import RunPaths, RunSummary, Status
+from lander.storage.rundir import Status
 
 REFERENCE = json.loads((Path(__file__).parents[1] / "fixtures/rliable/reference.json").read_text())
 SEED, REPS = REFERENCE["seed"], REFERENCE["reps"]
@@ -87,27 +87,6 @@ def test_paired_test_when_seeds_are_shared_welch_otherwise() -> None:
 
 
 # --- run directories with known scores ---------------------------------------------------------------------
-
-
-def fake_run(
-    root: Path,
-    name: str,
-    overrides: list[str],
-    seed: int,
-    evals: dict[int, float],
-    env: str = "lunar",
-    status: Status = Status.COMPLETED,
-) -> Path:
-    """A run directory as lander leaves it (config, overrides, summary, eval.csv) with the given eval means."""
-    paths = RunPaths(root / name)
-    paths.hydra.mkdir(parents=True)
-    paths.config.write_text(yaml.safe_dump({"seed": seed, "env": {"name": env, "reward_threshold": 200}}))
-    paths.overrides.write_text(yaml.safe_dump([*overrides, f"seed={seed}"]))
-    RunSummary(status=status, seed=seed, overrides=overrides).save(paths)
-    paths.eval_csv.parent.mkdir(parents=True, exist_ok=True)
-    rows = [{"timesteps": t, "mean": m, "std": 1.0, "sem": 0.5, "n": 4, "success_rate": 0.5} for t, m in evals.items()]
-    pd.DataFrame(rows).to_csv(paths.eval_csv, index=False)
-    return paths.root
 
 
 def test_configurations_are_compared_at_the_timestep_all_runs_reached(tmp_path: Path) -> None:

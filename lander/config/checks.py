@@ -18,6 +18,7 @@ import netrc
 import os
 import re
 import resource
+import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
@@ -219,6 +220,49 @@ MEMORY_SHARE = 0.8  # of the memory available now: the rest for torch, Python an
 EPISODE_BYTES = 1_200  # an evaluation episode's record: 1.09 kB (tracemalloc's peak over a million episodes' lists,
 # statistics and JSON)
 RUN_VMS = 2 * 2**30  # a run's peak virtual size, rounded up (VmPeak of a tiny PPO run: 1.35 GiB, CPU torch 2.13)
+JOB_BYTES = {  # what one more job of a sweep running at once takes at least, besides its memory_needed, measured in
+    # a memory cgroup (memory.max_usage_in_bytes over the jobs, tiny PPO runs without W&B or video, 2026-11-28):
+    # lander's launcher forks its jobs from the sweep's process, sharing its pages (12 jobs: 1.08 GB); joblib's loky
+    # workers each import torch and SB3 anew (6 jobs: 2.51 GB; 12 jobs in a 4 GiB cgroup: 8 processes OOM-killed)
+    "ParallelLauncher": 90 * 10**6,
+    "JoblibLauncher": 400 * 10**6,
+}
+
+
+def parallel_jobs(n_jobs: int) -> int:
+    """``n_jobs`` as joblib reads it: a positive count, or -1 for one per CPU core (-2: all but one...)."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return max(1, n_jobs if n_jobs > 0 else cores + 1 + n_jobs)
+
+
+def sweep_memory_warning(launcher: str, n_jobs: int, needs: list[float], seeds_per_process: int = 1) -> str | None:
+    """What to say where the jobs a sweep runs at once on this machine (``hydra.launcher.n_jobs`` of them with
+    lander's launcher or joblib's; a process each, or each ``seeds_per_process`` seeds), each at least
+    :data:`JOB_BYTES` and its :func:`memory_needed`, need more memory than is available (:func:`machine_memory`):
+    each job alone passed :func:`check_memory`, all of them at once need not. A warning, not a refusal: the
+    figures are lower bounds, and the launchers survive a job the OOM killer ends (joblib's runs it again from its
+    checkpoint; lander's records it killed, and a re-run of the sweep resumes it).
+
+    :param launcher: the class name of the sweep's launcher (others run the jobs elsewhere: SLURM, a Ray cluster)
+    :param needs: the bytes :func:`memory_needed` counts for each job (all its process's seeds)
+    :return: the warning, or None where the jobs fit
+    """
+    if launcher not in JOB_BYTES or not needs:
+        return None
+    processes = -(-len(needs) // max(1, seeds_per_process))
+    at_once = min(processes, parallel_jobs(n_jobs))
+    largest = sorted(needs, reverse=True)[:at_once]
+    needed = sum(JOB_BYTES[launcher] + n for n in largest)
+    available, where = machine_memory()
+    if needed <= available:
+        return None
+    fits = max(1, int(available // (JOB_BYTES[launcher] + largest[0])))
+    return (
+        f"hydra.launcher.n_jobs={n_jobs}: this sweep runs {at_once} jobs at once on this machine, which need at least "
+        f"{needed / 1e9:,.1f} GB of memory (each {JOB_BYTES[launcher] / 1e9:.2f} GB with this launcher, plus its envs "
+        f"and buffers), and {where} {available / 1e9:,.1f} GB available: the OOM killer may end some of them "
+        f"(by this count at most {fits} fit: hydra.launcher.n_jobs={fits})"
+    )
 
 
 def memory_needed(cfg: DictConfig) -> dict[str, float]:
@@ -408,11 +452,75 @@ def env_spaces(env_id: str, kwargs: dict[str, Any]) -> Spaces:
     return _spaces(env_id, json.dumps(kwargs, sort_keys=True, default=str))
 
 
-def available_memory() -> tuple[float, str]:
-    """Bytes this process may still take, and whose limit that is: the machine's available memory, or less where
-    the process has an address-space limit (``ulimit -v``; a run's virtual size after importing torch and SB3,
-    :data:`RUN_VMS`, counted in)."""
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+CGROUP_FILES = {  # cgroup version -> (the limit, the usage, memory.stat's reclaimable page cache)
+    2: ("memory.max", "memory.current", "inactive_file"),
+    1: ("memory.limit_in_bytes", "memory.usage_in_bytes", "total_inactive_file"),
+}
+NO_LIMIT = 2**62  # cgroup v1's "no limit" is a number near 2**63 (rounded to a page)
+
+
+def cgroup_memory(root: Path = CGROUP_ROOT, membership: str | None = None) -> float | None:
+    """Bytes the memory cgroups of this process still allow: over its cgroup and those above it, the smallest limit
+    less what is used there (its reclaimable page cache, ``inactive_file``, not counted as used); None where none
+    limits it. A container's ``--memory``, a SLURM job's ``--mem`` and systemd's ``MemoryMax`` are such limits,
+    which ``psutil.virtual_memory()`` (the machine's) does not see.
+
+    :param root: where the cgroup hierarchies are mounted
+    :param membership: ``/proc/self/cgroup``'s text (read when None)
+    """
+    try:
+        text = membership if membership is not None else Path("/proc/self/cgroup").read_text()
+    except OSError:
+        return None
+    left: list[float] = []
+    for line in text.splitlines():
+        hierarchy, _, controllers_path = line.partition(":")
+        controllers, _, path = controllers_path.partition(":")
+        if hierarchy == "0" and controllers == "":
+            version, base = 2, root
+        elif "memory" in controllers.split(","):
+            version, base = 1, root / "memory"
+        else:
+            continue
+        limit_name, usage_name, cache_name = CGROUP_FILES[version]
+        directory = base / path.lstrip("/")
+        while directory.is_relative_to(base):
+            try:
+                limit = (directory / limit_name).read_text().strip()
+                if limit != "max" and int(limit) < NO_LIMIT:
+                    stat = dict(row.split() for row in (directory / "memory.stat").read_text().splitlines())
+                    used = int((directory / usage_name).read_text()) - int(stat.get(cache_name, 0))
+                    left.append(float(max(0, int(limit) - used)))
+            except (OSError, ValueError):
+                pass  # not this version's files here (a v1 name on a v2 mount), or not readable: no limit known
+            if directory == base:
+                break
+            directory = directory.parent
+    return min(left) if left else None
+
+
+_cgroup_read: list[tuple[float, float | None]] = []  # (when, what cgroup_memory() gave) of the latest reading
+
+
+def machine_memory() -> tuple[float, str]:
+    """Bytes the processes of this machine may still take, and whose limit that is: the machine's available
+    memory, or less where a memory cgroup (:func:`cgroup_memory`) limits this process. The cgroup's files are read
+    once a second at most (0.3 ms a reading: 0.6 s over a sweep of 2,000 jobs, each checked)."""
     available, where = float(psutil.virtual_memory().available), "this machine has"
+    if not _cgroup_read or time.monotonic() - _cgroup_read[0][0] > 1.0:
+        _cgroup_read[:] = [(time.monotonic(), cgroup_memory())]
+    cgroup = _cgroup_read[0][1]
+    if cgroup is not None and cgroup < available:
+        available, where = cgroup, "this process's memory cgroup (a container's or a job's limit) leaves"
+    return available, where
+
+
+def available_memory() -> tuple[float, str]:
+    """Bytes this process may still take, and whose limit that is: :func:`machine_memory`, or less where the
+    process has an address-space limit (``ulimit -v``; a run's virtual size after importing torch and SB3,
+    :data:`RUN_VMS`, counted in)."""
+    available, where = machine_memory()
     soft, _hard = resource.getrlimit(resource.RLIMIT_AS)
     if soft != resource.RLIM_INFINITY and soft - RUN_VMS < available:
         available, where = float(max(0, soft - RUN_VMS)), "this process's address-space limit (ulimit -v) leaves"

@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import importlib.util
 import itertools
+import logging
 import math
 import os
 import re
@@ -31,7 +32,7 @@ from hydra.errors import HydraException, OverrideParseException
 from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
-from lander.config.checks import check_trackers, validate
+from lander.config.checks import check_trackers, memory_needed, sweep_memory_warning, validate
 from lander.config.keys import check_model_keys, check_override_keys
 from lander.config.schema import CONF_DIR, configuration_key, labels, register_configs
 from lander.config.trust import allowed_prefixes, check_trusted
@@ -39,6 +40,8 @@ from lander.errors import ConfigError
 from lander.storage.lock import check_free
 from lander.storage.rundir import SWEEP_ENTRIES, RunPaths, escaping_entry, foreign_entries
 from lander.storage.yamlfile import safe_yaml
+
+log = logging.getLogger(__name__)
 
 NO_LOCK = nullcontext()  # a command line composes alone
 checked_commands: list[list[str]] = []  # the command lines check_command passed in this process (for the sweeper)
@@ -198,6 +201,7 @@ def check_jobs(
             jobs = job_overrides([*swept, *overrides] if multirun else overrides, multirun)
             check_comparison(argv, full, multirun, jobs)
         composed: dict[tuple[str, ...], DictConfig] = {}
+        needs: list[float] = []  # each job's memory_needed, for a sweep's jobs at once
         single = not multirun and single_values(overrides) == overrides  # one job: composed above, values and all
         if single:
             with open_dict(full):
@@ -210,18 +214,43 @@ def check_jobs(
             cfg = full if single else with_values(composed[groups], [o for o in job if o not in groups])
             if not single:
                 trusted(cfg, allowed)
-            check_booleans(cfg, [o for o in job if not is_group_choice(o)])
-            validate(cfg)
-            if any(o.startswith("+algo.model.") for o in job):  # keys the algorithm's config does not have:
-                check_model_keys(cfg)  # against the class (imports torch: not done for other commands)
+            needs.append(check_job(cfg, job))
             if i == 0:
                 check_trackers(cfg)  # online W&B that cannot be reached fails now, not after a minute
                 check_grouping(argv, cfg, multirun)
+        if multirun:
+            check_jobs_at_once(argv, full, needs)
     except (HydraException, OmegaConfBaseException, ValueError) as exc:
         if isinstance(exc, ConfigError):
             raise
         explain_model_override(str(exc), search, overrides, lock, allowed)
         raise ConfigError(hydra_message(exc)) from exc  # Hydra's own words, in one line (exit 2, nothing written)
+
+
+def check_job(cfg: DictConfig, job: list[str]) -> float:
+    """Every check of one job's composed config; return the bytes its largest allocations take
+    (:func:`lander.config.checks.memory_needed`), for :func:`check_jobs_at_once`."""
+    check_booleans(cfg, [o for o in job if not is_group_choice(o)])
+    validate(cfg)
+    if any(o.startswith("+algo.model.") for o in job):  # keys the algorithm's config does not have:
+        check_model_keys(cfg)  # against the class (imports torch: not done for other commands)
+    return sum(memory_needed(cfg).values())
+
+
+def check_jobs_at_once(argv: list[str], full: DictConfig, needs: list[float]) -> None:
+    """Warn where the jobs a sweep runs at once on this machine may not fit in its memory
+    (:func:`lander.config.checks.sweep_memory_warning`).
+
+    :param full: the sweep's composed config, with ``hydra`` (its launcher)
+    :param needs: each job's :func:`memory_needed`, in bytes
+    """
+    given = [int(v) for v in given_values(argv, "hydra.launcher.n_jobs")[-1:]]
+    launcher = full.hydra.launcher
+    n_jobs = given[0] if given else int(launcher.get("n_jobs", -1))
+    seeds = int(full.get("seeds_per_process") or 1)
+    warning = sweep_memory_warning(str(launcher.get("_target_", "")).rpartition(".")[2], n_jobs, needs, seeds)
+    if warning is not None:
+        log.warning("%s", warning)
 
 
 def hydra_message(exc: BaseException) -> str:

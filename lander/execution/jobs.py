@@ -70,12 +70,6 @@ def import_for_jobs() -> None:
     import lander.training.train  # noqa: F401
 
 
-def parallel_jobs(n_jobs: int) -> int:
-    """``n_jobs`` as joblib reads it: a positive count, or -1 for one per CPU core (-2: all but one...)."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    return max(1, n_jobs if n_jobs > 0 else cores + 1 + n_jobs)
-
-
 @dataclass
 class Job:
     """A job: its process (0 until started; seeds side by side share one), number, overrides, config (with

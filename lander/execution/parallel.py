@@ -26,9 +26,10 @@ from hydra.core.utils import JobReturn, configure_log, run_job, setup_globals
 from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig
 
+from lander.config.checks import parallel_jobs
 from lander.errors import RunFileError
 from lander.execution.isolate import fork
-from lander.execution.jobs import HydraSetup, Job, Stop, compose, finished, import_for_jobs, parallel_jobs, stopped
+from lander.execution.jobs import HydraSetup, Job, Stop, compose, finished, import_for_jobs, stopped
 from lander.process.signals import Interrupted, LimitReached, exit_on_signals, handling, stop_on_signals
 from lander.storage.rundir import RunPaths, RunSummary, Status
 

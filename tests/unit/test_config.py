@@ -595,6 +595,92 @@ def test_the_memory_estimate_counts_the_evaluation_envs_that_are_made(tmp_path):
         check_command(["eval.n_envs=100000000", "eval.episodes=100000000", f"hydra.run.dir={tmp_path / 'run'}"])
 
 
+def planted_cgroup(root: Path, version: int, path: str, limits: dict[str, tuple[str, int, int]]) -> str:
+    """Cgroup files as the kernel shows them under ``root`` (limit, usage, reclaimable cache for each directory of
+    ``limits``, relative to the hierarchy); returns the ``/proc/self/cgroup`` text of a process in ``path``."""
+    from lander.config.checks import CGROUP_FILES
+
+    base = root if version == 2 else root / "memory"
+    limit_name, usage_name, cache_name = CGROUP_FILES[version]
+    for directory, (limit, usage, cache) in limits.items():
+        (base / directory).mkdir(parents=True, exist_ok=True)
+        (base / directory / limit_name).write_text(f"{limit}\n")
+        (base / directory / usage_name).write_text(f"{usage}\n")
+        (base / directory / "memory.stat").write_text(f"cache {cache * 2}\n{cache_name} {cache}\n")
+    return ("0::" if version == 2 else "4:memory:") + path + "\n"
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_a_memory_cgroups_limit_is_the_memory_a_run_has(tmp_path, version):
+    """``psutil.virtual_memory()`` is the machine's: inside a container's ``--memory`` or a SLURM job's ``--mem`` the
+    checks took the host's memory as available. Now the smallest limit over the process's cgroup and those above
+    it, less what is used there (the reclaimable page cache not counted as used), where one limits it."""
+    from lander.config.checks import NO_LIMIT, cgroup_memory
+
+    no_limit = "max" if version == 2 else str(NO_LIMIT + 4096)
+    membership = planted_cgroup(
+        tmp_path,
+        version,
+        "/slurm/job_7/step_0",
+        {
+            "": (no_limit, 50 * 10**9, 0),  # the root: no limit
+            "slurm": (no_limit, 10**9, 0),
+            "slurm/job_7": (str(4 * 10**9), 3 * 10**9, 10**9),  # --mem=4G: 3 GB used, 1 GB of it page cache
+            "slurm/job_7/step_0": (str(8 * 10**9), 3 * 10**9, 10**9),  # a larger limit below: the job's counts
+        },
+    )
+    assert cgroup_memory(tmp_path, membership) == 2 * 10**9
+    assert cgroup_memory(tmp_path, membership.replace("/slurm/job_7/step_0", "/slurm")) is None  # no limit there
+    assert cgroup_memory(tmp_path, "1:cpu:/\n") is None  # no memory controller named
+    assert cgroup_memory(tmp_path / "nothing", membership) is None  # no files there
+
+
+def test_a_memory_cgroup_of_this_machine_is_seen_by_the_checks(tmp_path):
+    """A real memory cgroup (cgroup v1, made where this process may): a run in it is checked against its limit."""
+    import subprocess
+    import sys
+
+    cgroup = Path("/sys/fs/cgroup/memory") / f"lander-test-{os.getpid()}"
+    try:
+        cgroup.mkdir()
+    except OSError as exc:
+        pytest.skip(f"no memory cgroup can be made here ({exc.strerror})")
+    try:
+        (cgroup / "memory.limit_in_bytes").write_text(str(2 * 2**30))
+        code = "from lander.config.checks import machine_memory; print(machine_memory())"
+        shown = subprocess.run(
+            ["sh", "-c", f'echo $$ > {cgroup}/cgroup.procs && exec "$@"', "sh", sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            check=True,
+            env=lander_env(),
+        ).stdout
+    finally:
+        cgroup.rmdir()
+    assert "memory cgroup (a container's or a job's limit) leaves" in shown
+    assert 0 < float(shown.split("(")[1].split(",")[0]) <= 2 * 2**30
+
+
+def test_a_sweeps_jobs_at_once_that_need_more_memory_than_there_is_are_warned_of():
+    """Each job alone fits, ``hydra.launcher.n_jobs`` of them at once need not: joblib's 12 jobs in a 4 GiB cgroup
+    had 8 processes OOM-killed. Said before the sweep starts, with how many fit; not a refusal (the figures are
+    lower bounds, and the launchers survive a job the OOM killer ends)."""
+    from lander.config.checks import JOB_BYTES, machine_memory, sweep_memory_warning
+
+    available = machine_memory()[0]
+    jobs = int(available // JOB_BYTES["JoblibLauncher"]) + 2
+    warning = sweep_memory_warning("JoblibLauncher", jobs, [0.0] * jobs)
+    assert warning is not None and warning.startswith(f"hydra.launcher.n_jobs={jobs}: this sweep runs {jobs} jobs")
+    assert f"at most {int(available // JOB_BYTES['JoblibLauncher'])} fit" in warning
+    assert sweep_memory_warning("JoblibLauncher", 1, [0.0] * jobs) is None  # one at a time
+    assert sweep_memory_warning("JoblibLauncher", jobs, [0.0] * jobs, seeds_per_process=jobs) is None  # one process
+    assert sweep_memory_warning("SlurmLauncher", jobs, [0.0] * jobs) is None  # elsewhere
+    big = [available / 2] * 3  # three jobs of a replay buffer of half the memory each, two at once or more
+    assert "(by this count at most 1 fit: hydra.launcher.n_jobs=1)" in str(
+        sweep_memory_warning("ParallelLauncher", 3, big)
+    )
+
+
 @pytest.mark.parametrize(
     "algo,env_id,net_arch",
     [

@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 import functools
 import importlib
+import inspect
 import itertools
 import json
 import logging
@@ -393,9 +394,7 @@ def check_env_kwargs(env_id: str, spec: Any, kwargs: dict[str, Any]) -> None:
     :param spec: its registry entry, or None
     :param kwargs: ``env.kwargs`` as plain values
     """
-    import inspect
-
-    from gymnasium.envs.registration import load_env_creator
+    from gymnasium.envs.registration import load_env_creator  # gymnasium: where an env is checked (_spaces says)
 
     try:
         entry = spec.entry_point

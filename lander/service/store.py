@@ -17,10 +17,13 @@ from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+import yaml
+
 from lander.service.files import Unreadable, read_bytes, read_text, real_file, servable, shown
 from lander.storage.csvlog import complete_rows
 from lander.storage.lock import RunLock, owner_process
 from lander.storage.rundir import RunPaths, SweepPaths, find_run_dirs
+from lander.storage.yamlfile import safe_yaml
 
 KiB, MiB = 2**10, 2**20
 MAX_SUMMARY = MAX_CONFIG = 1 * MiB  # summary.json, .hydra/*.yaml: a few kB when lander writes them
@@ -192,6 +195,26 @@ def gone(run: str, processes: Mapping[str, bool]) -> bool:
     return bool(started_it) and not any(started_it)
 
 
+def from_config(root: Path, paths: RunPaths) -> dict[str, Any]:
+    """What a run without a ``summary.json`` (starting, or killed before its first) shows of its
+    ``.hydra/config.yaml``: its algo, env, seed, gamma and budget (it showed none, and "0 / 0"); {} where the file
+    cannot be read."""
+    try:
+        cfg = safe_yaml(read_text(root, paths.config, MAX_CONFIG), shown(root, paths.config))
+        algo, env, model = cfg["algo"], cfg["env"], cfg["algo"].get("model") or {}
+        found = {
+            "algo": algo.get("name"),
+            "env": env.get("name"),
+            "env_id": env.get("id"),
+            "seed": cfg.get("seed"),
+            "gamma": cfg.get("gamma") if cfg.get("gamma") is not None else model.get("gamma"),
+            "total_timesteps": cfg.get("total_timesteps") or algo.get("total_timesteps"),
+        }
+    except (Unreadable, yaml.YAMLError, TypeError, KeyError, AttributeError):  # not a config lander wrote
+        return {}
+    return {k: v for k, v in found.items() if isinstance(v, str | int | float) and not isinstance(v, bool)}
+
+
 def run_info(root: Path, path: Path, processes: Mapping[str, bool] | None = None) -> dict[str, Any]:
     """What the list of runs shows of one run (status ``unreadable`` and ``error`` where its summary is).
 
@@ -199,6 +222,8 @@ def run_info(root: Path, path: Path, processes: Mapping[str, bool] | None = None
     """
     paths = RunPaths(path)
     summary, problem = summary_of(root, path)
+    if not summary:
+        summary = from_config(root, paths)
     status, active, latest = summary.get("status", "created"), RunLock(path).busy(), last_eval(root, paths)
     if status in ("running", "paused") and not active:
         status = "stopped"  # recorded as running, but no process holds it: killed (kill -9, power loss)

@@ -547,7 +547,8 @@ def test_a_run_whose_process_the_service_started_ended_before_its_first_summary_
             "".join(json.dumps(r | {"args": [], "started": 0}) + "\n" for r in records)
         )
         with client(tmp_path) as http:
-            listed = {r["path"]: r["status"] for r in http.get("/api/runs").json()}
+            runs = http.get("/api/runs").json()
+            listed = {r["path"]: r["status"] for r in runs}
             one = http.get(f"/api/runs/{store.to_id(tmp_path, tmp_path / 'outputs/killed')}").json()["status"]
             jobs = http.get(f"/api/sweeps/{store.to_id(tmp_path, tmp_path / 'multirun/swept')}")
     finally:
@@ -561,3 +562,6 @@ def test_a_run_whose_process_the_service_started_ended_before_its_first_summary_
     }
     assert one == "stopped"
     assert [j["status"] for j in jobs.json()["jobs"]] == ["stopped"], jobs.text
+    # what such a run is, read from its saved config (it showed nothing, and "0 / 0")
+    shown = {(r["algo"], r["env"], r["seed"], r["gamma"], r["timesteps"], r["total_timesteps"]) for r in runs}
+    assert shown == {("ppo", "lunar_lander", 0, 0.999, 0, 1_000_000)}

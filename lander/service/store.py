@@ -13,6 +13,7 @@ status ``unreadable`` and the reason, and the list still answers.
 from __future__ import annotations
 
 import json
+import socket
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -215,6 +216,14 @@ def from_config(root: Path, paths: RunPaths) -> dict[str, Any]:
     return {k: v for k, v in found.items() if isinstance(v, str | int | float) and not isinstance(v, bool)}
 
 
+def lock_left(run: Path) -> bool:
+    """True if a process of this machine took ``run``'s lock and holds it no more (a run takes its lock before it
+    writes anything, and keeps it to its end): a run without a summary whose process has ended. A lock file of
+    another host (a copied run, or one on a shared filesystem) says nothing of its process here."""
+    owner = RunLock(run).owner()
+    return owner is not None and owner.get("host") == socket.gethostname() and not RunLock(run).busy()
+
+
 def run_info(root: Path, path: Path, processes: Mapping[str, bool] | None = None) -> dict[str, Any]:
     """What the list of runs shows of one run (status ``unreadable`` and ``error`` where its summary is).
 
@@ -228,8 +237,8 @@ def run_info(root: Path, path: Path, processes: Mapping[str, bool] | None = None
     if status in ("running", "paused") and not active:
         status = "stopped"  # recorded as running, but no process holds it: killed (kill -9, power loss)
     relative = str(path.relative_to(root.resolve()))
-    if status == "created" and not active and gone(relative, processes or {}):
-        status = "stopped"  # its process, started by the service, ended before the run's first summary: killed
+    if status == "created" and not active and (gone(relative, processes or {}) or lock_left(path)):
+        status = "stopped"  # its process ended before the run's first summary: killed
     shown_keys = {
         k: summary.get(k) if isinstance(summary.get(k), str | int | float | type(None)) else None for k in SHOWN
     }

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -518,22 +519,26 @@ def test_a_request_bodys_unknown_key_is_refused_not_passed_over(tmp_path, url, b
     assert not (tmp_path / "comparisons").exists() and sorted(os.listdir(tmp_path / "outputs")) == ["a", "b"]
 
 
-def test_a_run_whose_process_the_service_started_ended_before_its_first_summary_is_stopped(tmp_path):
-    """A run the service started (or a job of a sweep it started) whose process was killed before the run wrote its
-    summary: it was listed ``created``, "0 / 0", for ever, with no Resume button. Now it is ``stopped`` (a resume
-    trains it from the start); a run without a summary that the service did not start, or whose process still runs,
-    stays ``created``."""
+def test_a_run_whose_process_ended_before_its_first_summary_is_stopped(tmp_path):
+    """A run the service started (or a job of a sweep it started), or one whose lock a process of this machine took
+    and holds no more, killed before the run wrote its summary: it was listed ``created``, "0 / 0", for ever, with
+    no Resume button. Now it is ``stopped`` (a resume trains it from the start); a run without a summary whose
+    process still runs, or of which nothing is known here, stays ``created``."""
     import psutil
 
     def bare(path: str) -> None:  # the directory Hydra makes before the run writes anything
         (tmp_path / path / ".hydra").mkdir(parents=True)
         (tmp_path / path / ".hydra" / "config.yaml").write_text(OmegaConf.to_yaml(composed("algo=ppo")))
 
-    for path in ("outputs/killed", "multirun/swept/0", "outputs/elsewhere", "outputs/starting"):
+    for path in ("outputs/killed", "multirun/swept/0", "outputs/elsewhere", "outputs/starting", "outputs/cli"):
         bare(path)
+    bare("outputs/copied")
     (tmp_path / "multirun/swept/multirun.yaml").write_text("{}\n")
     ended = subprocess.Popen([sys.executable, "-c", "pass", "lander.run"])
     ended.wait()
+    # started from the command line, not by the service: its lock says a process of this machine took it and ended
+    for path, host in (("outputs/cli", socket.gethostname()), ("outputs/copied", "another-host")):
+        (tmp_path / path / ".lander.storage.lock").write_text(json.dumps({"pid": ended.pid, "host": host}))
     running = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "lander.run"])
     try:
         records = [
@@ -559,6 +564,8 @@ def test_a_run_whose_process_the_service_started_ended_before_its_first_summary_
         "multirun/swept/0": "stopped",
         "outputs/elsewhere": "created",
         "outputs/starting": "created",
+        "outputs/cli": "stopped",
+        "outputs/copied": "created",  # another machine's lock: nothing known of its process here
     }
     assert one == "stopped"
     assert [j["status"] for j in jobs.json()["jobs"]] == ["stopped"], jobs.text

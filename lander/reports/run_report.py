@@ -22,7 +22,7 @@ from lander.errors import RunFileError
 from lander.reports.figures import missing_columns, run_figures
 from lander.reports.html import esc, figure, number, pairs, pre, table, video, write_page
 from lander.storage.csvlog import read_complete
-from lander.storage.rundir import RunPaths, RunSummary, atomic_write, read_json
+from lander.storage.rundir import RunPaths, RunSummary, atomic_write, config_facts, read_json
 from lander.storage.yamlfile import check_aliases, safe_yaml
 
 log = logging.getLogger(__name__)
@@ -200,7 +200,8 @@ def write_run_report(run_dir: Path) -> Path:
     for note in notes:
         log.warning("%s", note)
     warnings = "".join(f'<div class="error">{esc(note)}</div>' for note in notes)
-    path = write_page(paths.report, f"lander run: {title}", sections, header(summary, paths) + warnings)
+    shown = summary or config_facts(config)  # no summary yet (killed before its first): what its config says
+    path = write_page(paths.report, f"lander run: {title}", sections, header(shown, paths) + warnings)
     log.info("report.html written (%.1f MB)", path.stat().st_size / 2**20)
     return path
 

@@ -24,7 +24,7 @@ import yaml
 from lander.service.files import Unreadable, read_bytes, read_text, real_file, servable, shown
 from lander.storage.csvlog import complete_rows
 from lander.storage.lock import RunLock, owner_process
-from lander.storage.rundir import RunPaths, SweepPaths, find_run_dirs
+from lander.storage.rundir import RunPaths, SweepPaths, config_facts, find_run_dirs
 from lander.storage.yamlfile import safe_yaml
 
 KiB, MiB = 2**10, 2**20
@@ -205,26 +205,18 @@ def from_config(root: Path, paths: RunPaths) -> dict[str, Any]:
         found = real_file(root, paths.config).stat()
     except (Unreadable, OSError):
         return {}
-    return dict(config_facts(root, paths.config, found.st_mtime_ns, found.st_size))
+    return dict(parsed_facts(root, paths.config, found.st_mtime_ns, found.st_size))
 
 
 @functools.lru_cache(maxsize=1024)
-def config_facts(root: Path, config: Path, _mtime_ns: int, _size: int) -> tuple[tuple[str, Any], ...]:
-    """:func:`from_config`'s facts of one version of ``config`` (6 ms to read and parse a run's config)."""
+def parsed_facts(root: Path, config: Path, _mtime_ns: int, _size: int) -> tuple[tuple[str, Any], ...]:
+    """:func:`lander.storage.rundir.config_facts` of one version of ``config`` (6 ms to read and parse a run's
+    config), for :func:`from_config`."""
     try:
         cfg = safe_yaml(read_text(root, config, MAX_CONFIG), shown(root, config))
-        algo, env, model = cfg["algo"], cfg["env"], cfg["algo"].get("model") or {}
-        found = {
-            "algo": algo.get("name"),
-            "env": env.get("name"),
-            "env_id": env.get("id"),
-            "seed": cfg.get("seed"),
-            "gamma": cfg.get("gamma") if cfg.get("gamma") is not None else model.get("gamma"),
-            "total_timesteps": cfg.get("total_timesteps") or algo.get("total_timesteps"),
-        }
-    except (Unreadable, yaml.YAMLError, TypeError, KeyError, AttributeError):  # not a config lander wrote
+    except (Unreadable, yaml.YAMLError):  # not a config lander wrote
         return ()
-    return tuple((k, v) for k, v in found.items() if isinstance(v, str | int | float) and not isinstance(v, bool))
+    return tuple(config_facts(cfg).items())
 
 
 def lock_left(run: Path) -> bool:

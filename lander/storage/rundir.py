@@ -433,6 +433,26 @@ def _type_name(hint: Any) -> str:
     return " or ".join(names.get(o, getattr(typing.get_origin(o) or o, "__name__", str(o))) for o in options)
 
 
+def config_facts(cfg: Any) -> dict[str, Any]:
+    """What a run's saved config (``.hydra/config.yaml`` as plain data) says it trains, under ``summary.json``'s names:
+    ``algo``, ``env``, ``env_id``, ``seed``, ``gamma`` (the algorithm's where the run gives none) and
+    ``total_timesteps``; each only where it is a plain number or string. What the service's list and the run's
+    report show of a run without a summary yet (starting, or killed before its first)."""
+    if not isinstance(cfg, dict) or not isinstance(cfg.get("algo"), dict) or not isinstance(cfg.get("env"), dict):
+        return {}
+    algo, env = cfg["algo"], cfg["env"]
+    model = algo.get("model") if isinstance(algo.get("model"), dict) else {}
+    found = {
+        "algo": algo.get("name"),
+        "env": env.get("name"),
+        "env_id": env.get("id"),
+        "seed": cfg.get("seed"),
+        "gamma": cfg.get("gamma") if cfg.get("gamma") is not None else model.get("gamma"),
+        "total_timesteps": cfg.get("total_timesteps") or algo.get("total_timesteps"),
+    }
+    return {k: v for k, v in found.items() if isinstance(v, str | int | float) and not isinstance(v, bool)}
+
+
 def find_checkpoints(directory: Path) -> list[tuple[int, Path]]:
     """``(timesteps, path)`` of the checkpoints (``model_<steps>_steps.zip``) in ``directory``, newest first."""
     found = [(int(m.group(1)), p) for p in directory.glob("model_*_steps.zip") if (m := CHECKPOINT.fullmatch(p.name))]

@@ -205,6 +205,21 @@ def test_a_summary_that_is_not_a_runs_is_named_in_one_line_and_its_report_says_s
     assert "unreadable" in page and html.escape(said) in page
 
 
+def test_the_report_of_a_run_killed_before_its_first_summary_says_what_it_trains(tmp_path):
+    """A run with its saved config and no ``summary.json`` (killed before its first): its report's header said
+    "? on ?, seed ?, gamma ?"; now what the config says."""
+    from omegaconf import OmegaConf
+
+    from helpers import composed
+    from lander.reports.run_report import write_run_report
+
+    paths = RunPaths(tmp_path / "run")
+    paths.hydra.mkdir(parents=True)
+    paths.config.write_text(OmegaConf.to_yaml(composed("algo=a2c", "seed=3")))
+    page = write_run_report(paths.root).read_text()
+    assert "a2c on LunarLander-v3, seed 3, gamma 0.99" in page and "Not finished" in page
+
+
 def test_the_snapshot_lists_the_packages_as_pip_freeze_does(tmp_path: Path) -> None:
     """The snapshot's package list is read in-process; real ``pip freeze`` (from a directory holding no package
     metadata of its own) lists the same packages and versions, and as many editable installs (pip names one from a

@@ -201,7 +201,7 @@ def check_jobs(
             jobs = job_overrides([*swept, *overrides] if multirun else overrides, multirun)
             check_comparison(argv, full, multirun, jobs)
         composed: dict[tuple[str, ...], DictConfig] = {}
-        needs: list[float] = []  # each job's memory_needed, for a sweep's jobs at once
+        needs: dict[tuple[str, ...], list[float]] = {}  # the jobs' memory_needed (check_job), for a sweep
         single = not multirun and single_values(overrides) == overrides  # one job: composed above, values and all
         if single:
             with open_dict(full):
@@ -214,7 +214,7 @@ def check_jobs(
             cfg = full if single else with_values(composed[groups], [o for o in job if o not in groups])
             if not single:
                 trusted(cfg, allowed)
-            needs.append(check_job(cfg, job))
+            check_job(cfg, job, needs)
             if i == 0:
                 check_trackers(cfg)  # online W&B that cannot be reached fails now, not after a minute
                 check_grouping(argv, cfg, multirun)
@@ -227,28 +227,40 @@ def check_jobs(
         raise ConfigError(hydra_message(exc)) from exc  # Hydra's own words, in one line (exit 2, nothing written)
 
 
-def check_job(cfg: DictConfig, job: list[str]) -> float:
-    """Every check of one job's composed config; return the bytes its largest allocations take
-    (:func:`lander.config.checks.memory_needed`), for :func:`check_jobs_at_once`."""
+MEMORY_NEUTRAL = ("seed=", "gamma=", "total_timesteps=", "baseline=", "run_name=", "torch_threads=", "logger", "video")
+"""Overrides that leave :func:`lander.config.checks.memory_needed` as it is: jobs that differ only by them (a sweep
+over seeds, gammas) share one estimate (about 1 ms a job to make: 2 s of a 2,000-seed precheck)."""
+
+
+def check_job(cfg: DictConfig, job: list[str], needs: dict[tuple[str, ...], list[float]]) -> None:
+    """Every check of one job's composed config; its estimate (:func:`lander.config.checks.memory_needed`, the bytes
+    its largest allocations take) added to ``needs`` for :func:`check_jobs_at_once`.
+
+    :param needs: the estimates so far, once for each job, by the job's overrides other than :data:`MEMORY_NEUTRAL`
+        ones (jobs that differ only by those share one estimate)
+    """
     check_booleans(cfg, [o for o in job if not is_group_choice(o)])
     validate(cfg)
     if any(o.startswith("+algo.model.") for o in job):  # keys the algorithm's config does not have:
         check_model_keys(cfg)  # against the class (imports torch: not done for other commands)
-    return sum(memory_needed(cfg).values())
+    key = tuple(o for o in job if not o.lstrip("+").startswith(MEMORY_NEUTRAL))
+    found = needs.setdefault(key, [])
+    found.append(found[0] if found else sum(memory_needed(cfg).values()))
 
 
-def check_jobs_at_once(argv: list[str], full: DictConfig, needs: list[float]) -> None:
+def check_jobs_at_once(argv: list[str], full: DictConfig, needs: dict[tuple[str, ...], list[float]]) -> None:
     """Warn where the jobs a sweep runs at once on this machine may not fit in its memory
     (:func:`lander.config.checks.sweep_memory_warning`).
 
     :param full: the sweep's composed config, with ``hydra`` (its launcher)
-    :param needs: each job's :func:`memory_needed`, in bytes
+    :param needs: each job's :func:`lander.config.checks.memory_needed`, in bytes (:func:`check_job`)
     """
     given = [int(v) for v in given_values(argv, "hydra.launcher.n_jobs")[-1:]]
     launcher = full.hydra.launcher
     n_jobs = given[0] if given else int(launcher.get("n_jobs", -1))
     seeds = int(full.get("seeds_per_process") or 1)
-    warning = sweep_memory_warning(str(launcher.get("_target_", "")).rpartition(".")[2], n_jobs, needs, seeds)
+    each = [n for same in needs.values() for n in same]
+    warning = sweep_memory_warning(str(launcher.get("_target_", "")).rpartition(".")[2], n_jobs, each, seeds)
     if warning is not None:
         log.warning("%s", warning)
 

@@ -661,24 +661,30 @@ def test_a_memory_cgroup_of_this_machine_is_seen_by_the_checks(tmp_path):
     assert 0 < float(shown.split("(")[1].split(",")[0]) <= 2 * 2**30
 
 
-def test_a_sweeps_jobs_at_once_that_need_more_memory_than_there_is_are_warned_of():
+def test_a_sweeps_jobs_at_once_that_need_more_memory_than_there_is_are_warned_of(tmp_path, caplog):
     """Each job alone fits, ``hydra.launcher.n_jobs`` of them at once need not: joblib's 12 jobs in a 4 GiB cgroup
     had 8 processes OOM-killed. Said before the sweep starts, with how many fit; not a refusal (the figures are
     lower bounds, and the launchers survive a job the OOM killer ends)."""
     from lander.config.checks import JOB_BYTES, machine_memory, sweep_memory_warning
 
-    available = machine_memory()[0]
-    jobs = int(available // JOB_BYTES["JoblibLauncher"]) + 2
+    available = machine_memory()[0]  # twice as many jobs as fit: the test's other processes may free some memory
+    jobs = 2 * int(available // JOB_BYTES["JoblibLauncher"]) + 2
     warning = sweep_memory_warning("JoblibLauncher", jobs, [0.0] * jobs)
     assert warning is not None and warning.startswith(f"hydra.launcher.n_jobs={jobs}: this sweep runs {jobs} jobs")
-    assert f"at most {int(available // JOB_BYTES['JoblibLauncher'])} fit" in warning
+    fit = re.search(r"by this count at most (\d+) fit: hydra.launcher.n_jobs=(\d+)\)$", warning)
+    assert fit is not None and 1 <= int(fit[1]) == int(fit[2]) < jobs, warning
     assert sweep_memory_warning("JoblibLauncher", 1, [0.0] * jobs) is None  # one at a time
     assert sweep_memory_warning("JoblibLauncher", jobs, [0.0] * jobs, seeds_per_process=jobs) is None  # one process
     assert sweep_memory_warning("SlurmLauncher", jobs, [0.0] * jobs) is None  # elsewhere
-    big = [available / 2] * 3  # three jobs of a replay buffer of half the memory each, two at once or more
+    big = [available] * 3  # three jobs of a replay buffer of all the memory each, at once
     assert "(by this count at most 1 fit: hydra.launcher.n_jobs=1)" in str(
         sweep_memory_warning("ParallelLauncher", 3, big)
     )
+    from lander.config.precheck import check_command  # the command: said before the sweep starts, and it runs
+
+    sweep = ["--multirun", f"seed=range(0,{jobs})", "hydra/launcher=joblib", f"hydra.launcher.n_jobs={jobs}"]
+    check_command([*sweep, "logger=none", f"hydra.sweep.dir={tmp_path / 'sweep'}"])
+    assert f"hydra.launcher.n_jobs={jobs}: this sweep runs {jobs} jobs at once" in caplog.text
 
 
 @pytest.mark.parametrize(

@@ -347,19 +347,16 @@ def processes_of(request: Request) -> dict[str, bool]:
 def comparison(request: Request, comparison_id: str) -> dict[str, Any]:
     root = root_of(request)
     path = store.comparison_dir(root, comparison_id)
-    listed: dict[str, Any] = next(
-        (c for c in store.list_comparisons(root, processes_of(request)) if c["id"] == comparison_id), {"runs": []}
-    )
-    report = files.servable(root, path / "report.html")
+    listed = store.comparison_info(root, path, processes_of(request))
     return {
         "id": comparison_id,
-        "path": str(path.relative_to(root.resolve())),
+        "path": listed["path"],
         "runs": listed["runs"],
-        "state": listed.get("state"),
+        "state": listed["state"],
         "error": listed.get("error"),
         "comparison": table_rows(root, path / "table.csv"),
-        "left_out": store.left_out(root, path),  # runs it did not compare (an unequal budget, a failure), and why
-        "report": f"/api/comparisons/{comparison_id}/report" if report else None,
+        "left_out": listed["left_out"],  # runs it did not compare (an unequal budget, a failure), and why
+        "report": f"/api/comparisons/{comparison_id}/report" if listed["compared"] else None,
     }
 
 

@@ -220,11 +220,12 @@ def parsed_facts(root: Path, config: Path, _mtime_ns: int, _size: int) -> tuple[
 
 
 def lock_left(run: Path) -> bool:
-    """True if a process of this machine took ``run``'s lock and holds it no more (a run takes its lock before it
-    writes anything, and keeps it to its end): a run without a summary whose process has ended. A lock file of
-    another host (a copied run, or one on a shared filesystem) says nothing of its process here."""
+    """True if a process of this machine took ``run``'s lock (a run takes its lock before it writes anything, and
+    keeps it to its end): for a run without a summary that no process holds (:meth:`RunLock.busy`, which the caller
+    asks), its process has ended. A lock file of another host (a copied run, or one on a shared filesystem) says
+    nothing of its process here."""
     owner = RunLock(run).owner()
-    return owner is not None and owner.get("host") == socket.gethostname() and not RunLock(run).busy()
+    return owner is not None and owner.get("host") == socket.gethostname()
 
 
 def run_info(root: Path, path: Path, processes: Mapping[str, bool] | None = None) -> dict[str, Any]:
@@ -366,38 +367,44 @@ def last_line(root: Path, console: Path) -> str:
     return next((line.strip()[:500] for line in reversed(lines) if line.strip()), "")
 
 
-def list_comparisons(root: Path, processes: Mapping[str, bool] | None = None) -> list[dict[str, Any]]:
-    """Every comparison of chosen runs under ``root/comparisons``, newest first: the runs it compares, whether its
+def why_ended(root: Path, directory: Path, without: str) -> str:
+    """Why a process the service started in ``directory`` ended ``without`` its output: the last line of its
+    ``service.log`` (:func:`last_line`), or that it said nothing."""
+    said = last_line(root, directory / "service.log")
+    return said or f"ended without {without}, and without a word in its service.log"
+
+
+def comparison_info(root: Path, directory: Path, processes: Mapping[str, bool]) -> dict[str, Any]:
+    """One comparison of chosen runs (``directory`` holds its ``inputs.json``): the runs it compares, whether its
     report is written (``compared``) and its ``state``: ``compared``, ``comparing`` (its process still runs:
     ``processes``, path -> running, from the service's record) or ``failed``, then with ``error``, the last line of
     its ``service.log`` (a failed comparison showed "not yet" for ever)."""
-    processes = processes or {}
+    inputs = directory / "inputs.json"
+    try:
+        runs = json.loads(read_text(root, inputs, MAX_RECORD))
+    except (Unreadable, ValueError):
+        runs = None
+    path, compared = str(directory.relative_to(root)), servable(root, directory / "report.html")
+    state = "compared" if compared else "comparing" if processes.get(path) else "failed"
+    return {
+        "id": to_id(root, directory),
+        "path": path,
+        "started": inputs.lstat().st_mtime,
+        "runs": runs if isinstance(runs, list) and all(isinstance(r, str) for r in runs) else [],
+        "compared": compared,
+        "state": state,
+        "left_out": left_out(root, directory),
+    } | ({"error": why_ended(root, directory, "a report")} if state == "failed" else {})
+
+
+def list_comparisons(root: Path, processes: Mapping[str, bool] | None = None) -> list[dict[str, Any]]:
+    """Every comparison of chosen runs under ``root/comparisons`` (:func:`comparison_info`), newest first."""
     found = sorted((root / "comparisons").glob("*/*/inputs.json")) if (root / "comparisons").is_dir() else []
-    listed = []
-    for inputs in found:
-        if not inputs.resolve().is_relative_to(root.resolve()):
-            continue
-        try:
-            runs = json.loads(read_text(root, inputs, MAX_RECORD))
-        except (Unreadable, ValueError):
-            runs = None
-        listed.append(
-            {
-                "id": to_id(root, inputs.parent),
-                "path": str(inputs.parent.relative_to(root)),
-                "started": inputs.lstat().st_mtime,
-                "runs": runs if isinstance(runs, list) and all(isinstance(r, str) for r in runs) else [],
-                "compared": servable(root, inputs.parent / "report.html"),
-                "left_out": left_out(root, inputs.parent),
-            }
-        )
-        entry = listed[-1]
-        entry["state"] = (
-            "compared" if entry["compared"] else "comparing" if processes.get(str(entry["path"])) else "failed"
-        )
-        if entry["state"] == "failed":
-            why = last_line(root, inputs.parent / "service.log")
-            entry["error"] = why or "ended without a report, and without a word in its service.log"
+    listed = [
+        comparison_info(root, inputs.parent, processes or {})
+        for inputs in found
+        if inputs.resolve().is_relative_to(root.resolve())
+    ]
     return sorted(listed, key=lambda c: c["started"], reverse=True)
 
 
@@ -427,6 +434,5 @@ def list_sweeps(root: Path, processes: Mapping[str, bool] | None = None) -> list
             }
         )
         if state == "ended":
-            why = last_line(root, f.parent / "service.log")
-            sweeps[-1]["error"] = why or "ended without a comparison, and without a word in its service.log"
+            sweeps[-1]["error"] = why_ended(root, f.parent, "a comparison")
     return sorted(sweeps, key=lambda s: s["started"], reverse=True)

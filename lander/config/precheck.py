@@ -185,7 +185,7 @@ def check_jobs(
     multirun = any(a in ("-m", "--multirun") for a in argv)
     overrides = [a for a in without_flags(argv) if not a.startswith("hydra.")]
     search = [a for a in argv if a.startswith("hydra.searchpath=")]
-    check_launcher(argv)
+    check_n_jobs(argv)
     register_configs()
     try:
         with lock, initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
@@ -193,11 +193,7 @@ def check_jobs(
             swept, full = preset_sweeps([*search, *sweeper], overrides)
             trusted(full, allowed)  # Hydra's node too: its callbacks, launcher and sweeper are instantiated
             check_output_dir(argv, full, multirun)
-            if not multirun and swept:
-                raise ConfigError(
-                    f"this preset is a sweep ({'; '.join(swept)}) and runs with --multirun: python -m lander.run "
-                    f"--multirun {' '.join(argv)}  (or give every swept key one value to run a single job)"
-                )
+            check_sweep_mode(argv, full, multirun, swept)
             jobs = job_overrides([*swept, *overrides] if multirun else overrides, multirun)
             check_comparison(argv, full, multirun, jobs)
         composed: dict[tuple[str, ...], DictConfig] = {}
@@ -217,7 +213,7 @@ def check_jobs(
             check_job(cfg, job, needs)
             if i == 0:
                 check_trackers(cfg)  # online W&B that cannot be reached fails now, not after a minute
-                check_grouping(argv, cfg, multirun)
+                check_grouping(argv, full, cfg, multirun)
         if multirun:
             check_jobs_at_once(argv, full, needs)
     except (HydraException, OmegaConfBaseException, ValueError) as exc:
@@ -616,18 +612,17 @@ def single_values(overrides: list[str]) -> list[str]:
     return [str(o.input_line) for o in parsed if not o.is_sweep_override()]
 
 
-def check_launcher(argv: list[str]) -> None:
-    """``hydra.launcher.n_jobs`` must be a non-zero integer (-1 = one job per core); ``hydra/launcher=ray`` needs
-    Ray installed and, with ``hydra.launcher.ray.init.address``, a cluster that answers there;
-    ``hydra/launcher=submitit_slurm`` needs SLURM's ``srun`` (submitit fails on it after writing the sweep's
-    ``multirun.yaml``)."""
-    if "hydra/launcher=submitit_slurm" in argv and shutil.which("srun") is None:
-        raise ConfigError(
-            "hydra/launcher=submitit_slurm needs SLURM and this machine has none (no srun on PATH): run the command "
-            "on the cluster's login node, or here with lander's launcher (the default) or hydra/launcher=joblib"
-        )
-    if "hydra/launcher=ray" in argv:
-        check_ray([a.split("=", 1)[1] for a in argv if a.startswith("hydra.launcher.ray.init.address=")][-1:])
+def launcher_choice(full: DictConfig) -> str:
+    """The sweep's ``hydra/launcher``: the command line's, else a preset's (``override /hydra/launcher: ...``), else
+    lander's (``parallel``).
+
+    :param full: the command's config composed with ``hydra`` (:func:`preset_sweeps`)
+    """
+    return str(full.hydra.runtime.choices.get("hydra/launcher") or "parallel")
+
+
+def check_n_jobs(argv: list[str]) -> None:
+    """``hydra.launcher.n_jobs`` must be a non-zero integer (-1 = one job per core)."""
     for arg in argv:
         if arg.startswith("hydra.launcher.n_jobs="):
             value = arg.split("=", 1)[1]
@@ -638,13 +633,45 @@ def check_launcher(argv: list[str]) -> None:
                 )
 
 
-def check_grouping(argv: list[str], cfg: DictConfig, multirun: bool) -> None:
+def check_sweep_mode(argv: list[str], full: DictConfig, multirun: bool, swept: list[str]) -> None:
+    """A preset that sweeps (``swept``: :func:`preset_sweeps`) runs with --multirun; a sweep's launcher can run
+    here (:func:`check_launcher`)."""
+    if multirun:
+        check_launcher(argv, full)
+    elif swept:
+        raise ConfigError(
+            f"this preset is a sweep ({'; '.join(swept)}) and runs with --multirun: python -m lander.run "
+            f"--multirun {' '.join(argv)}  (or give every swept key one value to run a single job)"
+        )
+
+
+def check_launcher(argv: list[str], full: DictConfig) -> None:
+    """The sweep's launcher (:func:`launcher_choice`) can run here: ``submitit_slurm`` needs SLURM's ``srun``
+    (submitit fails on it after writing the sweep's ``multirun.yaml``); ``ray`` needs Ray installed and, with
+    ``hydra.launcher.ray.init.address``, a cluster that answers there."""
+    launcher = launcher_choice(full)
+    if launcher == "submitit_slurm" and shutil.which("srun") is None:
+        raise ConfigError(
+            "hydra/launcher=submitit_slurm needs SLURM and this machine has none (no srun on PATH): run the command "
+            "on the cluster's login node, or here with lander's launcher (the default) or hydra/launcher=joblib"
+        )
+    if launcher == "ray":  # the address given, else the preset's (full is composed without hydra.launcher.*=)
+        address = OmegaConf.select(full, "hydra.launcher.ray.init.address")
+        check_ray(
+            given_values(argv, "hydra.launcher.ray.init.address")[-1:] or ([] if address is None else [str(address)])
+        )
+
+
+def check_grouping(argv: list[str], full: DictConfig, cfg: DictConfig, multirun: bool) -> None:
     """``seeds_per_process`` > 1 groups a sweep's seeds into processes: lander's launcher does that, no other."""
-    launcher = ([a.split("=", 1)[1] for a in argv if a.startswith("hydra/launcher=")] or ["parallel"])[-1]
-    if multirun and cfg.get("seeds_per_process", 1) > 1 and launcher != "parallel":
+    if not multirun or cfg.get("seeds_per_process", 1) == 1:
+        return
+    launcher = launcher_choice(full)
+    if launcher != "parallel":
+        chosen = "" if f"hydra/launcher={launcher}" in argv else " (a preset's choice)"
         raise ConfigError(
             f"seeds_per_process={cfg.seeds_per_process} groups the seeds of a sweep into processes, which lander's "
-            f"launcher does (hydra/launcher=parallel, the default), not hydra/launcher={launcher}"
+            f"launcher does (hydra/launcher=parallel, the default), not hydra/launcher={launcher}{chosen}"
         )
 
 

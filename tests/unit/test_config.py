@@ -723,3 +723,39 @@ def test_env_kwargs_that_change_the_spaces_run_where_the_config_declares_those_s
     # a bool's parameter takes true or false, a float's an integer too
     run = ["+env.kwargs.enable_wind=true", "+env.kwargs.gravity=-5", "+env.kwargs.wind_power=10.5", "logger=none"]
     check_command([*run, f"hydra.run.dir={tmp_path / 'run'}"])
+
+
+def test_a_presets_own_launcher_and_sweeper_are_the_ones_a_sweep_uses(tmp_path, monkeypatch):
+    """A preset that chooses Hydra's launcher or sweeper (``hparams_search=ppo_optuna``'s ``override
+    /hydra/sweeper: optuna``, a user's ``override /hydra/launcher: joblib``) gets it: lander's own choices (its
+    launcher, its checked basic sweeper) were first in the defaults list and won, so the documented
+    ``python -m lander.run hparams_search=ppo_optuna`` was refused as "a sweep" and, with --multirun, failed in
+    Hydra ("BasicSweeper.__init__() got an unexpected keyword argument 'direction'"). The command line still
+    wins over a preset, and the checks see the launcher a preset chose."""
+    from hydra import compose, initialize_config_dir
+
+    from lander.config.precheck import check_command
+    from lander.config.schema import CONF_DIR
+
+    (tmp_path / "conf" / "experiment").mkdir(parents=True)
+    (tmp_path / "conf" / "experiment" / "mine.yaml").write_text(
+        "# @package _global_\ndefaults:\n  - override /hydra/launcher: joblib\n"
+        "hydra:\n  sweeper:\n    params:\n      seed: 0,1\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    register_configs()
+
+    def chosen(*overrides: str) -> tuple[str, str]:
+        with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+            cfg = compose(config_name="config", overrides=list(overrides), return_hydra_config=True)
+        return cfg.hydra.launcher._target_.rpartition(".")[2], cfg.hydra.sweeper._target_.rpartition(".")[2]
+
+    assert chosen() == ("ParallelLauncher", "CheckedBasicSweeper")
+    assert chosen("hparams_search=ppo_optuna") == ("ParallelLauncher", "OptunaSweeper")
+    assert chosen("experiment=mine") == ("JoblibLauncher", "CheckedBasicSweeper")
+    assert chosen("experiment=mine", "hydra/launcher=parallel") == ("ParallelLauncher", "CheckedBasicSweeper")
+    assert chosen("hparams_search=ppo_optuna", "hydra/sweeper=adastop")[1] == "AdaStopSweeper"
+    check_command(["hparams_search=ppo_optuna", f"hydra.sweep.dir={tmp_path / 'search'}"])  # the docs' command
+    check_command(["--multirun", "experiment=mine", "logger=none"])
+    with pytest.raises(ConfigError, match=r"not hydra/launcher=joblib \(a preset's choice\)$"):
+        check_command(["--multirun", "experiment=mine", "seeds_per_process=2", "logger=none"])

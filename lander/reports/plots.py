@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import matplotlib
@@ -111,22 +112,66 @@ def plot_curves(
 
 
 def plot_final_scores(groups: dict[str, list[Run]], env: str, path: Path) -> None:
-    """Each configuration's compared score: every seed as a dot, the mean and its 95% bootstrap CI over seeds."""
-    fig, ax = plt.subplots(figsize=(max(5.0, 1.6 * len(groups) + 2), 5), dpi=110)
+    """Each configuration's compared score: every seed as a dot, the mean and its 95% bootstrap CI over seeds.
+
+    Configurations stand side by side, their labels one ``key=value`` a line; where that would be wider than
+    :data:`MAX_WIDTH` (an Optuna search's twenty trials, each three keys of long numbers), they are rows instead,
+    one label a line beside its row."""
+    ticks = [tick_label(label, len(runs)) for label, runs in groups.items()]
+    longest = max(len(line) for tick in ticks for line in tick.splitlines())
+    width = max(1.6, 0.075 * longest) * len(groups) + 2  # a digit is about 0.07 inch at 8 points
+    rows, size = width > MAX_WIDTH, (max(5.0, width), 5.0)
+    if rows:
+        shown = zip(short_labels(list(groups)), groups.values(), strict=True)
+        ticks = [f"{label} (n={len(runs)})" for label, runs in shown]
+        longest = max(len(tick) for tick in ticks)
+        size = (min(6 + 0.065 * longest, MAX_WIDTH), max(4.0, 0.32 * len(groups) + 1.5))
+    fig, ax = plt.subplots(figsize=size, dpi=110)
     for i, runs in enumerate(groups.values()):
         values = np.array([r.final_mean for r in runs])
         jitter = np.linspace(-0.1, 0.1, len(values)) if len(values) > 1 else np.zeros(1)
-        ax.scatter(i - 0.1 + jitter, values, s=22, alpha=0.7, zorder=3)
+        at, mean, low, high = i + 0.2, values[0], values[0], values[0]
         if len(values) > 1:
             mean, low, high = st.interval(values[:, None], st.aggregate_mean)
-            ax.errorbar(i + 0.2, mean, yerr=[[mean - low], [high - mean]], fmt="D", color="black", capsize=5, ms=5)
+        bar, caps = [[mean - low], [high - mean]], 5 if len(values) > 1 else 0  # one seed: its mean, no interval
+        if rows:
+            ax.scatter(values, i - 0.1 + jitter, s=22, alpha=0.7, zorder=3)
+            ax.errorbar(mean, at, xerr=bar, fmt="D", color="black", capsize=caps, ms=5)
         else:
-            ax.plot(i + 0.2, values[0], "D", color="black", ms=5)
-    draw_threshold(ax, groups)
-    ax.set_xticks(range(len(groups)), [f"{label}\n(n={len(runs)})" for label, runs in groups.items()], fontsize=8)
-    ax.set_xlim(-0.6, len(groups) - 0.4)
-    ax.set(ylabel="evaluation mean return per seed", title=f"{env}: final scores (mean, 95% bootstrap CI)")
+            ax.scatter(i - 0.1 + jitter, values, s=22, alpha=0.7, zorder=3)
+            ax.errorbar(at, mean, yerr=bar, fmt="D", color="black", capsize=caps, ms=5)
+    draw_threshold(ax, groups, vertical=rows)
+    what, title = "evaluation mean return per seed", f"{env}: final scores (mean, 95% bootstrap CI)"
+    if rows:
+        ax.set_yticks(range(len(groups)), ticks, fontsize=7)
+        ax.set_ylim(len(groups) - 0.4, -0.6)  # the first configuration on top
+        ax.set(xlabel=what, title=title)
+    else:
+        ax.set_xticks(range(len(groups)), ticks, fontsize=8)
+        ax.set_xlim(-0.6, len(groups) - 0.4)
+        ax.set(ylabel=what, title=title)
     finish(fig, ax, path)
+
+
+LEGEND_INSIDE = (8, 40)  # a legend of at most this many entries, each at most this many characters, in the plot
+MAX_WIDTH = 16.0  # inches: final scores wider than this side by side are drawn as rows
+
+
+def tick_label(label: str, n: int) -> str:
+    """A configuration's label under its scores: one ``key=value`` a line (an Optuna trial's is three keys of
+    twenty-digit values, which overlapped their neighbours'), then its number of seeds."""
+    return "\n".join([*re.split(r" (?=[^\s=]+=)", label), f"(n={n})"])
+
+
+def short_labels(labels: list[str]) -> list[str]:
+    """``labels`` with each long number written to 6 significant digits (``learning_rate=0.00037861878865426044``:
+    ``learning_rate=0.000378619``), where that leaves them all different; else as they are."""
+
+    def short(match: re.Match[str]) -> str:
+        return f"={float(match[1]):.6g}"
+
+    shortened = [re.sub(r"=(-?\d+\.\d{7,}(?:e-?\d+)?)(?=\s|$)", short, label) for label in labels]
+    return shortened if len(set(shortened)) == len(labels) else labels
 
 
 def plot_profile(groups: dict[str, list[Run]], env: str, path: Path) -> None:
@@ -150,17 +195,25 @@ def plot_profile(groups: dict[str, list[Run]], env: str, path: Path) -> None:
     finish(fig, ax, path)
 
 
-def draw_threshold(ax: Axes, groups: dict[str, list[Run]]) -> None:
-    """The env's "solved" return as a dashed line, if it has one."""
+def draw_threshold(ax: Axes, groups: dict[str, list[Run]], vertical: bool = False) -> None:
+    """The env's "solved" return as a dashed line (across the plot, or up it where returns run along x), if it has
+    one."""
     threshold = next(iter(groups.values()))[0].threshold
     if threshold is not None:
-        ax.axhline(threshold, color="gray", ls="--", lw=1, label=f"threshold {threshold:g}")
+        line = ax.axvline if vertical else ax.axhline
+        line(threshold, color="gray", ls="--", lw=1, label=f"threshold {threshold:g}")
 
 
 def finish(fig: Figure, ax: Axes, path: Path) -> None:
     """Grid, legend, layout; write ``path`` atomically and free the figure."""
     ax.grid(alpha=0.3)
-    if ax.get_legend_handles_labels()[0]:
+    handles, labels = ax.get_legend_handles_labels()
+    if handles and (len(labels) > LEGEND_INSIDE[0] or max(map(len, labels)) > LEGEND_INSIDE[1]):
+        # many or long entries (an Optuna search's trials) under the plot, one a line: inside, they covered it
+        width, height = fig.get_size_inches()
+        fig.set_size_inches(width, height + 0.16 * len(labels) + 0.3)
+        ax.legend(handles, short_labels(labels), fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12))
+    elif handles:
         ax.legend(fontsize=8, loc="best")
     fig.tight_layout()
     atomic_write(path, fig.savefig)

@@ -4,12 +4,14 @@ trigger, the schema's neutral keys, re-run planning and configuration labels (st
 from __future__ import annotations
 
 import html
+import itertools
 import json
 import os
 import re
 from pathlib import Path
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 
 from helpers import composed, lander
@@ -362,3 +364,71 @@ def test_the_commands_a_run_prints_work_pasted_into_a_shell_whatever_its_directo
 
     shown = html.unescape(re.sub(r"<[^>]+>", "", header({"status": "interrupted", "error": "x"}, paths)))
     assert shlex.split(shown.split("continue: ", 1)[1]) == ["python", "-m", "lander.run", f"resume={root}"]
+
+
+@pytest.mark.parametrize("trials", [2, 6, 20])
+def test_the_final_scores_labels_of_long_configurations_do_not_overlap(tmp_path, monkeypatch, trials: int) -> None:
+    """An Optuna search's configurations are three keys of twenty-digit values each: side by side on one line they
+    ran into one another (two trials were unreadable). A few stand side by side, one key a line; many are rows, one
+    label a line (numbers to 6 digits): every label's box on the drawn figure is clear of its neighbour's and
+    inside the figure, and the plot keeps its room."""
+    import matplotlib.pyplot as plt
+
+    from lander.reports import plots
+
+    drawn = []
+    monkeypatch.setattr(plots, "finish", lambda fig, ax, path: (fig.tight_layout(), drawn.append(fig)))
+    rng = np.random.default_rng(0)
+    groups = {}
+    for i in range(trials):
+        label = " ".join(f"algo.model.{k}={rng.random() / 100}" for k in ("ent_coef", "gae_lambda", "learning_rate"))
+        groups[label] = [Run(path=Path(f"{i}/{s}"), overrides=[], seed=s, env="lunar_lander", status="completed",
+                             final_mean=float(rng.normal())) for s in range(2)]  # fmt: skip
+    plots.plot_final_scores(groups, "lunar_lander", tmp_path / "scores.png")
+    (fig,) = drawn
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
+    ax = fig.axes[0]
+    rows = trials > 2  # two stand side by side
+    labels_drawn = ax.get_yticklabels() if rows else ax.get_xticklabels()
+    assert len(labels_drawn) == trials
+    boxes = [t.get_window_extent(renderer) for t in labels_drawn]
+    if rows:  # top to bottom
+        assert all(below.y1 < above.y0 for above, below in itertools.pairwise(boxes)), boxes
+    else:
+        assert all(left.x1 < right.x0 for left, right in itertools.pairwise(boxes)), boxes
+    figure = fig.bbox
+    assert all(box.x0 >= figure.x0 and box.x1 <= figure.x1 for box in boxes), (boxes, figure)
+    assert ax.get_window_extent(renderer).width >= 0.3 * figure.width  # the plot is not squeezed by its labels
+    assert fig.get_size_inches()[0] <= plots.MAX_WIDTH
+    plt.close(fig)
+
+
+@pytest.mark.parametrize("trials", [2, 20])
+def test_a_legend_of_long_configurations_stays_off_the_plot_and_inside_the_figure(tmp_path, monkeypatch, trials):
+    """The performance profile's legend of two Optuna trials was wider than the plot: it covered the curves and
+    ran off the figure's left edge. Many or long entries go under the plot, inside the figure."""
+    import matplotlib.pyplot as plt
+
+    from lander.reports import plots
+
+    drawn = []
+    real_finish = plots.finish
+    monkeypatch.setattr(plots, "finish", lambda fig, ax, path: (real_finish(fig, ax, path), drawn.append(fig)))
+    monkeypatch.setattr(plt, "close", lambda fig: None)  # kept open to be measured
+    rng = np.random.default_rng(1)
+    groups = {}
+    for i in range(trials):
+        label = " ".join(f"algo.model.{k}={rng.random() / 100}" for k in ("ent_coef", "gae_lambda", "learning_rate"))
+        groups[label] = [Run(path=Path(f"{i}/{s}"), overrides=[], seed=s, env="lunar_lander", status="completed",
+                             final_mean=float(rng.normal() * 50)) for s in range(3)]  # fmt: skip
+    plots.plot_profile(groups, "lunar_lander", tmp_path / "profile.png")
+    (fig,) = drawn
+    renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
+    ax = fig.axes[0]
+    legend, plot, figure = ax.get_legend().get_window_extent(renderer), ax.get_window_extent(renderer), fig.bbox
+    assert legend.x0 >= figure.x0 and legend.x1 <= figure.x1 and legend.y0 >= figure.y0, (legend, figure)
+    assert not legend.overlaps(plot), (legend, plot)
+    assert len(ax.get_legend().get_texts()) == trials
+    monkeypatch.undo()
+    plt.close(fig)

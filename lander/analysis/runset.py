@@ -9,6 +9,7 @@ before. A (configuration, seed) found twice counts once (:func:`drop_duplicates`
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -250,3 +251,20 @@ def configurations(runs: list[Run], compared: list[Run], env: str) -> dict[str, 
     for runs_of_config in groups.values():
         runs_of_config.sort(key=lambda r: r.seed)
     return groups
+
+
+def label_lines(label: str) -> list[str]:
+    """A configuration's label (:func:`labels`) one override a line, for figures."""
+    return re.split(r" (?=[^\s=]+=)", label)
+
+
+def short_labels(names: list[str]) -> list[str]:
+    """``names`` (labels, legend entries) with each long number written to 6 significant digits (an Optuna trial's
+    ``learning_rate=0.00037861878865426044``: ``learning_rate=0.000378619``) where that leaves them all different;
+    else as they are. For figures: the tables keep the labels whole."""
+
+    def short(match: re.Match[str]) -> str:
+        return f"={float(match[1]):.6g}"
+
+    shortened = [re.sub(r"=(-?\d+\.\d{7,}(?:e-?\d+)?)(?=[\s,:]|$)", short, name) for name in names]
+    return shortened if len(set(shortened)) == len(names) else names

@@ -16,12 +16,13 @@ from plotly.subplots import make_subplots
 
 from lander.analysis import statistics as st
 from lander.analysis.curves import ONE_EVALUATION, X_LABELS, config_curves, single_evaluations
-from lander.analysis.runset import Run, with_episodes
+from lander.analysis.runset import Run, label_lines, short_labels, with_episodes
 from lander.storage.csvlog import read_complete
 from lander.storage.rundir import RunPaths
 
 COLORS = qualitative.Plotly
-LAYOUT = {"template": "plotly_white", "hovermode": "x unified", "height": 430, "margin": {"t": 60, "r": 20}}
+HEIGHT = 430  # px: a figure's height, but for those that grow with their rows or their legend
+LAYOUT = {"template": "plotly_white", "hovermode": "x unified", "height": HEIGHT, "margin": {"t": 60, "r": 20}}
 
 
 # the columns each figure reads of a metrics file (lander writes them all; a file edited by hand may lack some)
@@ -216,6 +217,7 @@ def curves_figure(
     curves = config_curves(groups, band_kind, x)
     single = single_evaluations(curves)
     budget = budget if x == "timesteps" else 0
+    names = dict(zip(groups, short_labels(list(groups)), strict=True))  # what the legend shows
     for label, (with_curves, curve) in curves.items():
         color = COLORS[[*groups].index(label) % len(COLORS)]  # as without curves: the same color a label
         fig.add_trace(band(curve[x], curve["low"], curve["high"], color, label, label))
@@ -223,7 +225,7 @@ def curves_figure(
         fig.add_scatter(
             x=curve[x],
             y=curve["mean"],
-            name=f"{label} (n={len(with_curves)})",
+            name=f"{names[label]} (n={len(with_curves)})",
             legendgroup=label,
             mode="lines+markers" if single else None,
             error_y=interval | {"arrayminus": curve["mean"] - curve["low"]} if single else None,
@@ -235,7 +237,7 @@ def curves_figure(
             fig.add_scatter(
                 x=evals[x],
                 y=evals["mean"],
-                name=f"{label}, seed {run.seed}",
+                name=f"{names[label]}, seed {run.seed}",
                 visible="legendonly",
                 line=seed_line,
             )
@@ -258,49 +260,99 @@ def curves_figure(
         yaxis_title="evaluation return",
         **LAYOUT,
     )
-    return fig
+    return legend_below(fig)
 
 
 def final_scores_figure(groups: dict[str, list[Run]], env: str) -> go.Figure:
-    """Each configuration's compared score: every seed a dot (its run on hover), the mean with its 95% CI."""
+    """Each configuration's compared score: every seed a dot (its run on hover), the mean with its 95% CI.
+
+    The configurations stand side by side, a label one ``key=value`` a line; where they would not fit the page
+    (:data:`SIDE_BY_SIDE_PX`: an Optuna search's trials), one row a configuration, its label beside it."""
+    names = short_labels(list(groups))
+    widest = max(len(line) for label in groups for line in label_lines(label))
+    rows = len(groups) * max(150, 7 * widest) > SIDE_BY_SIDE_PX  # about 7 px a character at 12 px
     fig = go.Figure()
     for i, (label, runs) in enumerate(groups.items()):
         color, values = COLORS[i % len(COLORS)], np.array([r.final_mean for r in runs])
-        fig.add_scatter(
-            x=[label] * len(runs),
-            y=values,
-            mode="markers",
-            name=f"{label}: seeds",
-            marker={"size": 9, "color": rgba(color, 0.6)},
-            legendgroup=label,
-            offsetgroup="seeds",
-            customdata=[[r.seed, str(r.path), f"{r.timesteps:,}"] for r in runs],
-            hovertemplate="seed %{customdata[0]}: %{y:.4g} at %{customdata[2]} steps"
-            "<br>%{customdata[1]}<extra></extra>",
-        )
         mean, low, high = (
             st.interval(values[:, None], st.aggregate_mean) if len(values) > 1 else (values[0], np.nan, np.nan)
         )
         error = {"type": "data", "array": [high - mean], "arrayminus": [mean - low]} if len(values) > 1 else None
+        seeds = {"x": values, "y": [label] * len(runs)} if rows else {"x": [label] * len(runs), "y": values}
         fig.add_scatter(
-            x=[label],
-            y=[mean],
+            **seeds,
             mode="markers",
-            error_y=error,
+            name=f"{names[i]}: seeds",
+            marker={"size": 9, "color": rgba(color, 0.6)},
+            legendgroup=label,
+            offsetgroup="seeds",
+            orientation="h" if rows else "v",
+            customdata=[[r.seed, str(r.path), f"{r.timesteps:,}", r.final_mean] for r in runs],
+            hovertemplate="seed %{customdata[0]}: %{customdata[3]:.4g} at %{customdata[2]} steps"
+            "<br>%{customdata[1]}<extra></extra>",
+        )
+        fig.add_scatter(
+            **(
+                {"x": [mean], "y": [label], "error_x": error} if rows else {"x": [label], "y": [mean], "error_y": error}
+            ),
+            mode="markers",
             legendgroup=label,
             offsetgroup="mean",
+            orientation="h" if rows else "v",
             marker={"symbol": "diamond", "size": 12, "color": "black"},
-            name=f"{label}: mean, 95% CI",
-            hovertemplate=f"mean %{{y:.4g}} [{low:.4g}, {high:.4g}]<extra></extra>",
+            name=f"{names[i]}: mean, 95% CI",
+            hovertemplate=f"mean {mean:.4g} [{low:.4g}, {high:.4g}]<extra></extra>",
         )
-    threshold_line(fig, groups)
+    what, layout = "evaluation mean return per seed", LAYOUT | {"hovermode": "closest"}
+    if rows:
+        threshold = next(iter(groups.values()))[0].threshold
+        if threshold is not None:
+            fig.add_vline(
+                x=threshold, line={"dash": "dash", "color": "gray"}, annotation_text=f"threshold {threshold:g}"
+            )
+        fig.update_yaxes(tickvals=list(groups), ticktext=[f"{n} (n={len(r)})" for n, r in zip(names, groups.values(),
+                         strict=True)], autorange="reversed")  # fmt: skip
+        layout |= {"xaxis_title": what, "height": max(HEIGHT, 28 * len(groups) + 200), "showlegend": False}
+    else:
+        threshold_line(fig, groups)
+        fig.update_xaxes(tickvals=list(groups), ticktext=["<br>".join(label_lines(label)) for label in groups],
+                         tickangle=0)  # fmt: skip
+        layout |= {"yaxis_title": what}
     fig.update_layout(
-        title=f"{env}: final scores (each seed; mean and 95% bootstrap CI)",
-        yaxis_title="evaluation mean return per seed",
-        scattermode="group",
-        **(LAYOUT | {"hovermode": "closest"}),
+        title=f"{env}: final scores (each seed; mean and 95% bootstrap CI)", scattermode="group", **layout
     )
+    return legend_below(fig, 2 if rows else 1 + max(len(label_lines(label)) for label in groups))
+
+
+SIDE_BY_SIDE_PX = 1100  # about the width of a report's figure: final scores wider side by side are rows
+
+
+def legend_below(fig: go.Figure, lines: int = 2) -> go.Figure:
+    """A legend of many or long entries (an Optuna search's trials) under the plot, one a line, in a bottom margin
+    made for it (the plot keeps its height): at the plot's right, it took most of the page's width from the plot.
+
+    :param lines: the lines of text under the x axis (its tick labels' and its title's), which the legend clears
+    """
+    names = [str(trace.name) for trace in fig.data if trace.showlegend is not False]
+    if not names or fig.layout.showlegend is False:
+        return fig
+    if len(names) > LEGEND_AT_RIGHT[0] or max(map(len, names)) > LEGEND_AT_RIGHT[1]:
+        axis, legend = 18 * lines + 16, 20 * len(names) + 20  # px: the axis' text, the legend (a line an entry)
+        height = (fig.layout.height or HEIGHT) - DEFAULT_MARGIN_B + axis + legend
+        fig.update_layout(
+            height=height,
+            margin={"b": axis + legend},
+            legend={"yref": "container", "yanchor": "top", "y": (legend - 10) / height, "x": 0, "tracegroupgap": 0},
+        )
     return fig
+
+
+DEFAULT_MARGIN_B = 80  # px: Plotly's bottom margin, where the x axis' text stands
+
+
+# a legend of at most this many entries (the seeds' included), each at most this many characters, stays at the
+# plot's right (more entries scroll there)
+LEGEND_AT_RIGHT = (14, 40)
 
 
 def profile_figure(groups: dict[str, list[Run]], env: str) -> go.Figure:
@@ -308,7 +360,7 @@ def profile_figure(groups: dict[str, list[Run]], env: str) -> go.Figure:
     every = np.array([r.final_mean for runs in groups.values() for r in runs])
     spread = max(every.max() - every.min(), 1.0)
     taus = np.linspace(every.min() - 0.05 * spread, every.max() + 0.05 * spread, 101)
-    fig = go.Figure()
+    fig, names = go.Figure(), short_labels(list(groups))
     for i, (label, runs) in enumerate(groups.items()):
         color, values = COLORS[i % len(COLORS)], np.array([[r.final_mean] for r in runs])
         point, low, high = st.interval(values, lambda s: st.performance_profile(s, taus), st.CURVE_REPS)
@@ -317,7 +369,7 @@ def profile_figure(groups: dict[str, list[Run]], env: str) -> go.Figure:
         fig.add_scatter(
             x=taus,
             y=point,
-            name=f"{label} (n={len(runs)})",
+            name=f"{names[i]} (n={len(runs)})",
             legendgroup=label,
             line={"color": color, "width": 2.5, "shape": "hv"},
         )
@@ -328,7 +380,7 @@ def profile_figure(groups: dict[str, list[Run]], env: str) -> go.Figure:
         yaxis_title="fraction of runs with score > tau",
         **LAYOUT,
     )
-    return fig
+    return legend_below(fig)
 
 
 def sweep_figures(

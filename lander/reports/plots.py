@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import matplotlib
@@ -16,7 +15,7 @@ from matplotlib.figure import Figure
 
 from lander.analysis import statistics as st
 from lander.analysis.curves import ONE_EVALUATION, X_LABELS, config_curves, single_evaluations
-from lander.analysis.runset import Run, with_episodes
+from lander.analysis.runset import Run, label_lines, short_labels, with_episodes
 from lander.storage.rundir import RunPaths, atomic_write
 
 
@@ -160,18 +159,7 @@ MAX_WIDTH = 16.0  # inches: final scores wider than this side by side are drawn 
 def tick_label(label: str, n: int) -> str:
     """A configuration's label under its scores: one ``key=value`` a line (an Optuna trial's is three keys of
     twenty-digit values, which overlapped their neighbours'), then its number of seeds."""
-    return "\n".join([*re.split(r" (?=[^\s=]+=)", label), f"(n={n})"])
-
-
-def short_labels(labels: list[str]) -> list[str]:
-    """``labels`` with each long number written to 6 significant digits (``learning_rate=0.00037861878865426044``:
-    ``learning_rate=0.000378619``), where that leaves them all different; else as they are."""
-
-    def short(match: re.Match[str]) -> str:
-        return f"={float(match[1]):.6g}"
-
-    shortened = [re.sub(r"=(-?\d+\.\d{7,}(?:e-?\d+)?)(?=\s|$)", short, label) for label in labels]
-    return shortened if len(set(shortened)) == len(labels) else labels
+    return "\n".join([*label_lines(label), f"(n={n})"])
 
 
 def plot_profile(groups: dict[str, list[Run]], env: str, path: Path) -> None:

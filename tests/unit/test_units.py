@@ -432,3 +432,35 @@ def test_a_legend_of_long_configurations_stays_off_the_plot_and_inside_the_figur
     assert len(ax.get_legend().get_texts()) == trials
     monkeypatch.undo()
     plt.close(fig)
+
+
+def test_the_reports_figures_of_long_configurations_keep_their_plot_and_labels_apart() -> None:
+    """The comparison's report.html (Plotly) of two Optuna trials: the legend at the plot's right took most of the
+    page's width (the final scores' plot a strip, its labels slanted across the page). Long or many entries now
+    stand under the plot, in a bottom margin as tall as they are, numbers to 6 digits; the final scores' labels are
+    one key a line, or rows where side by side would not fit; a short sweep's figures stay as they were."""
+    from lander.reports.figures import HEIGHT, final_scores_figure, profile_figure
+
+    def groups(n: int, label) -> dict[str, list[Run]]:
+        rng = np.random.default_rng(n)
+        return {label(i, rng): [Run(path=Path(f"{i}/{s}"), overrides=[], seed=s, env="lunar_lander",
+                                    status="completed", final_mean=float(rng.normal())) for s in range(3)]
+                for i in range(n)}  # fmt: skip
+
+    def optuna(i, rng):
+        return " ".join(f"algo.model.{k}={rng.random() / 100}" for k in ("ent_coef", "gae_lambda", "learning_rate"))
+
+    two, twenty = groups(2, optuna), groups(20, optuna)
+    scores = final_scores_figure(two, "lunar_lander")
+    assert scores.layout.xaxis.tickangle == 0 and all(t.count("<br>") == 2 for t in scores.layout.xaxis.ticktext)
+    for figure in (scores, profile_figure(two, "lunar_lander")):
+        legend, names = figure.layout.legend, [t.name for t in figure.data if t.showlegend is not False]
+        assert legend.yref == "container" and 0 < legend.y < 1 and legend.yanchor == "top", figure.layout.title.text
+        assert figure.layout.margin.b >= 20 * len(names) and figure.layout.height > HEIGHT
+        assert not any(re.search(r"\d\.\d{10,}", name) for name in names), names  # 6 digits shown, not 20
+    rows = final_scores_figure(twenty, "lunar_lander")
+    assert list(rows.layout.yaxis.tickvals) == list(twenty) and rows.layout.showlegend is False
+    assert rows.layout.height >= 28 * 20 and rows.data[0].orientation == "h"
+    short = groups(2, lambda i, rng: f"gamma=0.9{i}")
+    for figure in (final_scores_figure(short, "lunar_lander"), profile_figure(short, "lunar_lander")):
+        assert figure.layout.legend.yref is None and figure.layout.height == HEIGHT

@@ -545,6 +545,10 @@ def check_memory(cfg: DictConfig) -> None:
     )
 
 
+MODEL_NULLABLE = ("clip_range_vf", "target_kl", "max_grad_norm")  # MODEL_RANGES' keys that take null (no clipping...)
+SAC_ENT_COEF = re.compile(r"auto(_\d+(\.\d*)?(e-?\d+)?)?")  # SAC's learned entropy coefficient, its initial value
+
+
 def check_model_values(model: DictConfig) -> None:
     """Every number in ``algo.model`` must be finite, and the keys of :data:`MODEL_RANGES` in their range."""
     plain = OmegaConf.to_container(model, resolve=True)  # a dict: a key absent from a DictConfig is an exception
@@ -559,6 +563,10 @@ def check_model_values(model: DictConfig) -> None:
             inside = (value >= low if low_in else value > low) and (value <= high if high_in else value < high)
             whole = isinstance(value, int) or not allowed.startswith("an integer")  # 1e15 is a float to SB3
             _check(inside and whole, f"algo.model.{key}", value, allowed)
+        elif isinstance(value, bool | str) or (value is None and key in plain and key not in MODEL_NULLABLE):
+            # n_epochs=true trained one epoch (True is 1 to Python), n_epochs=a failed inside the run
+            _check(key == "ent_coef" and SAC_ENT_COEF.fullmatch(str(value)) is not None, f"algo.model.{key}", value,
+                   allowed + (" (or auto, auto_<initial value> for SAC)" if key == "ent_coef" else ""))  # fmt: skip
     steps = plain.get("gradient_steps")
     if isinstance(steps, int) and not isinstance(steps, bool):
         allowed = "an integer >= 1, or -1 (as many as env steps)"

@@ -27,7 +27,7 @@ import yaml
 from hydra import compose, initialize_config_dir
 from hydra._internal.config_loader_impl import ConfigLoaderImpl
 from hydra.core.override_parser.overrides_parser import OverridesParser
-from hydra.core.override_parser.types import RangeSweep
+from hydra.core.override_parser.types import ChoiceSweep, IntervalSweep, RangeSweep
 from hydra.errors import HydraException, OverrideParseException
 from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
@@ -635,7 +635,8 @@ def check_n_jobs(argv: list[str]) -> None:
 
 def check_sweep_mode(argv: list[str], full: DictConfig, multirun: bool, swept: list[str]) -> None:
     """A preset that sweeps (``swept``: :func:`preset_sweeps`) runs with --multirun; a sweep's launcher can run
-    here (:func:`check_launcher`)."""
+    here (:func:`check_launcher`); a search's keys are in range (:func:`check_search`)."""
+    check_search(full)
     if multirun:
         check_launcher(argv, full)
     elif swept:
@@ -643,6 +644,68 @@ def check_sweep_mode(argv: list[str], full: DictConfig, multirun: bool, swept: l
             f"this preset is a sweep ({'; '.join(swept)}) and runs with --multirun: python -m lander.run "
             f"--multirun {' '.join(argv)}  (or give every swept key one value to run a single job)"
         )
+
+
+OPTUNA = ".OptunaSweeper"  # hparams_search=ppo_optuna's sweeper (hydra-optuna-sweeper)
+
+
+def check_search(full: DictConfig) -> None:
+    """A search by Optuna's sweeper (``hparams_search=...``): ``n_trials`` and ``n_jobs`` integers >= 1, one
+    ``direction`` (``maximize`` or ``minimize``: the objective is one number, the run's final evaluation mean), and
+    each searched key one this config has, every value its space may give (a choice's, a range's or an interval's
+    ends) a value that key takes (:func:`check_job`). Each was a traceback once the search had made its
+    ``optuna.db``: ``algo=a2c`` with PPO's search (A2C has no ``n_epochs``), ``n_trials=0``, ``direction=up``.
+
+    :param full: the command's config composed with ``hydra`` (:func:`preset_sweeps`)
+    """
+    node = full.hydra.sweeper
+    if not str(node.get("_target_", "")).endswith(OPTUNA):
+        return
+    for key in ("n_trials", "n_jobs"):
+        value = node.get(key)
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ConfigError(f"hydra.sweeper.{key}={value!r} is not allowed: {key} must be an integer >= 1")
+    if node.get("direction") not in ("maximize", "minimize"):
+        raise ConfigError(
+            f"hydra.sweeper.direction={node.get('direction')!r} is not allowed: maximize or minimize (the objective "
+            "is the run's final evaluation mean)"
+        )
+    job = copy.deepcopy(full)
+    with open_dict(job):
+        del job["hydra"]
+    for key, space in (node.get("params") or {}).items():
+        if OmegaConf.select(job, str(key), default=MISSING_KEY) is MISSING_KEY:
+            raise ConfigError(
+                f"hydra.sweeper.params.{key}: this config (algo={job.algo.name}, env={job.env.name}) has no {key}, "
+                "which the search sets in every trial: run the search with the algo it was written for, or a search "
+                "of your own (./conf/hparams_search/)"
+            )
+        for value in space_ends(f"{key}={space}"):
+            try:
+                check_job(with_values(copy.deepcopy(job), [f"{key}={value}"]), [f"{key}={value}"], {})
+            except (ConfigError, HydraException, OmegaConfBaseException, ValueError) as exc:
+                raise ConfigError(f"hydra.sweeper.params.{key}={space} gives {value}: {hydra_message(exc)}") from None
+
+
+MISSING_KEY = object()  # OmegaConf.select's default: a key the config lacks
+
+
+def space_ends(override: str) -> list[str]:
+    """The values a search space (``key=choice(...)``, ``range(...)``, ``interval(...)``, ``tag(log, ...)``, or one
+    value) may give at its ends: each choice, a range's first and last, an interval's two ends (integers where
+    tagged ``int``), as override values."""
+    value = OverridesParser.create().parse_overrides([override])[0].value()
+    if isinstance(value, ChoiceSweep):
+        return [str(v) for v in value.list]
+    if isinstance(value, RangeSweep):
+        start, stop, step = value.start or 0, value.stop or 0, value.step or 1
+        count = math.ceil((stop - start) / step)
+        if count < 1:
+            raise ConfigError(f"{override}: the range gives no value")
+        return [str(v) for v in dict.fromkeys([start, start + (count - 1) * step])]
+    if isinstance(value, IntervalSweep):
+        return [str(int(v) if "int" in value.tags and v is not None else v) for v in (value.start, value.end)]
+    return [str(value)]
 
 
 def check_launcher(argv: list[str], full: DictConfig) -> None:

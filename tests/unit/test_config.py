@@ -323,6 +323,19 @@ OUT_OF_RANGE = [  # each ran before, then crashed late or trained nonsense silen
     (["eval.seed=4294967296"], "eval.seed must be an integer in [0, 2**32)"),
     (["gamma=abc"], "Value 'abc' of type 'str' could not be converted to Float"),
     (["env.id=LunarLander-v9"], "Gymnasium has no such environment (did you mean LunarLander-v3,"),
+    # a model key given a word or a bool where it takes a number: true trained one epoch, a word failed in the run
+    (["algo.model.n_epochs=true"], "algo.model.n_epochs=True is not allowed: algo.model.n_epochs must be an integer"),
+    (["algo.model.n_epochs=a"], "algo.model.n_epochs='a' is not allowed: algo.model.n_epochs must be an integer"),
+    (["algo.model.learning_rate=lin_0.001"], "algo.model.learning_rate='lin_0.001' is not allowed: algo.model.learni"),
+    (["algo.model.batch_size=null"], "algo.model.batch_size=None is not allowed: algo.model.batch_size must be an"),
+    (["algo=sac", "env=lunar_lander_continuous", "algo.model.ent_coef=autox"], "(or auto, auto_<initial value> for"),
+    # an Optuna search whose settings or keys fail: a traceback once its optuna.db was made
+    (
+        ["hparams_search=ppo_optuna", "algo=a2c"],
+        "hydra.sweeper.params.algo.model.gae_lambda: this config (algo=a2c, env",
+    ),
+    (["hparams_search=ppo_optuna", "hydra.sweeper.n_trials=0"], "hydra.sweeper.n_trials=0 is not allowed: n_trials m"),
+    (["hparams_search=ppo_optuna", "hydra.sweeper.direction=up"], "hydra.sweeper.direction='up' is not allowed: maxi"),
 ]
 
 
@@ -759,3 +772,34 @@ def test_a_presets_own_launcher_and_sweeper_are_the_ones_a_sweep_uses(tmp_path, 
     check_command(["--multirun", "experiment=mine", "logger=none"])
     with pytest.raises(ConfigError, match=r"not hydra/launcher=joblib \(a preset's choice\)$"):
         check_command(["--multirun", "experiment=mine", "seeds_per_process=2", "logger=none"])
+
+
+@pytest.mark.parametrize(
+    ("space", "refused"),
+    [
+        ("choice(0, 4)", "hydra.sweeper.params.algo.model.n_epochs=choice(0, 4) gives 0: algo.model.n_epochs=0 is no"),
+        ("interval(1, 10)", "gives 1.0: algo.model.n_epochs=1.0 is not allowed"),  # Optuna would sample floats
+        ("range(5, 1)", "algo.model.n_epochs=range(5, 1): the range gives no value"),
+        ("choice(4, many)", "gives many: algo.model.n_epochs='many' is not allowed"),
+        ("tag(int, interval(1, 10))", None),
+        ("range(1, 11, 3)", None),
+    ],
+)
+def test_an_optuna_searchs_space_is_checked_at_its_ends_before_it_starts(tmp_path, monkeypatch, space, refused):
+    """A search of one's own (``./conf/hparams_search/``): every value its space may give at its ends is a value
+    its key takes, checked as a sweep's jobs are, before Optuna's study or any trial exists."""
+    from lander.config.precheck import check_command
+
+    (tmp_path / "conf" / "hparams_search").mkdir(parents=True)
+    (tmp_path / "conf" / "hparams_search" / "mine.yaml").write_text(
+        "# @package _global_\ndefaults:\n  - override /hydra/sweeper: optuna\nhydra:\n  mode: MULTIRUN\n  sweeper:\n"
+        f"    direction: maximize\n    n_trials: 2\n    params:\n      algo.model.n_epochs: {space}\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    command = ["hparams_search=mine", "logger=none", f"hydra.sweep.dir={tmp_path / 'search'}"]
+    if refused is None:
+        check_command(command)
+    else:
+        with pytest.raises(ConfigError, match=re.escape(refused)):
+            check_command(command)
+    assert not (tmp_path / "search").exists()

@@ -38,7 +38,7 @@ from lander.config.schema import CONF_DIR, configuration_key, labels, register_c
 from lander.config.trust import allowed_prefixes, check_trusted
 from lander.errors import ConfigError
 from lander.storage.lock import check_free
-from lander.storage.rundir import SWEEP_ENTRIES, RunPaths, escaping_entry, foreign_entries
+from lander.storage.rundir import SWEEP_ENTRIES, RunPaths, RunSummary, Status, escaping_entry, foreign_entries
 from lander.storage.yamlfile import safe_yaml
 
 log = logging.getLogger(__name__)
@@ -52,6 +52,32 @@ def hydra_quote(value: str) -> str:
     """``value`` as a quoted Hydra override value: commas, brackets, quotes and emoji kept as they are."""
     value = re.sub(r"(\\+)('|$)", lambda m: m.group(1) * 2 + m.group(2), value)  # backslashes before a quote
     return "'" + value.replace("'", "\\'").replace("${", "\\${") + "'"
+
+
+def check_resumable(run_dir: Path, total_timesteps: int | None) -> None:
+    """The run in ``run_dir`` can be resumed with this budget: a lander run, not completed unless a budget past what
+    it trained is given (``resume=<run> total_timesteps=N`` trains it further).
+
+    :param total_timesteps: the new budget given, or None (the run's own)
+    """
+    paths = RunPaths(run_dir)
+    if not paths.is_run():
+        raise ConfigError(f"resume={str(run_dir)!r} is not a lander run directory (no .hydra/config.yaml)")
+    try:
+        summary = RunSummary.load(paths)
+    except (ValueError, TypeError) as exc:
+        raise ConfigError(f"resume={str(run_dir)!r}: {paths.summary} is unreadable ({exc})") from exc
+    done = summary.timesteps if summary is not None else 0
+    if summary is not None and summary.status == Status.COMPLETED and total_timesteps is None:
+        raise ConfigError(
+            f"resume={str(run_dir)!r}: that run is already completed (summary.json); to train it further, "
+            f"give a larger budget: resume={run_dir} total_timesteps=N (N > {done})"
+        )
+    if total_timesteps is not None and total_timesteps <= done:
+        raise ConfigError(
+            f"total_timesteps={total_timesteps}: the run in {run_dir} has trained {done} steps "
+            "already; give a larger budget to train it further"
+        )
 
 
 def resume_arguments(argv: list[str]) -> list[str]:
@@ -77,6 +103,8 @@ def resume_arguments(argv: list[str]) -> list[str]:
         raise ConfigError(
             f"resume={str(run_dir)!r}: Hydra reads '${{' in a path as an interpolation; rename the directory"
         )
+    budget = [int(a.split("=", 1)[1]) for a in argv if a.startswith("total_timesteps=")][-1:]
+    check_resumable(run_dir, budget[0] if budget else None)  # before Hydra logs to the run's run.log
     check_free(run_dir)
     check_contained(run_dir, "resume")
     quoted = hydra_quote(str(run_dir.resolve()))

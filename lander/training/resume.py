@@ -19,8 +19,9 @@ from omegaconf import DictConfig, OmegaConf
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
+from lander.config.precheck import check_resumable
 from lander.config.schema import load_saved
-from lander.errors import ConfigError, RunFileError
+from lander.errors import RunFileError
 from lander.evaluation.loading import safe_load
 from lander.storage.csvlog import cut_csv, number, read_complete, write_csv
 from lander.storage.normalization import load_stats, stats_path
@@ -40,23 +41,7 @@ def resume_config(run_dir: Path, total_timesteps: int | None = None) -> DictConf
     """
 
     paths = RunPaths(run_dir)
-    if not paths.is_run():
-        raise ConfigError(f"resume={str(run_dir)!r} is not a lander run directory (no .hydra/config.yaml)")
-    try:
-        summary = RunSummary.load(paths)
-    except (ValueError, TypeError) as exc:
-        raise ConfigError(f"resume={str(run_dir)!r}: {paths.summary} is unreadable ({exc})") from exc
-    done = summary.timesteps if summary is not None else 0
-    if summary is not None and summary.status == Status.COMPLETED and total_timesteps is None:
-        raise ConfigError(
-            f"resume={str(run_dir)!r}: that run is already completed (summary.json); to train it further, "
-            f"give a larger budget: resume={run_dir} total_timesteps=N (N > {done})"
-        )
-    if total_timesteps is not None and total_timesteps <= done:
-        raise ConfigError(
-            f"total_timesteps={total_timesteps}: the run in {run_dir} has trained {done} steps "
-            "already; give a larger budget to train it further"
-        )
+    check_resumable(run_dir, total_timesteps)
     cfg = load_saved(paths.config)  # an edited config is checked as a composed one is
     OmegaConf.set_struct(cfg, False)
     cfg.resume = str(run_dir)

@@ -11,6 +11,7 @@ import pytest
 from hydra.errors import ConfigCompositionException
 
 from helpers import composed, lander, lander_env, run_lander
+from helpers.runs import fake_run
 from lander.algorithms.build import effective_gamma
 from lander.config.checks import validate
 from lander.config.schema import group_options, register_configs
@@ -803,3 +804,21 @@ def test_an_optuna_searchs_space_is_checked_at_its_ends_before_it_starts(tmp_pat
         with pytest.raises(ConfigError, match=re.escape(refused)):
             check_command(command)
     assert not (tmp_path / "search").exists()
+
+
+def test_resuming_a_completed_run_without_a_larger_budget_exits_2_and_leaves_the_run_as_it_is(tmp_path):
+    """``resume=<a completed run>`` (no budget, or one it has trained already) was refused only in Hydra's job,
+    after torch loaded: its ERROR line appended to the run's own ``run.log`` (made where there was none). Now
+    refused by the precheck, in one line, exit 2, nothing in the run touched."""
+    from lander.storage.rundir import RunPaths, RunSummary, Status
+
+    run = fake_run(tmp_path, "run", ["algo=a2c"], 1, {4000: -100.0})
+    RunSummary(status=Status.COMPLETED, seed=1, overrides=["algo=a2c"], timesteps=4000).save(RunPaths(run))
+    before = {p: p.read_bytes() for p in run.rglob("*") if p.is_file()}
+    env = lander_env(HOME=str(tmp_path), NETRC=str(tmp_path / "no-netrc"))
+    for extra, said in (([], "that run is already completed (summary.json); to train it further, give a larger"),
+                        (["total_timesteps=4000"], "total_timesteps=4000: the run in")):  # fmt: skip
+        proc = lander(f"resume={run}", *extra, env=env, timeout=120)
+        assert proc.returncode == 2 and said in proc.stdout + proc.stderr, proc.stderr[-2000:]
+        assert "Traceback" not in proc.stderr
+        assert {p: p.read_bytes() for p in run.rglob("*") if p.is_file()} == before

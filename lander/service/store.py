@@ -127,9 +127,10 @@ def run_dir(root: Path, id_: str) -> Path:
 
 
 def sweep_dir(root: Path, id_: str) -> Path:
-    """The sweep directory of ``id_`` (one with Hydra's ``multirun.yaml``), or :class:`NotFound`."""
+    """The sweep directory of ``id_`` (one with Hydra's ``multirun.yaml`` or an Optuna search's study), or
+    :class:`NotFound`."""
     path = inside(root, id_)
-    if not SweepPaths(path).multirun.is_file():
+    if not SweepPaths(path).is_sweep():
         raise NotFound(id_)
     return path
 
@@ -409,12 +410,15 @@ def list_comparisons(root: Path, processes: Mapping[str, bool] | None = None) ->
 
 
 def list_sweeps(root: Path, processes: Mapping[str, bool] | None = None) -> list[dict[str, Any]]:
-    """Every sweep directory (Hydra's ``multirun.yaml``) under ``root/multirun``, newest first, with its ``state``:
+    """Every sweep directory (Hydra's ``multirun.yaml``, or an Optuna search's ``optuna.db``: a search made none)
+    under ``root/multirun``, newest first, with its ``state``:
     ``compared``; for a sweep the service started (``processes``, path -> running), ``sweeping`` while its process
     runs, else ``ended``, with ``error``, the last line of its ``service.log`` (stopped, or no job completed: it
     showed "not yet" for ever); ``unknown`` for a sweep started elsewhere and not compared."""
     processes = processes or {}
     found = sorted((root / "multirun").glob("**/multirun.yaml")) if (root / "multirun").is_dir() else []
+    searches = sorted((root / "multirun").glob("**/optuna.db")) if (root / "multirun").is_dir() else []
+    found += [f for f in searches if not SweepPaths(f.parent).multirun.is_file()]
     sweeps: list[dict[str, Any]] = []
     for f in found:
         if not f.resolve().is_relative_to(root.resolve()):

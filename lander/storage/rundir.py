@@ -269,10 +269,17 @@ class SweepPaths:
 
     def __init__(self, root: str | Path) -> None:
         self.root = Path(root)
-        self.multirun = self.root / "multirun.yaml"  # Hydra's record of the sweep: what makes it a sweep directory
+        self.multirun = self.root / "multirun.yaml"  # Hydra's record of the sweep (its basic sweeper's, AdaStop's)
+        self.study = (
+            self.root / "optuna.db"
+        )  # an Optuna search's study (hparams_search=...), which has no multirun.yaml
         self.comparison = self.root / "comparison"  # what the sweep's end writes (lander.reports.sweep_report.compare)
         self.table = self.comparison / "table.csv"
         self.report = self.comparison / "report.html"
+
+    def is_sweep(self) -> bool:
+        """A sweep directory: Hydra's ``multirun.yaml`` or an Optuna search's study is there."""
+        return self.multirun.is_file() or self.study.is_file()
 
     def __repr__(self) -> str:
         return f"SweepPaths({str(self.root)!r})"

@@ -572,3 +572,25 @@ def test_a_run_whose_process_ended_before_its_first_summary_is_stopped(tmp_path)
     # what such a run is, read from its saved config (it showed nothing, and "0 / 0")
     shown = {(r["algo"], r["env"], r["seed"], r["gamma"], r["timesteps"], r["total_timesteps"]) for r in runs}
     assert shown == {("ppo", "lunar_lander", 0, 0.999, 0, 1_000_000)}
+
+
+def test_an_optuna_search_is_a_sweep_on_the_dashboard(tmp_path):
+    """An Optuna search (``hparams_search=...``) writes no ``multirun.yaml`` (Hydra's basic sweeper does): its
+    directory, its trials and its comparison were missing from the service's sweeps. Its ``optuna.db`` makes it a
+    sweep there, listed, opened and its report served, as any sweep is."""
+    from helpers.runs import fake_run
+
+    search = tmp_path / "multirun" / "2026-11-28" / "19-31-40"
+    for i, mean in enumerate((-493.0, -165.9)):
+        fake_run(search, f"2026-11-28_19-31-4{i}_{i}", [f"algo.model.ent_coef=0.00{i + 1}"], 0, {4096: mean})
+    (search / "optuna.db").write_bytes(b"SQLite format 3\x00")
+    (search / "comparison").mkdir()
+    (search / "comparison" / "table.csv").write_text("config,env\n")
+    (search / "comparison" / "report.html").write_text("<html>the search's comparison</html>")
+    with client(tmp_path) as http:
+        sweeps = http.get("/api/sweeps").json()
+        assert [(s["path"], s["jobs"], s["state"]) for s in sweeps] == [("multirun/2026-11-28/19-31-40", 2, "compared")]
+        detail = http.get(f"/api/sweeps/{sweeps[0]['id']}")
+        assert detail.status_code == 200 and len(detail.json()["jobs"]) == 2, detail.text
+        report = http.get(detail.json()["report"])
+        assert report.status_code == 200 and "the search's comparison" in report.text

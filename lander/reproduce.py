@@ -84,8 +84,9 @@ def parse(argv: list[str]) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def plan(run: Path, steps: int | None, allowed: list[str]) -> tuple[DictConfig, Path, int | None]:
-    """The config to train again, the new directory beside ``run`` and the steps to compare (None: the whole run);
+def plan(run: Path, steps: int | None, allowed: list[str]) -> tuple[DictConfig, Path, int | None, int]:
+    """The config to train again, the new directory beside ``run``, the steps to compare (None: the whole run) and
+    the seeds the run trained beside (``seeds_per_process``: 1, or a group, reproduced alone on the same engine);
     :class:`ConfigError` for bad input, before anything is written."""
     paths = RunPaths(run)
     if not run.is_dir():
@@ -96,11 +97,6 @@ def plan(run: Path, steps: int | None, allowed: list[str]) -> tuple[DictConfig, 
         raise ConfigError(f"--steps {steps}: the number of steps to reproduce, an integer >= 1")
     cfg = load_saved(paths.config)
     check_trusted(cfg, allowed, where=str(paths.config))
-    if int(cfg.get("seeds_per_process") or 1) > 1:
-        raise ConfigError(
-            f"{run} trained side by side with other seeds (seeds_per_process={cfg.seeds_per_process}): its numbers "
-            "depend on its group; reproduce the sweep (its command again, into a new directory) instead"
-        )
     summary = RunSummary.load(paths)
     if summary is None or (summary.status != Status.COMPLETED and summary.timesteps == 0):
         raise ConfigError(
@@ -112,6 +108,9 @@ def plan(run: Path, steps: int | None, allowed: list[str]) -> tuple[DictConfig, 
         steps = None  # as many steps as the run took, or more: the whole run
     OmegaConf.set_struct(cfg, False)
     cfg.resume = None
+    grouped = int(cfg.get("seeds_per_process") or 1)
+    if grouped > 1:  # a seed side by side draws from its own streams only: alone on the same engine it trains as it
+        cfg.seeds_per_process, cfg.batched_engine = 1, True  # did beside the others (tests/unit/test_side_by_side.py)
     if steps is not None:  # the whole budget, whose schedules (learning rate, exploration) it shapes, stopped there
         stop = {"_target_": "lander.training.callbacks.StopAtTimesteps", "timesteps": steps}
         cfg.callbacks["lander_reproduce_steps"] = stop
@@ -120,7 +119,7 @@ def plan(run: Path, steps: int | None, allowed: list[str]) -> tuple[DictConfig, 
     checked(cfg)
     taken = paths.reproductions()
     copy = run.with_name(f"{run.name}.reproduce-{int(taken[-1].name.rsplit('-', 1)[1]) + 1 if taken else 1}")
-    return cfg, copy, steps
+    return cfg, copy, steps, grouped
 
 
 def read_rows(path: Path) -> list[dict[str, str]]:
@@ -241,7 +240,7 @@ def reproduce(run: Path, steps: int | None, allowed: list[str]) -> int:
     """Train ``run`` again beside it and print the verdict; the exit code (0 identical, 1 diverged)."""
     from lander.training.train import budget, train  # torch, SB3 (~2 s): after the checks, so bad input fails at once
 
-    cfg, copy, steps = plan(run, steps, allowed)
+    cfg, copy, steps, grouped = plan(run, steps, allowed)
     copy.mkdir()
     (copy / ".hydra").mkdir()
     OmegaConf.save(cfg, copy / ".hydra" / "config.yaml")
@@ -249,6 +248,8 @@ def reproduce(run: Path, steps: int | None, allowed: list[str]) -> int:
     logging.basicConfig(level=logging.INFO, format="[%(asctime)s][%(name)s][%(levelname)s] - %(message)s")
     logging.getLogger().addHandler(handler)
     log.info("reproducing %s in %s%s", run, copy, f" (its first {steps:,} steps)" if steps else "")
+    if grouped > 1:
+        log.info("it trained side by side (seeds_per_process=%d): reproduced alone on the same engine", grouped)
     RunLock(copy).acquire()
     summary = train(cfg, copy)
     # with steps: stopped one step of its envs past the update it was to reach (StopAtTimesteps)

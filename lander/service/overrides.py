@@ -27,6 +27,7 @@ from hydra import compose, initialize_config_dir
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.override_parser.types import ChoiceSweep, Glob, Override, OverrideType, RangeSweep
 from hydra.errors import HydraException
+from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
@@ -216,6 +217,15 @@ def compose_checked(
             first = job_overrides([*preset, *overrides], multirun=True)[0] if overrides or preset else []
             cfg = compose(config_name="config", overrides=first)
         check_trusted(cfg, allowed)
+        if not multirun and (swept or OmegaConf.select(full, "hydra.mode") == RunMode.MULTIRUN):
+            # a search launched as a run ran its trials in the service's working directory, outside the root
+            what = f"a sweep ({'; '.join(swept)})" if swept else "a search (its preset runs Optuna's trials)"
+            raise Refused(
+                f"{' '.join(o for o in overrides if o.split('=', 1)[0] in GROUPS)} is {what}: POST /api/sweeps (the "
+                "dashboard's Launch sweep)"
+                + (", or give every swept key one value" if swept else "")
+                + "; nothing was started"
+            )
         trials = OmegaConf.select(full, "hydra.sweeper.n_trials")  # a search (hparams_search=...): its trials
         jobs = trials if isinstance(trials, int) else sweep_size([*(parse(p, True) for p in preset), *parsed])
         if (preset or trials is not None) and jobs > max_jobs:

@@ -134,9 +134,29 @@ def test_ranges_without_values_are_refused_in_one_line(tmp_path, sweep):
 def test_a_search_counts_its_trials_against_max_jobs(tmp_path):
     """``hparams_search=ppo_optuna`` is 20 trials of 1M steps: refused by a service started with ``--max-jobs 3``."""
     with client(tmp_path, max_jobs=3) as http:
-        for endpoint in ("/api/sweeps", "/api/runs"):
-            answer = http.post(endpoint, json={"overrides": ["hparams_search=ppo_optuna"]})
-            assert answer.status_code == 422 and "20 jobs" in answer.json()["error"], answer.text
+        answer = http.post("/api/sweeps", json={"overrides": ["hparams_search=ppo_optuna"]})
+        assert answer.status_code == 422 and "20 jobs" in answer.json()["error"], answer.text
+    assert not (tmp_path / "multirun").exists() and not (tmp_path / "outputs").exists()
+
+
+@pytest.mark.parametrize(
+    ("overrides", "said"),
+    [
+        (
+            ["hparams_search=ppo_optuna"],
+            "hparams_search=ppo_optuna is a search (its preset runs Optuna's trials): POST",
+        ),
+        (["experiment=gamma_sweep", "gamma=0.99"], "experiment=gamma_sweep is a sweep (seed=0,1,2): POST /api/sweeps"),
+    ],
+)
+def test_a_search_or_a_sweep_preset_is_not_launched_as_a_run(tmp_path, overrides, said):
+    """``POST /api/runs`` of ``hparams_search=ppo_optuna`` was 201: its preset's ``hydra.mode: MULTIRUN`` ran the
+    whole search in the service's working directory (a temporary one, outside the root: the dashboard never showed
+    its trials) while the run's directory stayed "created". A search or a sweep preset is a sweep's request."""
+    with client(tmp_path, max_jobs=100) as http:
+        answer = http.post("/api/runs", json={"overrides": [*overrides, "total_timesteps=512"]})
+        assert answer.status_code == 422 and said in answer.json()["error"], answer.text
+        assert "nothing was started" in answer.json()["error"]
     assert not (tmp_path / "multirun").exists() and not (tmp_path / "outputs").exists()
 
 

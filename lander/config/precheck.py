@@ -664,7 +664,7 @@ def check_n_jobs(argv: list[str]) -> None:
 def check_sweep_mode(argv: list[str], full: DictConfig, multirun: bool, swept: list[str]) -> None:
     """A preset that sweeps (``swept``: :func:`preset_sweeps`) runs with --multirun; a sweep's launcher can run
     here (:func:`check_launcher`); a search's keys are in range (:func:`check_search`)."""
-    check_search(full)
+    check_search(argv, full)
     if multirun:
         check_launcher(argv, full)
     elif swept:
@@ -677,18 +677,26 @@ def check_sweep_mode(argv: list[str], full: DictConfig, multirun: bool, swept: l
 OPTUNA = ".OptunaSweeper"  # hparams_search=ppo_optuna's sweeper (hydra-optuna-sweeper)
 
 
-def check_search(full: DictConfig) -> None:
+def check_search(argv: list[str], full: DictConfig) -> None:
     """A search by Optuna's sweeper (``hparams_search=...``): ``n_trials`` and ``n_jobs`` integers >= 1, one
     ``direction`` (``maximize`` or ``minimize``: the objective is one number, the run's final evaluation mean), and
     each searched key one this config has, every value its space may give (a choice's, a range's or an interval's
     ends) a value that key takes (:func:`check_job`). Each was a traceback once the search had made its
-    ``optuna.db``: ``algo=a2c`` with PPO's search (A2C has no ``n_epochs``), ``n_trials=0``, ``direction=up``.
+    ``optuna.db``: ``algo=a2c`` with PPO's search (A2C has no ``n_epochs``), ``n_trials=0``, ``direction=up``. No
+    list of seeds (``seed=0,1``), which Optuna's sweeper would search as a hyperparameter.
 
     :param full: the command's config composed with ``hydra`` (:func:`preset_sweeps`)
     """
     node = full.hydra.sweeper
     if not str(node.get("_target_", "")).endswith(OPTUNA):
         return
+    seeds = [a for a in argv if a.split("=", 1)[0] == "seed" and re.search(r"[,(]", a.split("=", 1)[-1])]
+    if seeds:  # Optuna's sweeper searches a value list given on the command line
+        raise ConfigError(
+            f"{seeds[-1]}: with hparams_search, Optuna would search over the seeds (a trial's score is then its "
+            "seed's luck, and the best trial the luckiest seed); a search trains one seed= a trial: give one, and "
+            "compare the best configurations over seeds in a sweep of their own"
+        )
     for key in ("n_trials", "n_jobs"):
         value = node.get(key)
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:

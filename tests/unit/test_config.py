@@ -337,6 +337,8 @@ OUT_OF_RANGE = [  # each ran before, then crashed late or trained nonsense silen
     ),
     (["hparams_search=ppo_optuna", "hydra.sweeper.n_trials=0"], "hydra.sweeper.n_trials=0 is not allowed: n_trials m"),
     (["hparams_search=ppo_optuna", "hydra.sweeper.direction=up"], "hydra.sweeper.direction='up' is not allowed: maxi"),
+    # seeds searched as a hyperparameter: the best trial the luckiest seed
+    (["hparams_search=ppo_optuna", "seed=0,1"], "seed=0,1: with hparams_search, Optuna would search over the seeds"),
 ]
 
 

@@ -36,7 +36,7 @@ from lander.config.checks import check_trackers, memory_needed, sweep_memory_war
 from lander.config.keys import check_model_keys, check_override_keys
 from lander.config.schema import CONF_DIR, configuration_key, labels, register_configs
 from lander.config.trust import allowed_prefixes, check_trusted
-from lander.errors import ConfigError
+from lander.errors import ConfigError, RunFileError
 from lander.storage.lock import check_free
 from lander.storage.rundir import SWEEP_ENTRIES, RunPaths, RunSummary, Status, escaping_entry, foreign_entries
 from lander.storage.yamlfile import safe_yaml
@@ -65,7 +65,7 @@ def check_resumable(run_dir: Path, total_timesteps: int | None) -> None:
         raise ConfigError(f"resume={str(run_dir)!r} is not a lander run directory (no .hydra/config.yaml)")
     try:
         summary = RunSummary.load(paths)
-    except (ValueError, TypeError) as exc:
+    except (RunFileError, ValueError, TypeError) as exc:  # not JSON, or not a summary's
         raise ConfigError(f"resume={str(run_dir)!r}: {paths.summary} is unreadable ({exc})") from exc
     done = summary.timesteps if summary is not None else 0
     if summary is not None and summary.status == Status.COMPLETED and total_timesteps is None:
@@ -86,7 +86,7 @@ def resume_arguments(argv: list[str]) -> list[str]:
     if not resume:
         return argv
     run_dir = Path(resume[-1].split("=", 1)[1])
-    if not RunPaths(run_dir).is_run():
+    if not RunPaths(run_dir).is_run():  # first: the checks below read the directory (resume=/ would walk the disk)
         raise ConfigError(f"resume={str(run_dir)!r} is not a lander run directory (no .hydra/config.yaml)")
     others = [a for a in argv if not a.startswith(("resume=", "hydra.", "total_timesteps=", "memory_limit_mb="))]
     for arg in argv:
@@ -103,10 +103,10 @@ def resume_arguments(argv: list[str]) -> list[str]:
         raise ConfigError(
             f"resume={str(run_dir)!r}: Hydra reads '${{' in a path as an interpolation; rename the directory"
         )
+    check_free(run_dir)
+    check_contained(run_dir, "resume")  # before its summary.json is read: a link out of the run, a FIFO
     budget = [int(a.split("=", 1)[1]) for a in argv if a.startswith("total_timesteps=")][-1:]
     check_resumable(run_dir, budget[0] if budget else None)  # before Hydra logs to the run's run.log
-    check_free(run_dir)
-    check_contained(run_dir, "resume")
     quoted = hydra_quote(str(run_dir.resolve()))
     kept = [a for a in argv if not a.startswith("resume=")]
     return [*kept, f"resume={quoted}", f"hydra.run.dir={quoted}", "hydra.output_subdir=null"]

@@ -824,3 +824,6 @@ def test_resuming_a_completed_run_without_a_larger_budget_exits_2_and_leaves_the
         assert proc.returncode == 2 and said in proc.stdout + proc.stderr, proc.stderr[-2000:]
         assert "Traceback" not in proc.stderr
         assert {p: p.read_bytes() for p in run.rglob("*") if p.is_file()} == before
+    RunPaths(run).summary.write_text("{not json")  # read by the precheck now: a traceback before this line was kept
+    proc = lander(f"resume={run}", env=env, timeout=120)
+    assert proc.returncode == 2 and "summary.json is unreadable" in proc.stderr and "Traceback" not in proc.stderr

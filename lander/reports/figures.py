@@ -201,11 +201,16 @@ def run_figures(paths: RunPaths, threshold: float | None = None, x: str = "times
     }
 
 
-def threshold_line(fig: go.Figure, groups: dict[str, list[Run]]) -> None:
-    """The env's "solved" return as a dashed line, if it has one."""
+def threshold_line(fig: go.Figure, groups: dict[str, list[Run]], vertical: bool = False) -> None:
+    """The env's "solved" return as a dashed line (across the plot, or up it where returns run along x), if it has
+    one."""
     threshold = next(iter(groups.values()))[0].threshold
     if threshold is not None:
-        fig.add_hline(y=threshold, line={"dash": "dash", "color": "gray"}, annotation_text=f"threshold {threshold:g}")
+        line = {"line": {"dash": "dash", "color": "gray"}, "annotation_text": f"threshold {threshold:g}"}
+        if vertical:
+            fig.add_vline(x=threshold, **line)
+        else:
+            fig.add_hline(y=threshold, **line)
 
 
 def curves_figure(
@@ -304,17 +309,12 @@ def final_scores_figure(groups: dict[str, list[Run]], env: str) -> go.Figure:
             hovertemplate=f"mean {mean:.4g} [{low:.4g}, {high:.4g}]<extra></extra>",
         )
     what, layout = "evaluation mean return per seed", LAYOUT | {"hovermode": "closest"}
+    threshold_line(fig, groups, vertical=rows)
     if rows:
-        threshold = next(iter(groups.values()))[0].threshold
-        if threshold is not None:
-            fig.add_vline(
-                x=threshold, line={"dash": "dash", "color": "gray"}, annotation_text=f"threshold {threshold:g}"
-            )
         fig.update_yaxes(tickvals=list(groups), ticktext=[f"{n} (n={len(r)})" for n, r in zip(names, groups.values(),
                          strict=True)], autorange="reversed")  # fmt: skip
         layout |= {"xaxis_title": what, "height": max(HEIGHT, 28 * len(groups) + 200), "showlegend": False}
     else:
-        threshold_line(fig, groups)
         fig.update_xaxes(tickvals=list(groups), ticktext=["<br>".join(label_lines(label)) for label in groups],
                          tickangle=0)  # fmt: skip
         layout |= {"yaxis_title": what}

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import socket
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
@@ -416,9 +417,11 @@ def list_sweeps(root: Path, processes: Mapping[str, bool] | None = None) -> list
     runs, else ``ended``, with ``error``, the last line of its ``service.log`` (stopped, or no job completed: it
     showed "not yet" for ever); ``unknown`` for a sweep started elsewhere and not compared."""
     processes = processes or {}
-    found = sorted((root / "multirun").glob("**/multirun.yaml")) if (root / "multirun").is_dir() else []
-    searches = sorted((root / "multirun").glob("**/optuna.db")) if (root / "multirun").is_dir() else []
-    found += [f for f in searches if not SweepPaths(f.parent).multirun.is_file()]
+    found = [  # one walk of the tree for both marks (links not followed, as a glob's "**")
+        Path(directory) / ("multirun.yaml" if "multirun.yaml" in names else "optuna.db")
+        for directory, _, names in os.walk(root / "multirun")
+        if "multirun.yaml" in names or "optuna.db" in names
+    ]
     sweeps: list[dict[str, Any]] = []
     for f in found:
         if not f.resolve().is_relative_to(root.resolve()):

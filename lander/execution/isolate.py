@@ -27,20 +27,26 @@ log = logging.getLogger("lander")
 GRACE_SECONDS = 3.0  # a signal to the launcher reaches the job too after this long, unless the job ended
 
 
+SCRATCH: dict[int, str] = {}  # in the process that forked them: each running job's temporary folder, by pid
+
+
 def fork(job: Callable[[], Any]) -> int:
     """Start ``job()`` in a forked process; return its pid. That process ends as the job does: exit code 0, its
     ``SystemExit``'s code, or 1 with the error logged.
 
     It ends by ``os._exit`` (no exit handler of the launcher's runs twice), which runs no finalizer: so what the
     job's libraries make in the temporary directory and leave to one (W&B makes two folders as it is imported) is
-    made in a folder of the job's own there, removed as it ends."""
+    made in a folder of the job's own there, made before the fork and removed as the job ends, or by
+    :func:`reaped` once the job is waited for (a job killed by a signal removes nothing)."""
+    scratch = scratch_directory()
     sys.stdout.flush()
     sys.stderr.flush()
     pid = os.fork()
     if pid == 0:  # the job's process
-        code, scratch = 1, None
+        code = 1
         try:
-            scratch = own_temporary_directory()
+            if scratch is not None:
+                tempfile.tempdir = scratch
             job()
             code = 0
         except SystemExit as exc:
@@ -54,24 +60,36 @@ def fork(job: Callable[[], Any]) -> int:
             if scratch is not None:
                 shutil.rmtree(scratch, ignore_errors=True)
             os._exit(code)
+    if scratch is not None:
+        SCRATCH[pid] = scratch
     return pid
 
 
-def own_temporary_directory() -> str | None:
-    """A new folder in the temporary directory, made this process's temporary directory (``tempfile.tempdir``);
-    None, and the temporary directory left as it is, where none can be made."""
+def scratch_directory() -> str | None:
+    """A new folder in the temporary directory, for a job's process to make its temporary directory
+    (``tempfile.tempdir``); None, and the job's temporary directory left as it is, where none can be made."""
     try:
-        tempfile.tempdir = tempfile.mkdtemp(prefix="lander-job-")
+        return tempfile.mkdtemp(prefix="lander-job-")
     except OSError as exc:
         log.warning("no folder of the job's own in the temporary directory (%s): its libraries use it as it is", exc)
         return None
-    return tempfile.tempdir
+
+
+def reaped(pid: int) -> None:
+    """The job :func:`fork` started as ``pid`` has ended and been waited for: its temporary folder is removed
+    (what is left there: a killed job's, or a process's the job started and that outlived it)."""
+    scratch = SCRATCH.pop(pid, None)
+    if scratch is not None:
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def run_in_child(job: Callable[[], Any], paths: RunPaths) -> int:
     """Run ``job()`` in a forked process and wait for it; return its exit code (128 + signal if killed)."""
     pid = fork(job)
-    status = wait_forwarding_signals(pid)
+    try:
+        status = wait_forwarding_signals(pid)
+    finally:
+        reaped(pid)
     if os.WIFSIGNALED(status):
         record_killed(paths, pid, os.WTERMSIG(status))
         return 128 + os.WTERMSIG(status)

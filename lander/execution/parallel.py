@@ -28,7 +28,7 @@ from omegaconf import DictConfig
 
 from lander.config.checks import parallel_jobs
 from lander.errors import RunFileError
-from lander.execution.isolate import fork
+from lander.execution.isolate import fork, reaped
 from lander.execution.jobs import HydraSetup, Job, Stop, compose, finished, import_for_jobs, stopped
 from lander.process.signals import Interrupted, LimitReached, exit_on_signals, handling, stop_on_signals
 from lander.storage.rundir import RunPaths, RunSummary, Status
@@ -71,6 +71,7 @@ class ParallelLauncher(HydraSetup):
                 for pid in list(running):  # its own jobs only: another child of this process is not waited for
                     done, status = os.waitpid(pid, os.WNOHANG)
                     if done:
+                        reaped(pid)
                         for job in running.pop(pid):
                             returns[job.num] = finished(job, status)
                         ended += 1

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from helpers import lander, start_lander, tiny
+from helpers import lander, lander_env, start_lander, tiny
 
 JOB = tiny("ppo", 3072, n_steps=128, eval_every=1024, episodes=2, checkpoints=1024, video=False)
 
@@ -39,7 +39,9 @@ def test_a_killed_job_leaves_the_other_jobs_and_the_comparison(tmp_path, launche
     ]
     if launcher in ("joblib", "parallel"):
         cmd.append("hydra.launcher.n_jobs=3")
-    proc = start_lander(*cmd)
+    temporary = tmp_path / "tmp"  # the sweep's temporary directory, where each job makes a folder of its own
+    temporary.mkdir()
+    proc = start_lander(*cmd, env=lander_env(TMPDIR=str(temporary)))
     victim = sweep / "1"
     deadline = time.monotonic() + 240
     while not (victim / "summary.json").is_file():  # job 1 is training (its process holds the lock)
@@ -55,6 +57,7 @@ def test_a_killed_job_leaves_the_other_jobs_and_the_comparison(tmp_path, launche
     assert "killed by SIGKILL" in json.loads((victim / "summary.json").read_text())["error"]
     assert (sweep / "comparison/table.csv").is_file()
     assert "job 1" in err and "did not complete" in err
+    assert not list(temporary.glob("lander-job-*"))  # the killed job's too, which could not remove its own
 
 
 @pytest.mark.parametrize(

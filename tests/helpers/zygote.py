@@ -67,6 +67,7 @@ def child(request: dict, fds: list[int] | None = None) -> None:
     import atexit
     import runpy
     import signal
+    import tempfile
     import threading
     import traceback
 
@@ -77,6 +78,7 @@ def child(request: dict, fds: list[int] | None = None) -> None:
         os.chdir(request["cwd"])
         os.environ.clear()
         os.environ.update(SET_BY_IMPORTS | request["env"])
+        tempfile.tempdir = None  # as in a new interpreter: found again from this environment (TMPDIR) at first use
         for fd, given in enumerate(fds or []):
             os.dup2(given, fd)
         files = () if fds else ((0, os.devnull, os.O_RDONLY), (1, request["stdout"], 0), (2, request["stderr"], 0))

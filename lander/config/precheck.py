@@ -37,7 +37,7 @@ from lander.config.keys import check_model_keys, check_override_keys
 from lander.config.schema import CONF_DIR, configuration_key, labels, register_configs
 from lander.config.trust import allowed_prefixes, check_trusted
 from lander.errors import ConfigError, RunFileError
-from lander.storage.lock import check_free
+from lander.storage.lock import SweepLock, check_free
 from lander.storage.rundir import SWEEP_ENTRIES, RunPaths, RunSummary, Status, escaping_entry, foreign_entries
 from lander.storage.yamlfile import safe_yaml
 
@@ -506,6 +506,7 @@ def check_own_directory(directory: str, key: str, multirun: bool) -> None:
             return
         if {"multirun.yaml", "optuna.db"} & set(names) or any(RunPaths(path / n).is_run() for n in names):
             check_contained(path, key)  # its jobs are continued or re-run in it
+            check_free(path, SweepLock)  # but not while the sweep still runs there
             return
         foreign = foreign_entries(path, SWEEP_ENTRIES)
         what, does = "a lander sweep directory (no multirun.yaml)", "a sweep would write its jobs and its comparison"

@@ -160,10 +160,15 @@ class SweepInfo(Open):
     jobs: int = Field(description="its jobs (run directories)")
     compared: bool = Field(description="its comparison is written")
     state: str = Field(
-        description="compared; sweeping (a process this service started runs it); ended (that process ended without "
-        "a comparison: stopped, or no job completed); or unknown (started elsewhere: not compared yet)"
+        description="compared; sweeping (its process runs: one this service started, or one that holds the sweep's "
+        "lock); ended (that process ended without a comparison: stopped, or no job completed); or unknown (no "
+        "process of this machine is known to have run it: an older lander's, or a copy)"
     )
-    error: str | None = Field(None, description="ended: the last line of its service.log (how the sweep ended)")
+    error: str | None = Field(
+        None,
+        description="ended: the last line of its service.log (how the sweep ended), or for a sweep started "
+        "elsewhere its runs' statuses",
+    )
     left_out: list[LeftOut]
 
 

@@ -16,6 +16,7 @@ import functools
 import json
 import os
 import socket
+from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -24,7 +25,7 @@ import yaml
 
 from lander.service.files import Unreadable, read_bytes, read_text, real_file, servable, shown
 from lander.storage.csvlog import complete_rows
-from lander.storage.lock import RunLock, owner_process
+from lander.storage.lock import RunLock, SweepLock, owner_process
 from lander.storage.rundir import RunPaths, SweepPaths, config_facts, find_run_dirs
 from lander.storage.yamlfile import safe_yaml
 
@@ -221,12 +222,12 @@ def parsed_facts(root: Path, config: Path, _mtime_ns: int, _size: int) -> tuple[
     return tuple(config_facts(cfg).items())
 
 
-def lock_left(run: Path) -> bool:
+def lock_left(run: Path, kind: type[RunLock] = RunLock) -> bool:
     """True if a process of this machine took ``run``'s lock (a run takes its lock before it writes anything, and
-    keeps it to its end): for a run without a summary that no process holds (:meth:`RunLock.busy`, which the caller
-    asks), its process has ended. A lock file of another host (a copied run, or one on a shared filesystem) says
-    nothing of its process here."""
-    owner = RunLock(run).owner()
+    keeps it to its end; a sweep, ``kind`` :class:`SweepLock`, as it starts): for a run without a summary that no
+    process holds (:meth:`RunLock.busy`, which the caller asks), its process has ended. A lock file of another host
+    (a copied run, or one on a shared filesystem) says nothing of its process here."""
+    owner = kind(run).owner()
     return owner is not None and owner.get("host") == socket.gethostname()
 
 
@@ -376,6 +377,31 @@ def why_ended(root: Path, directory: Path, without: str) -> str:
     return said or f"ended without {without}, and without a word in its service.log"
 
 
+def job_status(root: Path, run: Path) -> str:
+    """A job's status as the list of runs shows it: ``stopped`` where it says running, paused or nothing yet and no
+    process holds it."""
+    status = str(summary_of(root, run)[0].get("status", "created"))
+    if status in ("running", "paused", "created") and not RunLock(run).busy():
+        return "stopped"
+    return status
+
+
+def job_statuses(root: Path, sweep: Path) -> Counter[str]:
+    """How many of a sweep's jobs have each status (:func:`job_status`)."""
+    return Counter(job_status(root, run) for run in find_run_dirs([sweep]))
+
+
+def jobs_ended(counts: Counter[str]) -> str:
+    """Why a sweep started elsewhere (its console not the service's) ended without a comparison, from its jobs'
+    statuses ``counts``: ``3 run(s): 1 completed, 2 interrupted; started outside this service, its process has
+    ended: ...``."""
+    said = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
+    return (
+        f"{sum(counts.values())} run(s){': ' + said if said else ''}; started outside this service, its process "
+        "has ended: run its command again to complete it, or compare its runs"
+    )
+
+
 def comparison_info(root: Path, directory: Path, processes: Mapping[str, bool]) -> dict[str, Any]:
     """One comparison of chosen runs (``directory`` holds its ``inputs.json``): the runs it compares, whether its
     report is written (``compared``) and its ``state``: ``compared``, ``comparing`` (its process still runs:
@@ -415,7 +441,10 @@ def list_sweeps(root: Path, processes: Mapping[str, bool] | None = None) -> list
     under ``root/multirun``, newest first, with its ``state``:
     ``compared``; for a sweep the service started (``processes``, path -> running), ``sweeping`` while its process
     runs, else ``ended``, with ``error``, the last line of its ``service.log`` (stopped, or no job completed: it
-    showed "not yet" for ever); ``unknown`` for a sweep started elsewhere and not compared."""
+    showed "not yet" for ever); for a sweep started elsewhere, ``sweeping`` while a process holds its
+    :class:`SweepLock` or one of its jobs runs, ``ended`` where a process of this machine held it (``error``: its
+    runs' statuses, :func:`jobs_ended`), else ``unknown`` (an older lander's sweep, or a copy: it showed "unknown"
+    while it ran and after it ended)."""
     processes = processes or {}
     found = [  # one walk of the tree for both marks (links not followed, as a glob's "**")
         Path(directory) / ("multirun.yaml" if "multirun.yaml" in names else "optuna.db")
@@ -427,7 +456,13 @@ def list_sweeps(root: Path, processes: Mapping[str, bool] | None = None) -> list
         if not f.resolve().is_relative_to(root.resolve()):
             continue
         path, compared = str(f.parent.relative_to(root)), servable(root, SweepPaths(f.parent).table)
-        launched = processes.get(path)
+        launched, counts = processes.get(path), Counter[str]()
+        if launched is None and not compared:  # started elsewhere: its process holds the sweep's lock while it runs
+            if SweepLock(f.parent).busy():
+                launched = True
+            elif lock_left(f.parent, SweepLock):  # it ended, unless a job outlived it (a joblib worker's)
+                counts = job_statuses(root, f.parent)
+                launched = bool(counts["running"] or counts["paused"])
         state = "compared" if compared else "unknown" if launched is None else "sweeping" if launched else "ended"
         sweeps.append(
             {
@@ -441,5 +476,5 @@ def list_sweeps(root: Path, processes: Mapping[str, bool] | None = None) -> list
             }
         )
         if state == "ended":
-            sweeps[-1]["error"] = why_ended(root, f.parent, "a comparison")
+            sweeps[-1]["error"] = why_ended(root, f.parent, "a comparison") if path in processes else jobs_ended(counts)
     return sorted(sweeps, key=lambda s: s["started"], reverse=True)

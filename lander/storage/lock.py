@@ -1,4 +1,5 @@
-"""One run directory, one writer: ``<run dir>/.lander.storage.lock``, held for as long as a process trains there.
+"""One run directory, one writer: ``<run dir>/.lander.storage.lock``, held for as long as a process trains there;
+one sweep directory, one sweep: ``<sweep dir>/.lander.sweep.lock``, held by the process that runs the sweep.
 
 The lock is an ``flock`` on the file, so the kernel releases it when its owner dies, ``kill -9`` included:
 a lock file left behind by a dead process is stale and taken over. The file holds the owner's pid,
@@ -22,6 +23,7 @@ import psutil
 from lander.errors import ConfigError
 
 NAME = ".lander.storage.lock"
+SWEEP_NAME = ".lander.sweep.lock"
 
 
 class RunLock:
@@ -30,9 +32,15 @@ class RunLock:
     :param run_dir: the run directory
     """
 
+    name = NAME
+
     def __init__(self, run_dir: Path) -> None:
-        self.path = Path(run_dir) / NAME
+        self.path = Path(run_dir) / self.name
         self._handle: IO[str] | None = None
+
+    def message(self, owner: dict[str, Any] | None) -> str:
+        """Why the directory cannot be taken while ``owner`` holds it."""
+        return busy_message(self.path.parent, owner)
 
     def owner(self) -> dict[str, Any] | None:
         """The pid, host and start time recorded by the process holding (or last holding) the lock."""
@@ -74,7 +82,7 @@ class RunLock:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             handle.close()
-            raise ConfigError(busy_message(self.path.parent, self.owner())) from None
+            raise ConfigError(self.message(self.owner())) from None
         handle.seek(0)
         handle.truncate()
         created = psutil.Process().create_time()
@@ -93,6 +101,24 @@ class RunLock:
             self._handle = None
 
 
+class SweepLock(RunLock):
+    """The lock on one sweep directory, taken as the sweep starts (:class:`lander.sweeps.callback.ComparisonCallback`)
+    and held until its process ends, by it and by the job processes it forks: the same sweep run again into the
+    directory meanwhile is refused at once, and the service tells a sweep that still runs from one that ended.
+
+    :param sweep_dir: the sweep directory
+    """
+
+    name = SWEEP_NAME
+
+    def message(self, owner: dict[str, Any] | None) -> str:
+        who = f"process {owner.get('pid')} on {owner.get('host')}" if owner else "another process"
+        return (
+            f"sweep directory {self.path.parent} is in use by {who}, which runs this sweep (lock file {self.path}); "
+            "wait for it to end, or stop it (Ctrl-C), then run the same command to complete the sweep"
+        )
+
+
 def busy_message(run_dir: Path, owner: dict[str, Any] | None) -> str:
     who = f"process {owner.get('pid')} on {owner.get('host')}" if owner else "another process"
     return (
@@ -101,11 +127,12 @@ def busy_message(run_dir: Path, owner: dict[str, Any] | None) -> str:
     )
 
 
-def check_free(run_dir: Path) -> None:
-    """Raise :class:`ConfigError` if a live process holds ``run_dir``'s lock (before Hydra writes there)."""
-    lock = RunLock(run_dir)
+def check_free(run_dir: Path, kind: type[RunLock] = RunLock) -> None:
+    """Raise :class:`ConfigError` if a live process holds ``run_dir``'s lock (``kind``: a run's, or a sweep's
+    :class:`SweepLock`), before Hydra writes there."""
+    lock = kind(run_dir)
     if lock.busy():
-        raise ConfigError(busy_message(Path(run_dir), lock.owner()))
+        raise ConfigError(lock.message(lock.owner()))
 
 
 def same_process(pid: int, created: object) -> bool:

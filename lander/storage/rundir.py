@@ -84,9 +84,17 @@ RUN_ENTRIES = frozenset(
 
 
 # what a sweep writes at the top of its directory besides its jobs: Hydra's record, the comparison, earlier attempts,
-# Optuna's study and results, the service's console log
+# Optuna's study and results, the service's console log, the sweep's lock
 SWEEP_ENTRIES = frozenset(
-    {"multirun.yaml", "comparison", "attempts", "optuna.db", "optimization_results.yaml", "service.log"}
+    {
+        "multirun.yaml",
+        "comparison",
+        "attempts",
+        "optuna.db",
+        "optimization_results.yaml",
+        "service.log",
+        ".lander.sweep.lock",
+    }
 )
 
 

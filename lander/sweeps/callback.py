@@ -20,6 +20,7 @@ from omegaconf import DictConfig
 
 from lander.config.schema import wandb_node
 from lander.errors import ConfigError, RunSetError
+from lander.storage.lock import SweepLock
 from lander.storage.rundir import SweepPaths
 from lander.sweeps.rerun import check_same_sweep, continue_study
 
@@ -49,15 +50,18 @@ class ComparisonCallback(Callback):
 
     def __init__(self, log_to_wandb: bool = True) -> None:
         self.log_to_wandb = log_to_wandb
+        self.lock: SweepLock | None = None  # the sweep directory's, taken at the start
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         try:
             check_same_sweep(config)  # a re-run must be the same sweep: job N is then the same configuration
             continue_study(config)  # an Optuna search goes on to n_trials over its whole study
+            Path(config.hydra.sweep.dir).mkdir(parents=True, exist_ok=True)
+            self.lock = SweepLock(Path(config.hydra.sweep.dir))
+            self.lock.acquire()  # until this process ends
         except ConfigError as exc:
             log.error("invalid configuration: %s", exc)
             sys.exit(2)  # Hydra turns a callback's exception into a warning; SystemExit stops the sweep
-        Path(config.hydra.sweep.dir).mkdir(parents=True, exist_ok=True)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         """Write the comparison; if a job did not complete, end the process with exit code 1 naming it (Hydra turns

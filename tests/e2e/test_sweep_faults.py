@@ -72,7 +72,9 @@ def test_a_killed_job_leaves_the_other_jobs_and_the_comparison(tmp_path, launche
     ids=["ctrl-c", "sigterm", "joblib-ctrl-c", "joblib-sigterm", "submitit-ctrl-c"],
 )
 def test_a_stopped_sweep_stops_its_running_jobs_with_a_checkpoint_and_is_continued(tmp_path, sig, to, launcher):
-    sweep = tmp_path / "sweep"
+    from lander.service.store import list_sweeps
+
+    sweep = tmp_path / "multirun" / "sweep"  # a sweep of the service's root tmp_path, started elsewhere
     budget = 4096 if to == "group" else 32768  # a signal to the sweep alone reaches its jobs 3 s later
     cmd = ["--multirun", "seed=0,1,2", *tiny("ppo", budget, n_steps=128, eval_every=1024, episodes=2, checkpoints=1024)]
     cmd += ["video.enabled=false", "report=false", f"hydra/launcher={launcher}", f"hydra.sweep.dir={sweep}"]
@@ -83,6 +85,16 @@ def test_a_stopped_sweep_stops_its_running_jobs_with_a_checkpoint_and_is_continu
     while not all(any((sweep / job / "checkpoints").glob("*.zip")) for job in running):  # all are training
         assert time.monotonic() < deadline and proc.poll() is None, proc.stderr[-3000:]
         time.sleep(0.05)
+    if to == "sweep":  # its jobs long enough: the same sweep run again while it runs is refused at once (it
+        # would wait on each running job's lock, run the jobs not started yet beside the sweep's own, compare
+        # unfinished runs), the sweep's files left as they are; the service sees it run
+        saved = (sweep / "multirun.yaml").read_bytes()
+        again = lander(*cmd)
+        assert again.returncode == 2, again.stderr[-3000:]
+        assert f"sweep directory {sweep} is in use by process {proc.pid}" in again.stderr, again.stderr[-3000:]
+        assert (sweep / "multirun.yaml").read_bytes() == saved and "Traceback" not in again.stderr
+        assert [(s["path"], s["state"]) for s in list_sweeps(tmp_path)] == [("multirun/sweep", "sweeping")]
+        assert proc.poll() is None and not (sweep / "2").exists()
     os.killpg(proc.pid, sig) if to == "group" else proc.send_signal(sig)
     assert proc.wait(timeout=120) == 128 + sig, proc.stderr[-3000:]
     for job in running:
@@ -92,6 +104,11 @@ def test_a_stopped_sweep_stops_its_running_jobs_with_a_checkpoint_and_is_continu
     assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
     if launcher != "submitit_local":
         assert not (sweep / "2" / "summary.json").exists()  # not started after the signal
+    (listed,) = list_sweeps(tmp_path)  # ended, without a comparison: the dashboard says so (not "not yet")
+    assert (listed["state"], listed["error"].split(";")[0]) == (
+        "ended",
+        f"{len(running)} run(s): {len(running)} interrupted",
+    )
     continued = (proc.stdout + proc.stderr).split("continue: ")[-1].strip()
     assert continued.startswith("python -m lander.run --multirun seed=0,1,2") and continued.endswith(f"={sweep}")
     if sig == signal.SIGINT:  # the printed command completes the sweep: the stopped jobs resumed, the others run
@@ -101,6 +118,7 @@ def test_a_stopped_sweep_stops_its_running_jobs_with_a_checkpoint_and_is_continu
         assert [s["status"] for s in summaries] == ["completed"] * 3
         assert [bool(s["resumed_at"]) for s in summaries] == [job in running for job in ("0", "1", "2")]
         assert (sweep / "comparison" / "table.csv").is_file()
+        assert [s["state"] for s in list_sweeps(tmp_path)] == ["compared"]
 
 
 @pytest.mark.slow

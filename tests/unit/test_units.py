@@ -464,3 +464,35 @@ def test_the_reports_figures_of_long_configurations_keep_their_plot_and_labels_a
     short = groups(2, lambda i, rng: f"gamma=0.9{i}")
     for figure in (final_scores_figure(short, "lunar_lander"), profile_figure(short, "lunar_lander")):
         assert figure.layout.legend.yref is None and figure.layout.height == HEIGHT
+
+
+def test_a_sweep_started_elsewhere_is_sweeping_while_its_lock_or_a_job_is_held_then_ended(tmp_path):
+    """A sweep started from the command line showed ``unknown`` on the dashboard while it ran and after it ended.
+    Its process holds the sweep's lock (:class:`lander.storage.lock.SweepLock`) while it runs: ``sweeping``; a job
+    that outlived it (a joblib worker's) keeps it ``sweeping``; then ``ended``, its runs counted by status. A sweep
+    no process of this machine held (an older lander's, a copy) stays ``unknown``."""
+    from lander.service.store import list_sweeps
+    from lander.storage.lock import RunLock, SweepLock
+
+    sweep = tmp_path / "multirun" / "s"
+    for job in ("0", "1"):
+        RunPaths(sweep / job).hydra.mkdir(parents=True)
+        RunPaths(sweep / job).config.write_text("seed: 0\n")
+    (sweep / "multirun.yaml").write_text("hydra: {}\n")
+    RunSummary(status=Status.INTERRUPTED, seed=0).save(RunPaths(sweep / "0"))
+    RunSummary(status=Status.RUNNING, seed=1).save(RunPaths(sweep / "1"))
+
+    def state() -> tuple[str, str | None]:
+        (listed,) = list_sweeps(tmp_path)
+        return listed["state"], listed.get("error")
+
+    assert state() == ("unknown", None)
+    lock, job = SweepLock(sweep), RunLock(sweep / "1")
+    lock.acquire()
+    job.acquire()
+    assert state() == ("sweeping", None)
+    lock.release()
+    assert state() == ("sweeping", None)  # its job still runs
+    job.release()
+    ended, error = state()
+    assert ended == "ended" and error is not None and error.startswith("2 run(s): 1 interrupted, 1 stopped; ")

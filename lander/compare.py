@@ -1,9 +1,10 @@
-"""``python -m lander.compare <sweep dir or run dirs...> [--baseline LABEL] [--out DIR] [--at-timesteps N]
-[--band seeds|episodes] [--x-axis timesteps|episodes]``: write
-the comparison a sweep writes at its end (:func:`lander.reports.sweep_report.compare`): ``comparison/table.csv``,
-``table.md``, ``report.md``, ``report.html`` and per env ``learning_curves_<env>.png``, ``final_scores_<env>.png`` and
-``performance_profile_<env>.png``. Every run of an env is compared at the largest evaluated timestep all of them
-reached; with ``--at-timesteps N``, every run that got N steps far, as it stood at its last evaluation up to N.
+"""``python -m lander.compare <sweep dir or run dirs...> [--baseline LABEL] [--out DIR] [--at-timesteps N] [--band
+seeds|episodes] [--x-axis timesteps|episodes]``: write the comparison a sweep writes at its end
+(:func:`lander.reports.sweep_report.compare`) into ``<sweep>/comparison`` (or ``--out``; of run directories,
+``comparisons/<date>/<time>``): ``table.csv``, ``table.md``, ``report.md``, ``report.html`` and per env
+``learning_curves_<env>.png``, ``final_scores_<env>.png`` and ``performance_profile_<env>.png``. Every run of an env
+is compared at the largest evaluated timestep all of them reached; with ``--at-timesteps N``, every run that got N
+steps far, as it stood at its last evaluation up to N.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from pathlib import Path
 
 from lander.errors import RunSetError
 from lander.reports.sweep_report import compare
-from lander.storage.rundir import COMPARED, COMPARISON_ENTRIES, SweepPaths, foreign_entries
+from lander.storage.rundir import COMPARED, COMPARISON_ENTRIES, RunPaths, SweepPaths, foreign_entries, new_directory
 
 log = logging.getLogger(__name__)
 
@@ -26,7 +27,12 @@ def main(argv: list[str] | None = None) -> int:
         description="Write the comparison a sweep writes at its end (table, report, plots) for a sweep or runs.",
     )
     parser.add_argument("paths", nargs="+", type=Path, help="a sweep directory and/or run directories")
-    parser.add_argument("--out", type=Path, help="output directory (default: <first path>/comparison)")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        help="output directory (default: <first path>/comparison for a sweep or a folder of runs; "
+        "comparisons/<date>/<time> for run directories, as the service names its comparisons)",
+    )
     parser.add_argument("--baseline", help="configuration label to test the others against (default: the first)")
     parser.add_argument(
         "--at-timesteps",
@@ -55,7 +61,17 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"not a directory: {', '.join(missing)}")
     if args.at_timesteps is not None and args.at_timesteps < 1:
         parser.error(f"--at-timesteps={args.at_timesteps}: must be a number of timesteps >= 1")
-    out = args.out or SweepPaths(args.paths[0]).comparison
+    out = args.out or default_out(args.paths[0])
+    sweep = SweepPaths(out.parent)
+    if (
+        out.resolve() == sweep.comparison.resolve()
+        and sweep.is_sweep()
+        and not any(p.resolve().is_relative_to(sweep.root.resolve()) for p in args.paths)
+    ):
+        parser.error(
+            f"--out {out} is the comparison of the sweep {sweep.root}, which is not among the paths compared: it "
+            "would be replaced by this one; give --out <a new or empty directory>"
+        )
     foreign = foreign_entries(out, COMPARISON_ENTRIES)
     if not foreign and out.is_dir() and not any(COMPARED.fullmatch(p.name) for p in out.iterdir()):
         foreign = foreign_entries(out, frozenset())  # report.md alone, or table.csv: a user's files of those names
@@ -73,6 +89,15 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     print((out / "report.md").read_text())
     return 0
+
+
+def default_out(first: Path) -> Path:
+    """Where the comparison goes without ``--out``: ``<first>/comparison`` for a sweep or a folder of runs; for a
+    run's directory, which a comparison is not written into, ``comparisons/<date>/<time>`` in the working
+    directory."""
+    if RunPaths(first).is_run():
+        return new_directory(Path("comparisons"))
+    return SweepPaths(first).comparison
 
 
 if __name__ == "__main__":

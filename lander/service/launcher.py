@@ -33,7 +33,7 @@ from lander.errors import ConfigError
 from lander.service import files, store
 from lander.service.overrides import Refused
 from lander.storage.lock import RunLock, owner_process, same_process
-from lander.storage.rundir import RunPaths, Status
+from lander.storage.rundir import RunPaths, Status, new_directory
 from lander.storage.yamlfile import safe_yaml
 
 log = logging.getLogger(__name__)
@@ -88,12 +88,7 @@ class Launcher:
         """A fresh directory name, not created, as ``python -m lander.run`` names its own:
         ``outputs/<date>/<time>_<label>`` for a run (``ppo_lunar_lander_seed-0``), ``multirun/<date>/<time>`` for
         a sweep; ``-2``, ``-3``, ... after it where that is taken."""
-        now = datetime.now()
-        base = self.root / place / now.strftime("%Y-%m-%d") / "_".join(filter(None, [now.strftime("%H-%M-%S"), label]))
-        n = 1
-        while (found := base if n == 1 else base.with_name(f"{base.name}-{n}")).exists():
-            n += 1
-        return found
+        return new_directory(self.root / place, label)
 
     def start(
         self, args: list[str], directory: Path, kind: str, module: str = "lander.run", console: Path | None = None

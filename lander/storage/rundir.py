@@ -17,6 +17,7 @@ import types
 import typing
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from datetime import datetime
 from enum import Enum
 from pathlib import Path
 from typing import Any
@@ -291,6 +292,18 @@ class SweepPaths:
 
     def __repr__(self) -> str:
         return f"SweepPaths({str(self.root)!r})"
+
+
+def new_directory(place: Path, label: str = "") -> Path:
+    """A fresh directory name under ``place``, not created, named as ``python -m lander.run`` names its own:
+    ``<place>/<date>/<time>_<label>`` (``<time>`` alone without a label); ``-2``, ``-3``, ... after it where that
+    is taken."""
+    now = datetime.now()
+    base = place / now.strftime("%Y-%m-%d") / "_".join(filter(None, [now.strftime("%H-%M-%S"), label]))
+    n = 1
+    while (found := base if n == 1 else base.with_name(f"{base.name}-{n}")).exists():
+        n += 1
+    return found
 
 
 class Status(str, Enum):

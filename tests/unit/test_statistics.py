@@ -250,6 +250,38 @@ def test_the_comparison_is_written_only_where_it_replaces_nothing_but_a_comparis
         assert "gamma=0.99" in (out / "table.csv").read_text()
 
 
+def test_runs_are_compared_beside_them_and_no_sweeps_comparison_is_replaced(
+    tmp_path: Path, monkeypatch, capsys
+) -> None:
+    """``lander.compare <run> <run>`` wrote its comparison into the first run's directory, and ``--out
+    <sweep>/comparison`` replaced that sweep's comparison with one of other runs. Runs are now compared into
+    ``comparisons/<date>/<time>`` of the working directory; another sweep's comparison is refused in one line,
+    exit 2, every byte kept; a sweep's own (its directory or its jobs among the paths) is written anew."""
+    runs = [
+        fake_run(tmp_path / "runs", f"{g}{seed}", [f"gamma={g}"], seed, {100: g + seed})
+        for g in (0.9, 0.99)
+        for seed in (0, 1)
+    ]
+    monkeypatch.chdir(tmp_path)
+    assert compare_main([str(r) for r in runs]) == 0
+    assert [p.name for p in runs[0].iterdir() if p.name == "comparison"] == []
+    (written,) = (tmp_path / "comparisons").glob("*/*")
+    assert "gamma=0.99" in (written / "table.csv").read_text()
+    sweep = tmp_path / "sweep"
+    for seed in range(2):
+        fake_run(sweep, str(seed), ["gamma=0.5"], seed, {100: 5.0 + seed})
+    (sweep / "multirun.yaml").write_text("hydra: {}\n")
+    assert compare_main([str(sweep)]) == 0  # its own comparison
+    before = {p: p.read_bytes() for p in (sweep / "comparison").rglob("*") if p.is_file()}
+    with pytest.raises(SystemExit) as refused:
+        compare_main([*(str(r) for r in runs), "--out", str(sweep / "comparison")])
+    assert refused.value.code == 2
+    said = capsys.readouterr().err
+    assert f"--out {sweep / 'comparison'} is the comparison of the sweep {sweep}, which is not among" in said
+    assert {p: p.read_bytes() for p in (sweep / "comparison").rglob("*") if p.is_file()} == before
+    assert compare_main([str(sweep / "0"), str(sweep / "1"), "--out", str(sweep / "comparison")]) == 0  # its jobs
+
+
 def test_a_sweep_with_one_evaluation_per_run_shows_points_and_says_why(tmp_path: Path) -> None:
     """A budget below eval.freq leaves one evaluation per run: the curves are drawn as points with their interval,
     on an axis from 0 past the budget, with a note, not as empty lines (PNG and HTML)."""

@@ -119,7 +119,8 @@ def _chosen(defaults: Any, group: str) -> str | None:
 def presets(user_conf: Path | None = None) -> list[dict[str, Any]]:
     """Each experiment preset (``experiment=<name>``, lander's and those in ``user_conf/experiment``) and search
     (``hparams_search=<name>``): what it is, the ``algo`` and ``env`` it chooses (null: the default's), what it
-    sweeps (``sweep``: key -> values) and whether it is ``mine`` (the user's)."""
+    sweeps (``sweep``: key -> values), a search's ``trials`` (null for an experiment) and whether it is ``mine``
+    (the user's)."""
     sources = [("experiment", CONF_DIR / "experiment", False), ("hparams_search", CONF_DIR / "hparams_search", False)]
     if user_conf is not None and (user_conf / "experiment").is_dir():
         sources.append(("experiment", user_conf / "experiment", True))
@@ -145,6 +146,7 @@ def presets(user_conf: Path | None = None) -> list[dict[str, Any]]:
                     "algo": _chosen(raw.get("defaults"), "algo"),
                     "env": _chosen(raw.get("defaults"), "env"),
                     "sweep": {str(k): str(v) for k, v in params.items()},
+                    "trials": sweeper.get("n_trials") if isinstance(sweeper.get("n_trials"), int) else None,
                     "mine": mine,
                 }
             )

@@ -182,6 +182,9 @@ function fillEnvs() {
 function fillPreset() {
   const preset = catalog.presets.find(p => p.override === field("preset").value);
   field("algo").disabled = field("env").disabled = Boolean(preset && (preset.algo || preset.env));
+  field("trials").disabled = !(preset && preset.trials);
+  field("trials").placeholder = preset && preset.trials ? String(preset.trials) : "";
+  if (field("trials").disabled) field("trials").value = "";
   field("preset-info").textContent = preset ? preset.description + (Object.keys(preset.sweep).length ? "  Sweeps: " + Object.entries(preset.sweep).map(([k, v]) => `${k}=${v}`).join(" ") : "") : "";
 }
 
@@ -255,7 +258,11 @@ function launch(sweep) {
   if (typeof overrides === "string") { say(overrides, false); return; }
   const sequential = adastop();
   if (typeof sequential === "string") { say(sequential, false); return; }
+  const trials = field("trials").value.trim();
+  if (trials && !/^[1-9]\d*$/.test(trials)) { say("trials: a positive integer, or empty for the search's own", false); return; }
+  if (trials && !sweep) { say("a search's trials run as a sweep: use Launch sweep", false); return; }
   if (sweep && sequential) action("POST", "/api/sweeps", {overrides, adastop: sequential}, d => "started AdaStop sweep " + d.path);
+  else if (sweep && trials) action("POST", "/api/sweeps", {overrides, trials: Number(trials)}, d => "started search " + d.path);
   else if (sweep) action("POST", "/api/sweeps", {overrides}, d => "started sweep " + d.path);
   else action("POST", "/api/runs", {overrides}, d => "started run " + d.path);
 }

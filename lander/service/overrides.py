@@ -63,7 +63,13 @@ class Refused(ValueError):
 
 
 def check_overrides(
-    overrides: Any, multirun: bool, max_jobs: int, allowed: list[str], sweeper: Sequence[str] = (), runs: int = 1
+    overrides: Any,
+    multirun: bool,
+    max_jobs: int,
+    allowed: list[str],
+    sweeper: Sequence[str] = (),
+    runs: int = 1,
+    trials: int | None = None,
 ) -> tuple[list[str], DictConfig]:
     """Refuse what a request may not ask for, then compose and validate every job; return the overrides and the
     first job's config.
@@ -75,6 +81,8 @@ def check_overrides(
     :param sweeper: the service's own ``hydra/sweeper`` overrides, made from a request's checked numbers (AdaStop's
         ``n``, ``K``, ``alpha``), never from its text; checked with the command
     :param runs: runs each configuration may take (AdaStop: at most ``n * K``), counted against ``max_jobs``
+    :param trials: a search's trials, the request's (``sweeper`` sets them): refused without a search preset,
+        counted against ``max_jobs`` instead of the preset's
     """
     if not isinstance(overrides, list) or not all(isinstance(o, str) for o in overrides):
         raise Refused('"overrides" must be a list of strings such as ["algo=ppo", "seed=0"]')
@@ -85,7 +93,7 @@ def check_overrides(
         raise Refused(
             f"the sweep expands to {jobs:,} jobs: the service launches at most {max_jobs} in one sweep (--max-jobs)"
         )
-    first = compose_checked(list(overrides), parsed, multirun, max_jobs, allowed, list(sweeper))
+    first = compose_checked(list(overrides), parsed, multirun, max_jobs, allowed, list(sweeper), trials)
     return list(overrides), first
 
 
@@ -204,6 +212,7 @@ def compose_checked(
     max_jobs: int,
     allowed: list[str],
     sweeper: list[str] | None = None,
+    given_trials: int | None = None,
 ) -> DictConfig:
     """Every job composed, checked by :func:`lander.config.trust.check_trusted` and then validated as
     ``python -m lander.run`` would (a preset's own sweep counted in); return the first job's config. Nothing a
@@ -227,6 +236,13 @@ def compose_checked(
                 + "; nothing was started"
             )
         trials = OmegaConf.select(full, "hydra.sweeper.n_trials")  # a search (hparams_search=...): its trials
+        if given_trials is not None:
+            if trials is None:
+                raise Refused(
+                    '"trials" are the trials of an Optuna search: choose a search preset (hparams_search=...) with '
+                    "them, or leave them out; nothing was started"
+                )
+            trials = given_trials
         jobs = trials if isinstance(trials, int) else sweep_size([*(parse(p, True) for p in preset), *parsed])
         if (preset or trials is not None) and jobs > max_jobs:
             raise Refused(

@@ -89,6 +89,7 @@ class Preset(Open):
     algo: str | None = None
     env: str | None = None
     sweep: dict[str, str] | None = Field(None, description="what it sweeps: key -> values")
+    trials: int | None = Field(None, description="a search's trials in all (Optuna's n_trials); null: an experiment")
     mine: bool = Field(False, description="from the root's conf/, not lander's")
     error: str | None = Field(None, description="why it cannot be read")
 

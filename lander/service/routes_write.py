@@ -50,6 +50,12 @@ class Launch(Body):
     adastop: AdaStop | None = Field(
         None, description="a sweep only: let AdaStop decide the seeds (no seed= override then); null: fixed seeds"
     )
+    trials: int | None = Field(
+        None,
+        ge=1,
+        description="a search only (hparams_search=...): its trials in all, Optuna's n_trials (at most --max-jobs); "
+        "null: the preset's",
+    )
 
 
 class Compare(Body):
@@ -114,8 +120,9 @@ def launcher_of(request: Request) -> Launcher:
 def launch_run(request: Request, body: Launch) -> Launched:
     launcher = launcher_of(request)
     launcher.room()  # before the overrides are composed: a full service answers at once
-    if body.adastop is not None:
-        raise Refused('"adastop" decides the seeds of a sweep: POST /api/sweeps; nothing was started')
+    if body.adastop is not None or body.trials is not None:
+        what = '"adastop" decides the seeds of a sweep' if body.adastop else '"trials" are a search\'s'
+        raise Refused(f"{what}: POST /api/sweeps; nothing was started")
     overrides, cfg = check_overrides(body.overrides, False, launcher.max_jobs, launcher.allowed)
     return as_launched(launcher.launch_run(overrides, run_label(cfg)))
 
@@ -130,7 +137,13 @@ def launch_sweep(request: Request, body: Launch) -> Launched:
     launcher.room()
     sweeper = body.adastop.overrides() if body.adastop else []
     runs = body.adastop.n * body.adastop.K if body.adastop else 1
-    overrides, _ = check_overrides(body.overrides, True, launcher.max_jobs, launcher.allowed, sweeper, runs)
+    if body.trials is not None:
+        if body.adastop is not None:
+            raise Refused('"adastop" decides a sweep\'s seeds, "trials" a search\'s trials: one or the other')
+        sweeper.append(f"hydra.sweeper.n_trials={body.trials}")
+    overrides, _ = check_overrides(
+        body.overrides, True, launcher.max_jobs, launcher.allowed, sweeper, runs, trials=body.trials
+    )
     return as_launched(launcher.launch_sweep([*overrides, *sweeper]))
 
 

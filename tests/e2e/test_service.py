@@ -201,6 +201,29 @@ def test_a_sweep_that_decides_its_seeds_is_refused_or_launched_with_checked_numb
     assert refused.status_code == 422 and "POST /api/sweeps" in refused.json()["error"]
 
 
+def test_a_search_takes_its_number_of_trials_from_the_request(api):
+    """``"trials": N`` (the dashboard's field beside a search preset) is a number, never text: Optuna's ``n_trials``
+    of a search, counted against ``--max-jobs``; before, a service user got the preset's 20 trials of 1M steps."""
+    svc, root = api
+    search = ["hparams_search=ppo_optuna", "env=cartpole", "total_timesteps=512", "video.enabled=false"]
+    for path, body, words in [
+        ("/api/sweeps", {"overrides": ["experiment=gamma_sweep"], "trials": 2}, "are the trials of an Optuna search"),
+        ("/api/sweeps", {"overrides": search, "trials": 0}, "greater than or equal to 1"),
+        ("/api/sweeps", {"overrides": search, "trials": "2; rm -rf"}, "valid integer"),
+        ("/api/sweeps", {"overrides": search, "trials": 101}, "expands to 101 jobs"),
+        ("/api/sweeps", {"overrides": search, "trials": 2, "adastop": {"n": 2}}, "one or the other"),
+        ("/api/runs", {"overrides": search, "trials": 2}, "POST /api/sweeps"),
+    ]:
+        response = svc.post(path, json=body)
+        assert response.status_code == 422 and words in response.json()["error"], (body, response.text)
+    assert not (root / "multirun").exists() or not any((root / "multirun").rglob("optuna.db"))
+    launched = svc.post("/api/sweeps", json={"overrides": [*search, *TINY[:2], "logger=none"], "trials": 2})
+    assert launched.status_code == 201, launched.text
+    assert "hydra.sweeper.n_trials=2" in launched.json()["args"]
+    sweep = svc.wait_for(f"/api/sweeps/{launched.json()['id']}", lambda s: s["report"] is not None)
+    assert len(sweep["jobs"]) == 2  # two trials, not the preset's 20
+
+
 @pytest.mark.slow  # kept out of the default suite for its time (docs/development.md)
 def test_a_sweep_that_decides_its_seeds_runs_to_its_record(api):
     """The request's numbers become the sweeper's overrides, and the sweep its record, served with it."""
@@ -360,6 +383,13 @@ def test_the_dashboard_after_one_click_on_the_printed_url(tmp_path):
         adastop_run = page.text_content("#message")
         page.uncheck("#adastop")
         page.fill("#seeds", "0")
+        page.select_option("#preset", "hparams_search=ppo_optuna")  # a search: its number of trials may be given
+        trials = (page.is_enabled("#trials"), page.get_attribute("#trials", "placeholder"))
+        page.fill("#trials", "two")
+        page.click("#launch-sweep")
+        bad_trials = page.text_content("#message")
+        page.select_option("#preset", "")
+        trials_without_a_search = (page.is_enabled("#trials"), page.input_value("#trials"))
         page.fill("#overrides", "algo.model.learning_rate=0.001 no_such_key=1")
         page.click("#launch-run")
         unknown = page.text_content("#message")
@@ -413,6 +443,8 @@ def test_the_dashboard_after_one_click_on_the_printed_url(tmp_path):
     assert "lunar_lander_continuous" in sac_envs and "lunar_lander" not in sac_envs
     assert bad_seeds.startswith("seeds:") and unknown.startswith("unknown key no_such_key")
     assert adastop_run == "AdaStop decides the seeds of a sweep: use Launch sweep"
+    assert trials == (True, "20") and bad_trials.startswith("trials: a positive integer")
+    assert trials_without_a_search == (False, "")
     launched = (tmp_path / ".lander-service" / "launched.jsonl").read_text().splitlines()
     assert len(launched) == 5  # the run, its resume, the sweep, the comparison, the reproduction: nothing refused
     assert verdict.startswith("identical: ") and ".reproduce-1 reproduces " in verdict

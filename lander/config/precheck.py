@@ -32,7 +32,7 @@ from hydra.errors import HydraException, OverrideParseException
 from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
-from lander.config.checks import check_trackers, memory_needed, sweep_memory_warning, validate
+from lander.config.checks import check_threads, check_trackers, memory_needed, sweep_memory_warning, validate
 from lander.config.keys import check_model_keys, check_override_keys
 from lander.config.schema import CONF_DIR, configuration_key, labels, register_configs
 from lander.config.trust import allowed_prefixes, check_trusted
@@ -238,7 +238,7 @@ def check_jobs(
             cfg = full if single else with_values(composed[groups], [o for o in job if o not in groups])
             if not single:
                 trusted(cfg, allowed)
-            check_job(cfg, job, needs)
+            check_job(cfg, job, needs, here=not multirun or launcher_choice(full) not in REMOTE_LAUNCHERS)
             if i == 0:
                 check_trackers(cfg)  # online W&B that cannot be reached fails now, not after a minute
                 check_grouping(argv, full, cfg, multirun)
@@ -256,15 +256,18 @@ MEMORY_NEUTRAL = ("seed=", "gamma=", "total_timesteps=", "baseline=", "run_name=
 over seeds, gammas) share one estimate (about 1 ms a job to make: 2 s of a 2,000-seed precheck)."""
 
 
-def check_job(cfg: DictConfig, job: list[str], needs: dict[tuple[str, ...], list[float]]) -> None:
+def check_job(cfg: DictConfig, job: list[str], needs: dict[tuple[str, ...], list[float]], here: bool = True) -> None:
     """Every check of one job's composed config; its estimate (:func:`lander.config.checks.memory_needed`, the bytes
     its largest allocations take) added to ``needs`` for :func:`check_jobs_at_once`.
 
     :param needs: the estimates so far, once for each job, by the job's overrides other than :data:`MEMORY_NEUTRAL`
         ones (jobs that differ only by those share one estimate)
+    :param here: the job trains on this machine (not on SLURM's or Ray's nodes): its threads fit this machine's cores
     """
     check_booleans(cfg, [o for o in job if not is_group_choice(o)])
     validate(cfg)
+    if here:
+        check_threads(cfg)
     if any(o.startswith("+algo.model.") for o in job):  # keys the algorithm's config does not have:
         check_model_keys(cfg)  # against the class (imports torch: not done for other commands)
     key = tuple(o for o in job if not o.lstrip("+").startswith(MEMORY_NEUTRAL))
@@ -639,6 +642,9 @@ def single_values(overrides: list[str]) -> list[str]:
     """The overrides that give one value (not a sweep: ``a,b``, ``range()``, ``glob()``, ``interval()``...)."""
     parsed = OverridesParser.create().parse_overrides(overrides)
     return [str(o.input_line) for o in parsed if not o.is_sweep_override()]
+
+
+REMOTE_LAUNCHERS = ("submitit_slurm", "ray")  # the jobs train on other machines: their cores are not this one's
 
 
 def launcher_choice(full: DictConfig) -> str:

@@ -10,6 +10,7 @@ steps far, as it stood at its last evaluation up to N.
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import sys
 from pathlib import Path
@@ -87,14 +88,22 @@ def main(argv: list[str] | None = None) -> int:
     except RunSetError as exc:
         log.error("lander.compare: %s", exc)
         return 2
+    if args.out is None and RunPaths(args.paths[0]).is_run():  # into comparisons/: listed as the service's are
+        (out / "inputs.json").write_text(json.dumps([str(listed_path(p)) for p in args.paths]))
     print((out / "report.md").read_text())
     return 0
+
+
+def listed_path(path: Path) -> Path:
+    """``path`` under the working directory (a service's root there lists the comparison with it), else in full."""
+    found = path.resolve()
+    return found.relative_to(Path.cwd()) if found.is_relative_to(Path.cwd()) else found
 
 
 def default_out(first: Path) -> Path:
     """Where the comparison goes without ``--out``: ``<first>/comparison`` for a sweep or a folder of runs; for a
     run's directory, which a comparison is not written into, ``comparisons/<date>/<time>`` in the working
-    directory."""
+    directory, with the runs it compares in its ``inputs.json``, as the service writes its own."""
     if RunPaths(first).is_run():
         return new_directory(Path("comparisons"))
     return SweepPaths(first).comparison

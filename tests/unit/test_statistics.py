@@ -267,6 +267,12 @@ def test_runs_are_compared_beside_them_and_no_sweeps_comparison_is_replaced(
     assert [p.name for p in runs[0].iterdir() if p.name == "comparison"] == []
     (written,) = (tmp_path / "comparisons").glob("*/*")
     assert "gamma=0.99" in (written / "table.csv").read_text()
+    assert json.loads((written / "inputs.json").read_text()) == [f"runs/{r.name}" for r in runs]  # as the service's
+    from lander.service.store import list_comparisons
+
+    assert [(c["state"], c["runs"]) for c in list_comparisons(tmp_path)] == [
+        ("compared", [f"runs/{r.name}" for r in runs])
+    ]
     sweep = tmp_path / "sweep"
     for seed in range(2):
         fake_run(sweep, str(seed), ["gamma=0.5"], seed, {100: 5.0 + seed})

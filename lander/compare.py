@@ -88,6 +88,9 @@ def main(argv: list[str] | None = None) -> int:
     except RunSetError as exc:
         log.error("lander.compare: %s", exc)
         return 2
+    except OSError as exc:  # an --out that cannot be made (under a file, a read-only place), a full disk
+        log.error("lander.compare: cannot write the comparison in %s: %s", out, exc.strerror or exc)
+        return 2
     if args.out is None and RunPaths(args.paths[0]).is_run():  # into comparisons/: listed as the service's are
         (out / "inputs.json").write_text(json.dumps([str(listed_path(p)) for p in args.paths]))
     print((out / "report.md").read_text())

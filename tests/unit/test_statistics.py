@@ -251,7 +251,7 @@ def test_the_comparison_is_written_only_where_it_replaces_nothing_but_a_comparis
 
 
 def test_runs_are_compared_beside_them_and_no_sweeps_comparison_is_replaced(
-    tmp_path: Path, monkeypatch, capsys
+    tmp_path: Path, monkeypatch, capsys, caplog
 ) -> None:
     """``lander.compare <run> <run>`` wrote its comparison into the first run's directory, and ``--out
     <sweep>/comparison`` replaced that sweep's comparison with one of other runs. Runs are now compared into
@@ -286,6 +286,9 @@ def test_runs_are_compared_beside_them_and_no_sweeps_comparison_is_replaced(
     assert f"--out {sweep / 'comparison'} is the comparison of the sweep {sweep}, which is not among" in said
     assert {p: p.read_bytes() for p in (sweep / "comparison").rglob("*") if p.is_file()} == before
     assert compare_main([str(sweep / "0"), str(sweep / "1"), "--out", str(sweep / "comparison")]) == 0  # its jobs
+    (tmp_path / "notes.txt").write_text("mine")  # an --out that cannot be made: one line, not a traceback
+    assert compare_main([str(sweep), "--out", str(tmp_path / "notes.txt" / "out")]) == 2
+    assert "lander.compare: cannot write the comparison in " in caplog.text and "Not a directory" in caplog.text
 
 
 def test_a_sweep_with_one_evaluation_per_run_shows_points_and_says_why(tmp_path: Path) -> None:

@@ -62,7 +62,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"not a directory: {', '.join(missing)}")
     if args.at_timesteps is not None and args.at_timesteps < 1:
         parser.error(f"--at-timesteps={args.at_timesteps}: must be a number of timesteps >= 1")
-    out = args.out or default_out(args.paths[0])
+    beside = args.out is None and RunPaths(args.paths[0]).is_run()  # runs, compared into comparisons/
+    out = args.out or (new_directory(Path("comparisons")) if beside else SweepPaths(args.paths[0]).comparison)
     sweep = SweepPaths(out.parent)
     if (
         out.resolve() == sweep.comparison.resolve()
@@ -91,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as exc:  # an --out that cannot be made (under a file, a read-only place), a full disk
         log.error("lander.compare: cannot write the comparison in %s: %s", out, exc.strerror or exc)
         return 2
-    if args.out is None and RunPaths(args.paths[0]).is_run():  # into comparisons/: listed as the service's are
+    if beside:  # its inputs.json, as the service writes its own: the dashboard of a service rooted here lists it
         (out / "inputs.json").write_text(json.dumps([str(listed_path(p)) for p in args.paths]))
     print((out / "report.md").read_text())
     return 0
@@ -101,15 +102,6 @@ def listed_path(path: Path) -> Path:
     """``path`` under the working directory (a service's root there lists the comparison with it), else in full."""
     found = path.resolve()
     return found.relative_to(Path.cwd()) if found.is_relative_to(Path.cwd()) else found
-
-
-def default_out(first: Path) -> Path:
-    """Where the comparison goes without ``--out``: ``<first>/comparison`` for a sweep or a folder of runs; for a
-    run's directory, which a comparison is not written into, ``comparisons/<date>/<time>`` in the working
-    directory, with the runs it compares in its ``inputs.json``, as the service writes its own."""
-    if RunPaths(first).is_run():
-        return new_directory(Path("comparisons"))
-    return SweepPaths(first).comparison
 
 
 if __name__ == "__main__":

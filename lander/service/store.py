@@ -17,7 +17,7 @@ import json
 import os
 import socket
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -231,6 +231,15 @@ def lock_left(run: Path, kind: type[RunLock] = RunLock) -> bool:
     return owner is not None and owner.get("host") == socket.gethostname()
 
 
+def shown_status(status: str, active: bool, ended: Callable[[], bool]) -> str:
+    """A run's status as the lists show it: ``stopped`` where no process holds the run (``active`` false) and its
+    summary says running or paused (killed: ``kill -9``, power loss), or it has no summary yet and its process is
+    known to have ended (``ended()``, asked only then: killed before the run's first summary); else its own."""
+    if not active and (status in ("running", "paused") or (status == "created" and ended())):
+        return "stopped"
+    return status
+
+
 def run_info(root: Path, path: Path, processes: Mapping[str, bool] | None = None) -> dict[str, Any]:
     """What the list of runs shows of one run (status ``unreadable`` and ``error`` where its summary is).
 
@@ -240,12 +249,11 @@ def run_info(root: Path, path: Path, processes: Mapping[str, bool] | None = None
     summary, problem = summary_of(root, path)
     if not summary:
         summary = from_config(root, paths)
-    status, active, latest = summary.get("status", "created"), RunLock(path).busy(), last_eval(root, paths)
-    if status in ("running", "paused") and not active:
-        status = "stopped"  # recorded as running, but no process holds it: killed (kill -9, power loss)
+    active, latest = RunLock(path).busy(), last_eval(root, paths)
     relative = str(path.relative_to(root.resolve()))
-    if status == "created" and not active and (gone(relative, processes or {}) or lock_left(path)):
-        status = "stopped"  # its process ended before the run's first summary: killed
+    status = shown_status(
+        str(summary.get("status", "created")), active, lambda: gone(relative, processes or {}) or lock_left(path)
+    )
     shown_keys = {
         k: summary.get(k) if isinstance(summary.get(k), str | int | float | type(None)) else None for k in SHOWN
     }
@@ -377,18 +385,13 @@ def why_ended(root: Path, directory: Path, without: str) -> str:
     return said or f"ended without {without}, and without a word in its service.log"
 
 
-def job_status(root: Path, run: Path) -> str:
-    """A job's status as the list of runs shows it: ``stopped`` where it says running, paused or nothing yet and no
-    process holds it."""
-    status = str(summary_of(root, run)[0].get("status", "created"))
-    if status in ("running", "paused", "created") and not RunLock(run).busy():
-        return "stopped"
-    return status
-
-
 def job_statuses(root: Path, sweep: Path) -> Counter[str]:
-    """How many of a sweep's jobs have each status (:func:`job_status`)."""
-    return Counter(job_status(root, run) for run in find_run_dirs([sweep]))
+    """How many jobs of a sweep whose process has ended have each status (:func:`shown_status`: a job without a
+    summary that no process holds has ended too)."""
+    return Counter(
+        shown_status(str(summary_of(root, run)[0].get("status", "created")), RunLock(run).busy(), lambda: True)
+        for run in find_run_dirs([sweep])
+    )
 
 
 def jobs_ended(counts: Counter[str]) -> str:

@@ -16,7 +16,7 @@ from typing import Any
 
 import pandas as pd
 
-from lander.analysis.runset import Run, configurations, drop_duplicates, find_runs, select
+from lander.analysis.runset import Run, configurations, drop_duplicates, find_runs, select, without_env
 from lander.analysis.sequential import read_record
 from lander.analysis.table import across_envs, env_table
 from lander.errors import RunSetError
@@ -29,7 +29,7 @@ def check_envs(runs: list[Run]) -> None:
     """A comparison spanning envs needs the same configurations in each (an ``env=...`` sweep over a grid)."""
     by_env: dict[str, set[tuple[str, ...]]] = {}
     for r in runs:
-        by_env.setdefault(r.env, set()).add(tuple(o for o in r.key if not o.lstrip("+").startswith("env=")))
+        by_env.setdefault(r.env, set()).add(without_env(r.key))
     if len({frozenset(keys) for keys in by_env.values()}) > 1:
         listed = "; ".join(
             f"{env}: {', '.join(' '.join(k) or 'default' for k in sorted(keys))}" for env, keys in by_env.items()
@@ -121,7 +121,12 @@ def analyse(paths: list[Path], baseline: str | None = None, at_timesteps: int | 
             raise RunSetError(
                 f"baseline={baseline!r} is not a configuration of {env}; configurations: {', '.join(by_label)}"
             )
-    tables = {env: env_table(by_label, base) for env, by_label in groups.items()}  # type: ignore[arg-type]
+    # each env's runs against the baseline; where none of the first configuration's runs of an env was compared
+    # (they failed there), against that env's first compared configuration
+    tables = {
+        env: env_table(by_label, base if base in by_label else next(iter(by_label)))  # type: ignore[arg-type]
+        for env, by_label in groups.items()
+    }
     left_out: dict[str, list[Any]] = {
         "failed": failed,
         "unfinished": unfinished,

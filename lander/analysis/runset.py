@@ -242,15 +242,23 @@ def drop_duplicates(runs: list[Run]) -> tuple[list[Run], list[tuple[Run, Run]]]:
 
 
 def configurations(runs: list[Run], compared: list[Run], env: str) -> dict[str, list[Run]]:
-    """The compared runs of ``env`` by configuration label, in the order configurations first appear, by seed."""
-    names = labels(list(dict.fromkeys(r.key for r in runs if r.env == env)))  # failed runs' configs count
+    """The compared runs of ``env`` by configuration label, in the order configurations first appear, by seed.
+
+    A label leaves out the ``env=`` override (:func:`without_env`): a configuration swept over envs has one name in
+    each, even where it is the env's only one (``--multirun env=lunar_lander,cartpole``)."""
+    names = labels(list(dict.fromkeys(without_env(r.key) for r in runs if r.env == env)))  # failed runs' count
     groups: dict[str, list[Run]] = {}
     for r in compared:
         if r.env == env:
-            groups.setdefault(names[r.key], []).append(r)
+            groups.setdefault(names[without_env(r.key)], []).append(r)
     for runs_of_config in groups.values():
         runs_of_config.sort(key=lambda r: r.seed)
     return groups
+
+
+def without_env(key: tuple[str, ...]) -> tuple[str, ...]:
+    """A configuration's overrides (:attr:`Run.key`) but its ``env=`` (or ``+env=``): what it is in every env."""
+    return tuple(o for o in key if not o.lstrip("+").startswith("env="))
 
 
 def label_lines(label: str) -> list[str]:

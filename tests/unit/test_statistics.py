@@ -182,6 +182,36 @@ def test_a_grid_over_envs_gets_a_stratified_improvement_across_envs(tmp_path: Pa
     assert "## Across envs" in (tmp_path / "out/report.md").read_text()
 
 
+@pytest.mark.parametrize("common", [[], ["total_timesteps=256"]])
+def test_one_configuration_swept_over_envs_is_compared_in_each(tmp_path: Path, common: list[str]) -> None:
+    # `--multirun env=lunar_lander,cartpole seed=0,1`: one configuration an env, named alike in each (its env
+    # left out of its name, as in a grid); it was named by every override in each env, the first env's name the
+    # baseline of the second, which had no such configuration (a KeyError, and the sweep had no comparison)
+    for env in ("cart", "lunar"):
+        for seed in range(2):
+            fake_run(tmp_path, f"{env}{seed}", [f"env={env}", *common], seed, {10: seed + len(env)}, env=env)
+    table = compare([tmp_path], tmp_path / "out").table
+    assert table["env"].tolist() == ["cart", "lunar"]
+    assert table["config"].tolist() == [" ".join(common) or "default"] * 2
+    assert table["final_mean"].tolist() == [4.5, 5.5]
+
+
+def test_a_grid_over_envs_whose_baseline_failed_in_one_env_is_compared_there_against_its_first(
+    tmp_path: Path,
+) -> None:
+    # the grid's first configuration (the baseline) failed in lunar: lunar's rows are tested against its next one
+    for env in ("cart", "lunar"):
+        for seed in range(2):
+            status = Status.FAILED if env == "lunar" else Status.COMPLETED
+            fake_run(tmp_path, f"{env}a{seed}", [f"env={env}", "x=a"], seed, {10: 1.0}, env=env, status=status)
+            fake_run(tmp_path, f"{env}b{seed}", [f"env={env}", "x=b"], seed, {10: 2.0 + seed}, env=env)
+            fake_run(tmp_path, f"{env}c{seed}", [f"env={env}", "x=c"], seed, {10: 3.0 + seed}, env=env)
+    table = compare([tmp_path], tmp_path / "out").table.set_index(["env", "config"])
+    assert table.loc[("cart", "x=b"), "baseline"] == "x=a"
+    assert table.loc[("lunar", "x=c"), "baseline"] == "x=b"
+    assert table.loc[("lunar", "x=c"), "diff"] == pytest.approx(1.0)
+
+
 @pytest.mark.parametrize(
     "make,message",
     [

@@ -124,8 +124,7 @@ def analyse(paths: list[Path], baseline: str | None = None, at_timesteps: int | 
     # each env's runs against the baseline; where none of the first configuration's runs of an env was compared
     # (they failed there), against that env's first compared configuration
     tables = {
-        env: env_table(by_label, base if base in by_label else next(iter(by_label)))
-        for env, by_label in groups.items()
+        env: env_table(by_label, base if base in by_label else next(iter(by_label))) for env, by_label in groups.items()
     }
     left_out: dict[str, list[Any]] = {
         "failed": failed,

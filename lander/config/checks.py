@@ -202,6 +202,12 @@ def validate(cfg: DictConfig) -> None:
     )
     if limit is not None and cfg.monitor_freq == 0:
         raise ConfigError("memory_limit_mb is checked every monitor_freq steps: it needs monitor_freq > 0 (it is 0)")
+    for key in ("reward_threshold", "patience"):
+        if cfg.early_stop.get(key) is not None and cfg.eval.freq == 0:  # the final evaluation comes after training
+            raise ConfigError(
+                f"early_stop.{key}={cfg.early_stop[key]} stops training after an evaluation, and eval.freq=0 "
+                "evaluates only once training has ended: give eval.freq=N (env steps between evaluations)"
+            )
     check_model_values(cfg.algo.model)
     check_model_given_by_lander(cfg.algo.model)
     check_policy(cfg)

@@ -341,6 +341,9 @@ OUT_OF_RANGE = [  # each ran before, then crashed late or trained nonsense silen
     (["hparams_search=ppo_optuna", "seed=0,1"], "seed=0,1: with hparams_search, Optuna would search over the seeds"),
     # more threads than cores: a 2,048-step run not finished after 300 s on 2 cores (13 s with 1)
     (["torch_threads=1000"], "torch_threads=1000 is not allowed: torch_threads must be 0 (torch's default) or 1 to "),
+    # a stop rule without periodic evaluations: it could never stop the run, which trained its whole budget
+    (["early_stop.reward_threshold=200", "eval.freq=0"], "early_stop.reward_threshold=200.0 stops training after an"),
+    (["early_stop.patience=3", "eval.freq=0"], "early_stop.patience=3 stops training after an evaluation, and eval"),
 ]
 
 

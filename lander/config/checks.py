@@ -203,7 +203,8 @@ def validate(cfg: DictConfig) -> None:
     if limit is not None and cfg.monitor_freq == 0:
         raise ConfigError("memory_limit_mb is checked every monitor_freq steps: it needs monitor_freq > 0 (it is 0)")
     for key in ("reward_threshold", "patience"):
-        if cfg.early_stop.get(key) is not None and cfg.eval.freq == 0:  # the final evaluation comes after training
+        # the final evaluation comes after training; a run saved so (before this check) resumes as it ran
+        if cfg.early_stop.get(key) is not None and cfg.eval.freq == 0 and cfg.get("resume") is None:
             raise ConfigError(
                 f"early_stop.{key}={cfg.early_stop[key]} stops training after an evaluation, and eval.freq=0 "
                 "evaluates only once training has ended: give eval.freq=N (env steps between evaluations)"

@@ -368,6 +368,14 @@ def test_bad_input_is_refused_before_anything_is_made(tmp_path, monkeypatch, ove
     assert not run_dir.exists()
 
 
+def test_a_stop_rule_without_evaluations_is_refused_in_a_new_run_not_in_a_saved_one_resumed():
+    cfg = composed("early_stop.patience=3", "eval.freq=0")
+    with pytest.raises(ConfigError, match=re.escape("early_stop.patience=3 stops training after an evaluation")):
+        validate(cfg)
+    cfg.resume = "/runs/older"  # a run an older lander made with these values: it resumes as it ran
+    validate(cfg)
+
+
 def test_a_run_or_sweep_directory_that_exists_is_a_run_a_sweep_or_empty_never_a_folder_of_other_files(
     tmp_path, monkeypatch
 ):

@@ -596,6 +596,8 @@ def test_an_output_directory_that_cannot_be_made_exits_2_before_anything(tmp_pat
 EVALUATE_REFUSED = [  # each went on before: a traceback, or memory until the OOM killer
     (["seed=-1"], "seed=-1: must be null (the run's eval.seed) or an integer >= 0"),
     (["n_episodes=100000000000"], "n_episodes=100000000000: their records need about 120,000.0 GB of memory and"),
+    # a model the run does not have: exit 1 after torch and the run were loaded, as if its evaluation had failed
+    (["model=best.zip"], "model='best.zip': the run has no such file; "),
 ]
 
 
@@ -607,10 +609,11 @@ def test_evaluate_refuses_a_value_that_would_fail_later(tmp_path, argv, message)
 
     (tmp_path / ".hydra").mkdir()
     (tmp_path / ".hydra" / "config.yaml").write_text("seed: 0\n")
+    (tmp_path / "model.zip").write_bytes(b"")  # what the check looks for; nothing is loaded
     with pytest.raises(ConfigError, match=re.escape(message)):
         check_evaluate([f"run={tmp_path}", *argv])
     key = argv[0].split("=", 1)[0]
-    allowed = {"seed": "seed=0", "n_episodes": "n_episodes=100000"}
+    allowed = {"seed": "seed=0", "n_episodes": "n_episodes=100000", "model": "model=model.zip"}
     check_evaluate([f"run={tmp_path}", allowed[key]])
 
 

@@ -50,6 +50,10 @@ log = logging.getLogger("lander.reproduce")
 METRICS = ("train_episodes.csv", "eval.csv", "eval_episodes.csv", "sb3_progress.csv")
 CLOCK = {"wall_time", "eval_seconds", "time/fps", "time/time_elapsed"}  # what measures the clock, not the run
 STEP_KEYS = ("timesteps", "time/total_timesteps")
+RESUMED = (
+    "the run was resumed at step %d (summary.json's resumed_at), where a resume re-seeds its envs and generators: "
+    "it is compared up to there"
+)
 SNAPSHOT_KEYS = ("python", "platform", "machine", "cpu_model", "torch_cpu_capability", "torch_threads")
 
 
@@ -84,10 +88,27 @@ def parse(argv: list[str]) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def plan(run: Path, steps: int | None, allowed: list[str]) -> tuple[DictConfig, Path, int | None, int]:
-    """The config to train again, the new directory beside ``run``, the steps to compare (None: the whole run) and
-    the seeds the run trained beside (``seeds_per_process``: 1, or a group, reproduced alone on the same engine);
-    :class:`ConfigError` for bad input, before anything is written."""
+@dataclass
+class Plan:
+    """What :func:`plan` decided: the config to train again, the new directory beside the run, the steps to compare
+    (None: the whole run), the seeds the run trained beside (``seeds_per_process``: 1, or a group, reproduced alone
+    on the same engine), and the step of the run's first resume (None: never resumed), where the comparison ends."""
+
+    cfg: DictConfig
+    copy: Path
+    steps: int | None
+    grouped: int
+    resumed: int | None
+
+
+def plan(run: Path, steps: int | None, allowed: list[str]) -> Plan:
+    """What to train again and compare (:class:`Plan`); :class:`ConfigError` for bad input, before anything is
+    written.
+
+    A run resumed (``summary.json``'s ``resumed_at``) is compared up to its first resume: a resume re-seeds the
+    envs and the generators at its checkpoint (docs/run-directory.md), so what the run trained after it is not what
+    an uninterrupted run trains. A run stopped and resumed is trained again to that checkpoint, within its budget; a
+    run trained further (``resume=<run> total_timesteps=N``) to the budget it first had (its saved config's)."""
     paths = RunPaths(run)
     if not run.is_dir():
         raise ConfigError(f"{str(run)!r} is not a directory")
@@ -102,8 +123,10 @@ def plan(run: Path, steps: int | None, allowed: list[str]) -> tuple[DictConfig, 
         raise ConfigError(
             f"{str(run)!r} recorded no training step (no summary.json, or 0 timesteps): nothing to compare"
         )
-    if summary.status != Status.COMPLETED:
-        steps = min(steps or summary.timesteps, summary.timesteps)  # a stopped run: what it recorded
+    resumed = int(summary.resumed_at[0]) if summary.resumed_at else None
+    end = resumed if resumed is not None else None if summary.status == Status.COMPLETED else summary.timesteps
+    if end is not None:
+        steps = min(steps or end, end)  # a stopped run: what it recorded; a resumed one: up to its first resume
     elif steps is not None and steps >= summary.timesteps > 0:
         steps = None  # as many steps as the run took, or more: the whole run
     OmegaConf.set_struct(cfg, False)
@@ -111,7 +134,9 @@ def plan(run: Path, steps: int | None, allowed: list[str]) -> tuple[DictConfig, 
     grouped = int(cfg.get("seeds_per_process") or 1)
     if grouped > 1:  # a seed side by side draws from its own streams only: alone on the same engine it trains as it
         cfg.seeds_per_process, cfg.batched_engine = 1, True  # did beside the others (tests/unit/test_side_by_side.py)
-    if steps is not None:  # the whole budget, whose schedules (learning rate, exploration) it shapes, stopped there
+    if steps is not None and not (resumed is not None and steps >= budget_of(cfg)):
+        # the whole budget, whose schedules (learning rate, exploration) it shapes, stopped there; a run trained
+        # further from the end of its first budget is trained to that end, as it was
         stop = {"_target_": "lander.training.callbacks.StopAtTimesteps", "timesteps": steps}
         cfg.callbacks["lander_reproduce_steps"] = stop
     # nothing that changes a result (neutral keys): no tracker, video, report or progress bar
@@ -119,7 +144,12 @@ def plan(run: Path, steps: int | None, allowed: list[str]) -> tuple[DictConfig, 
     checked(cfg)
     taken = paths.reproductions()
     copy = run.with_name(f"{run.name}.reproduce-{int(taken[-1].name.rsplit('-', 1)[1]) + 1 if taken else 1}")
-    return cfg, copy, steps, grouped
+    return Plan(cfg, copy, steps, grouped, resumed)
+
+
+def budget_of(cfg: DictConfig) -> int:
+    """The run's budget in its saved config (``total_timesteps``, or the algorithm's when null)."""
+    return int(cfg.total_timesteps if cfg.total_timesteps is not None else cfg.algo.total_timesteps)
 
 
 def read_rows(path: Path) -> list[dict[str, str]]:
@@ -240,7 +270,8 @@ def reproduce(run: Path, steps: int | None, allowed: list[str]) -> int:
     """Train ``run`` again beside it and print the verdict; the exit code (0 identical, 1 diverged)."""
     from lander.training.train import budget, train  # torch, SB3 (~2 s): after the checks, so bad input fails at once
 
-    cfg, copy, steps, grouped = plan(run, steps, allowed)
+    planned = plan(run, steps, allowed)
+    cfg, copy, steps = planned.cfg, planned.copy, planned.steps
     copy.mkdir()
     (copy / ".hydra").mkdir()
     OmegaConf.save(cfg, copy / ".hydra" / "config.yaml")
@@ -248,13 +279,17 @@ def reproduce(run: Path, steps: int | None, allowed: list[str]) -> int:
     logging.basicConfig(level=logging.INFO, format="[%(asctime)s][%(name)s][%(levelname)s] - %(message)s")
     logging.getLogger().addHandler(handler)
     log.info("reproducing %s in %s%s", run, copy, f" (its first {steps:,} steps)" if steps else "")
-    if grouped > 1:
-        log.info("it trained side by side (seeds_per_process=%d): reproduced alone on the same engine", grouped)
+    if planned.resumed is not None:
+        log.info(RESUMED, planned.resumed)
+    if planned.grouped > 1:
+        log.info("it trained side by side (seeds_per_process=%d): reproduced alone on the same engine", planned.grouped)
     RunLock(copy).acquire()
     summary = train(cfg, copy)
-    # with steps: stopped one step of its envs past the update it was to reach (StopAtTimesteps)
-    trained = int(summary.timesteps) - (budget(cfg)[1] if steps is not None else 0)
+    # stopped one step of its envs past the update it was to reach (StopAtTimesteps), where it was stopped
+    trained = int(summary.timesteps) - (budget(cfg)[1] if "lander_reproduce_steps" in cfg.callbacks else 0)
     found, lines = said(RunPaths(run), RunPaths(copy), steps, summary, trained)
+    if planned.resumed is not None:
+        lines.insert(1, "  " + RESUMED % planned.resumed)
     write_json(RunPaths(copy).reproduction, {"original": str(run), "verdict": found, "lines": lines})
     print("\n".join(lines))
     return 0 if found == "identical" else 1

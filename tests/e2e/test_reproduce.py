@@ -66,6 +66,25 @@ def test_a_seed_trained_side_by_side_reproduces_alone_on_the_same_engine(tmp_pat
     assert (saved.seeds_per_process, saved.batched_engine, saved.seed) == (1, True, 1)
 
 
+def test_a_resumed_run_is_compared_up_to_its_first_resume(tmp_path):
+    """A resume re-seeds the envs and generators at its checkpoint, so an uninterrupted reproduction parts from the
+    run there: a run trained further (``resume=<run> total_timesteps=N``) was reported ``diverged`` (the number of
+    rows), the snapshots agreeing. It is trained again to the end of its first budget and compared up to there."""
+    run = tmp_path / "run"
+    tiny_run(run, "ppo")
+    further = lander(f"resume={run}", "total_timesteps=1536")
+    assert further.returncode == 0, further.stderr[-3000:]
+    same = reproduce(str(run))
+    assert same.returncode == 0, same.stdout[-2000:] + same.stderr[-3000:]
+    lines = same.stdout.splitlines()
+    assert lines[0].startswith(f"identical: {run}.reproduce-1 reproduces {run} to its step 1,024 ("), lines
+    assert lines[1] == (
+        "  the run was resumed at step 1024 (summary.json's resumed_at), where a resume re-seeds its envs and "
+        "generators: it is compared up to there"
+    )
+    assert json.loads((tmp_path / "run.reproduce-1" / "summary.json").read_text())["timesteps"] == 1024
+
+
 def saved_run(directory, *overrides: str):
     """A run directory holding only the saved config of ``overrides`` (what the checks read before anything)."""
     (directory / ".hydra").mkdir(parents=True)

@@ -173,10 +173,22 @@ def load_sweep(path: str | Path, baseline: str | None = None, at_timesteps: int 
 
 
 def latest(root: str | Path, sweep: bool = False) -> Path:
-    """The newest run directory under ``root`` (e.g. ``outputs``), or with ``sweep`` the newest sweep directory
-    (one holding run directories, e.g. under ``multirun``)."""
+    """The run directory under ``root`` (e.g. ``outputs``) started last, or with ``sweep`` the sweep directory started
+    last (one with Hydra's ``multirun.yaml`` or an Optuna study, e.g. under ``multirun``).
+
+    A run starts when its ``.hydra/config.yaml`` is written (once: a resume leaves it), a sweep with its first job;
+    what is written into a directory later (an evaluation, a reproduction, a comparison) does not make it newer."""
     runs = find_run_dirs([Path(root)])
     if not runs:
         raise RunSetError(f"no run directories under {root}")
-    candidates = {run.parent for run in runs} if sweep else set(runs)
-    return max(candidates, key=lambda p: p.stat().st_mtime)
+    started = {run: RunPaths(run).config.stat().st_mtime for run in runs}
+    if not sweep:
+        return max(runs, key=started.__getitem__)
+    sweeps: dict[Path, float] = {}
+    for run in runs:
+        home = next((d for d in run.parents if SweepPaths(d).is_sweep()), None)  # its sweep, however deep its subdir
+        if home is not None and home.is_relative_to(root):
+            sweeps[home] = min(sweeps.get(home, started[run]), started[run])
+    if not sweeps:
+        raise RunSetError(f"no sweep directories (with multirun.yaml or optuna.db) under {root}")
+    return max(sweeps, key=sweeps.__getitem__)

@@ -6,6 +6,7 @@ import base64
 import hashlib
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -342,6 +343,21 @@ def test_notebook_runs_against_a_sweep(serial_sweep, monkeypatch):
     assert len(figures) >= 4  # the run's and the sweep's interactive figures
     tables = " ".join(o["data"].get("text/plain", "") for o in outputs if o.output_type == "execute_result")
     assert "algo=ppo" in tables and "algo=a2c" in tables
+
+
+def test_the_documented_api_block_runs_against_a_sweep_and_a_run(serial_sweep, tmp_path, monkeypatch):
+    """docs/reports-and-tracking.md's Python block, as written, in a directory holding this sweep under ``multirun/``
+    and one of its runs under ``outputs/``: it named ``run.evals`` and ``run.progress``, which the API has not."""
+    page = (REPO / "docs" / "reports-and-tracking.md").read_text()
+    (block,) = re.findall(r"<!-- runnable -->\s*```python\n(.*?)```", page, re.S)
+    shutil.copytree(serial_sweep, tmp_path / "multirun" / "2026-11-23" / "10-05-00")
+    shutil.copytree(serial_sweep / "0", tmp_path / "outputs" / "2026-11-23" / "10-00-00_ppo_lunar_lander_seed-0")
+    monkeypatch.chdir(tmp_path)
+    names: dict = {}
+    exec(compile(block, "docs/reports-and-tracking.md", "exec"), names)  # the docs' own block
+    assert names["run"].path == Path("outputs/2026-11-23/10-00-00_ppo_lunar_lander_seed-0")
+    assert names["sweep"].path == Path("multirun/2026-11-23/10-05-00")
+    assert len(names["sweep"].scores) == 4
 
 
 def test_wandb_run_holds_the_report_and_an_artifact_that_syncs_from_its_directory(serial_sweep, tmp_path):

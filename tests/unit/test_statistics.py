@@ -358,3 +358,29 @@ def test_a_sweeps_baseline_not_among_its_runs_is_said_and_the_first_configuratio
     assert "baseline='gamma=0.5' is not a configuration of lunar" in caplog.text
     assert "the comparison tests against the first configuration instead" in caplog.text
     assert set(found.table["baseline"]) == {"gamma=0.9"}
+
+
+def test_latest_is_the_run_or_sweep_started_last_whatever_was_written_into_an_older_one_since(tmp_path: Path) -> None:
+    # lander.api.latest took the directory modified last: evaluating an older run made it the "latest" run, and a
+    # folder of single runs (outputs/<date>) counted as a sweep
+    from lander.api import latest
+
+    older, newer = (
+        fake_run(tmp_path / "outputs", "older", [], 0, {1: 1.0}),
+        fake_run(tmp_path / "outputs", "newer", [], 0, {1: 1.0}),
+    )
+    sweeps = {name: tmp_path / "multirun" / name for name in ("first", "second")}
+    for sweep in sweeps.values():
+        for seed in (0, 1):
+            fake_run(sweep, str(seed), ["x=1"], seed, {1: 1.0})
+        (sweep / "multirun.yaml").write_text("hydra: {}\n")
+    first, second = sweeps["first"], sweeps["second"]
+    for step, run in enumerate([older, first / "0", first / "1", newer, second / "0", second / "1"]):
+        os.utime(run / ".hydra" / "config.yaml", (1e9 + step, 1e9 + step))  # the order the runs started in
+    (older / "evaluations").mkdir()  # lander.evaluate of the older run, now
+    (sweeps["first"] / "comparison").mkdir()  # lander.compare of the first sweep, now
+    assert latest(tmp_path / "outputs") == newer
+    assert latest(tmp_path) == second / "1"
+    assert latest(tmp_path, sweep=True) == latest(tmp_path / "multirun", sweep=True) == sweeps["second"]
+    with pytest.raises(RunSetError, match="no sweep directories"):
+        latest(tmp_path / "outputs", sweep=True)

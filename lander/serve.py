@@ -142,6 +142,13 @@ def main(argv: list[str] | None = None) -> int:
     shown = f"[{args.host}]" if ":" in args.host else args.host
     url = f"http://{shown}:{args.port}/" + (f"?token={token}" if token else "")
     log.info("lander service for %s; open the dashboard at:\n    %s", args.root.resolve(), url)
+    if not any((args.root / place).is_dir() for place in ("outputs", "multirun", "comparisons")):
+        log.info(
+            "%s has no outputs/ or multirun/ yet: the dashboard lists the runs and sweeps there, those python -m "
+            "lander.run makes when run from that directory and those launched from the dashboard (runs made "
+            "elsewhere: start the service with --root <the directory they were run from>)",
+            args.root.resolve(),
+        )
     if args.host in ("0.0.0.0", "::") and not args.allow_host:
         log.warning(
             "bound to every address: give each name or address clients use with --allow-host (e.g. "

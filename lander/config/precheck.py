@@ -242,8 +242,8 @@ def check_jobs(
             if i == 0:
                 check_trackers(cfg)  # online W&B that cannot be reached fails now, not after a minute
                 check_grouping(argv, full, cfg, multirun)
-        if multirun:
-            check_jobs_at_once(argv, full, needs)
+        if multirun:  # each choice of config files composed once: the envs of the jobs are theirs
+            check_jobs_at_once(argv, full, needs, list(dict.fromkeys(str(c.env.name) for c in composed.values())))
     except (HydraException, OmegaConfBaseException, ValueError) as exc:
         if isinstance(exc, ConfigError):
             raise
@@ -275,13 +275,18 @@ def check_job(cfg: DictConfig, job: list[str], needs: dict[tuple[str, ...], list
     found.append(found[0] if found else sum(memory_needed(cfg).values()))
 
 
-def check_jobs_at_once(argv: list[str], full: DictConfig, needs: dict[tuple[str, ...], list[float]]) -> None:
-    """Warn where the jobs a sweep runs at once on this machine may not fit in its memory
+def check_jobs_at_once(
+    argv: list[str], full: DictConfig, needs: dict[tuple[str, ...], list[float]], envs: list[str]
+) -> None:
+    """What a sweep's jobs are together: an AdaStop sweep's on one env (:func:`check_adastop_envs`); a warning where
+    the jobs it runs at once on this machine may not fit in its memory
     (:func:`lander.config.checks.sweep_memory_warning`).
 
-    :param full: the sweep's composed config, with ``hydra`` (its launcher)
+    :param full: the sweep's composed config, with ``hydra`` (its launcher and sweeper)
     :param needs: each job's :func:`lander.config.checks.memory_needed`, in bytes (:func:`check_job`)
+    :param envs: the envs the jobs train on (``env.name``), each once
     """
+    check_adastop_envs(full, envs)
     given = [int(v) for v in given_values(argv, "hydra.launcher.n_jobs")[-1:]]
     launcher = full.hydra.launcher
     n_jobs = given[0] if given else int(launcher.get("n_jobs", -1))
@@ -407,6 +412,18 @@ def check_adastop(argv: list[str], cfg: DictConfig, multirun: bool, jobs: list[l
                 f"hydra.sweeper.baseline={baseline!r} must name one configuration of the sweep (its overrides, "
                 f"e.g. algo=ppo); it names {len(named)}"
             )
+
+
+def check_adastop_envs(cfg: DictConfig, envs: list[str]) -> None:
+    """``hydra/sweeper=adastop`` tests every configuration of the sweep against the others: they must train on one
+    env. Returns of different envs are not on one scale (LunarLander's -600 to 300, CartPole's 0 to 500): AdaStop
+    would decide that one env's configuration is "larger" than another env's, which the comparison never tests."""
+    if str(cfg.hydra.sweeper.get("_target_", "")).endswith(ADASTOP) and len(envs) > 1:
+        raise ConfigError(
+            f"hydra/sweeper=adastop tests the sweep's configurations against each other, and its jobs train on "
+            f"{len(envs)} envs ({', '.join(envs)}), whose returns are not on one scale: sweep one env at a time "
+            "(an AdaStop sweep an env)"
+        )
 
 
 def check_comparison(argv: list[str], cfg: DictConfig, multirun: bool, jobs: list[list[str]]) -> None:

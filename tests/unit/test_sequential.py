@@ -149,6 +149,22 @@ def test_adastop_needs_a_sweep_of_two_configurations() -> None:
     assert check_command([*SWEEP, "hydra.sweeper.n=2", "hydra.sweeper.baseline='algo=ppo'"])  # a good one passes
 
 
+@pytest.mark.parametrize(
+    "swept",
+    [
+        ["env=lunar_lander,cartpole"],
+        ["algo=ppo,a2c", "env=lunar_lander,cartpole"],
+        ["experiment=gamma_sweep,reinforce_cartpole"],
+    ],
+)
+def test_an_adastop_sweep_over_envs_is_refused(swept: list[str]) -> None:
+    # its test compared LunarLander's returns with CartPole's ("env=lunar_lander vs env=cartpole: continue")
+    with pytest.raises(
+        ConfigError, match=r"its jobs train on 2 envs \((lunar_lander, cartpole|cartpole, lunar_lander)\)"
+    ):
+        check_command(["--multirun", *swept, "hydra/sweeper=adastop"])
+
+
 def test_a_design_too_small_to_decide_anything_is_known_as_such() -> None:
     assert not SequentialTest([["a"], ["b"]], 2, 1, 0.05, 10000).can_decide()  # 1/6 > 0.05
     assert not SequentialTest([["a"], ["b"]], 2, 2, 0.01, 10000).can_decide()  # 1/36 > 0.01 at the second interim

@@ -278,15 +278,15 @@ def check_job(cfg: DictConfig, job: list[str], needs: dict[tuple[str, ...], list
 def check_jobs_at_once(
     argv: list[str], full: DictConfig, needs: dict[tuple[str, ...], list[float]], envs: list[str]
 ) -> None:
-    """What a sweep's jobs are together: an AdaStop sweep's on one env (:func:`check_adastop_envs`); a warning where
-    the jobs it runs at once on this machine may not fit in its memory
+    """What a sweep's jobs are together: an AdaStop sweep's or a search's on one env (:func:`check_one_env`); a
+    warning where the jobs it runs at once on this machine may not fit in its memory
     (:func:`lander.config.checks.sweep_memory_warning`).
 
     :param full: the sweep's composed config, with ``hydra`` (its launcher and sweeper)
     :param needs: each job's :func:`lander.config.checks.memory_needed`, in bytes (:func:`check_job`)
     :param envs: the envs the jobs train on (``env.name``), each once
     """
-    check_adastop_envs(full, envs)
+    check_one_env(full, envs)
     given = [int(v) for v in given_values(argv, "hydra.launcher.n_jobs")[-1:]]
     launcher = full.hydra.launcher
     n_jobs = given[0] if given else int(launcher.get("n_jobs", -1))
@@ -414,15 +414,24 @@ def check_adastop(argv: list[str], cfg: DictConfig, multirun: bool, jobs: list[l
             )
 
 
-def check_adastop_envs(cfg: DictConfig, envs: list[str]) -> None:
-    """``hydra/sweeper=adastop`` tests every configuration of the sweep against the others: they must train on one
-    env. Returns of different envs are not on one scale (LunarLander's -600 to 300, CartPole's 0 to 500): AdaStop
-    would decide that one env's configuration is "larger" than another env's, which the comparison never tests."""
-    if str(cfg.hydra.sweeper.get("_target_", "")).endswith(ADASTOP) and len(envs) > 1:
+def check_one_env(cfg: DictConfig, envs: list[str]) -> None:
+    """A sweep whose sweeper weighs the configurations' scores against each other trains on one env: AdaStop
+    (``hydra/sweeper=adastop``) tests every configuration against the others, and Optuna's search
+    (``hparams_search``) keeps the trial of the largest score, searching a command line's list of envs as a
+    hyperparameter. Returns of different envs are not on one scale (LunarLander's -600 to 300, CartPole's 0 to
+    500); the comparison never weighs one env's against another's."""
+    if len(envs) < 2:
+        return
+    target, listed = str(cfg.hydra.sweeper.get("_target_", "")), f"{len(envs)} envs ({', '.join(envs)})"
+    if target.endswith(ADASTOP):
         raise ConfigError(
             f"hydra/sweeper=adastop tests the sweep's configurations against each other, and its jobs train on "
-            f"{len(envs)} envs ({', '.join(envs)}), whose returns are not on one scale: sweep one env at a time "
-            "(an AdaStop sweep an env)"
+            f"{listed}, whose returns are not on one scale: sweep one env at a time (an AdaStop sweep an env)"
+        )
+    if target.endswith(OPTUNA):
+        raise ConfigError(
+            f"hparams_search: Optuna would search over {listed} as a hyperparameter, and the best trial would be the "
+            "env of the largest returns: give one env (a search an env)"
         )
 
 

@@ -339,6 +339,8 @@ OUT_OF_RANGE = [  # each ran before, then crashed late or trained nonsense silen
     (["hparams_search=ppo_optuna", "hydra.sweeper.direction=up"], "hydra.sweeper.direction='up' is not allowed: maxi"),
     # seeds searched as a hyperparameter: the best trial the luckiest seed
     (["hparams_search=ppo_optuna", "seed=0,1"], "seed=0,1: with hparams_search, Optuna would search over the seeds"),
+    # envs searched as a hyperparameter: the best trial the env of the largest returns (CartPole's 378 over LunarLander)
+    (["--multirun", "hparams_search=ppo_optuna", "env=lunar_lander,cartpole"], "Optuna would search over 2 envs"),
     # more threads than cores: a 2,048-step run not finished after 300 s on 2 cores (13 s with 1)
     (["torch_threads=1000"], "torch_threads=1000 is not allowed: torch_threads must be 0 (torch's default) or 1 to "),
     # a stop rule without periodic evaluations: it could never stop the run, which trained its whole budget

@@ -77,13 +77,19 @@ class Comparison:
         records = []
         for why in ("failed", "unfinished", "unevaluated"):
             for run in self.left_out.get(why, []):
-                detail = run.summary.get("error") or (
-                    f"no evaluation at or before {run.timesteps:,} timesteps" if why == "unevaluated" else run.status
-                )
+                detail = run.summary.get("error") or self.why_left_out(run, why)
                 records.append({"run": str(run.path), "why": why, "detail": str(detail)})
         for run, kept in self.left_out.get("duplicates", []):
             records.append({"run": str(run.path), "why": "duplicate", "detail": f"same as {kept.path}"})
         return records
+
+    def why_left_out(self, run: Run, why: str) -> str:
+        """A left-out run's detail: a run short of the budget asked for says how far it was evaluated."""
+        if why == "unevaluated":
+            return f"no evaluation at or before {run.timesteps:,} timesteps"
+        if why == "unfinished" and self.at_timesteps is not None:
+            return f"{run.status}, evaluated up to {run.reached:,} of the {self.at_timesteps:,} timesteps compared"
+        return str(run.status)
 
     def budget(self, env: str) -> int:
         """The timestep ``env``'s runs are compared at."""
@@ -108,10 +114,11 @@ def analyse(paths: list[Path], baseline: str | None = None, at_timesteps: int | 
     check_envs(runs)
     compared, failed, unfinished, unevaluated = select(runs, at_timesteps)
     if not compared:
-        what = "completed" if at_timesteps is None else f"reached {at_timesteps} timesteps"
+        what = "completed" if at_timesteps is None else f"reached {at_timesteps:,} timesteps"
+        short = "not finished" if at_timesteps is None else "short of it"
         raise RunSetError(
             f"no run under {', '.join(map(str, paths))} {what}, nothing to compare: {len(runs)} "
-            f"run(s), {ended(failed)}{len(unfinished)} not finished"
+            f"run(s), {ended(failed)}{len(unfinished)} {short}"
         )
     compared, duplicates = drop_duplicates(compared)
     groups = {env: configurations(runs, compared, env) for env in sorted({r.env for r in compared})}

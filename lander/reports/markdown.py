@@ -100,13 +100,13 @@ def report_lines(
     """``report.md``: per env the budget, the table, what its seeds allow and the best; a sequential test's
     decisions (:func:`sequential_lines`); then the runs left out."""
     compared = sum(len(g) for by_label in groups.values() for g in by_label.values())
-    names = LEFT_OUT | {"unfinished": "not finished" if at_timesteps is None else "short of the budget"}
+    names = left_out_names(at_timesteps)
     counts = "; ".join(f"{names[key]}: {len(items)}" for key, items in left_out.items())
     dropped = any(left_out.values())
     report = [
         "# Comparison",
         "",
-        *([left_out_line(left_out, len(runs)), ""] if dropped else []),
+        *([left_out_line(left_out, len(runs), at_timesteps), ""] if dropped else []),
         f"Runs: {len(runs)}; compared: {compared}; {counts}.",
         "",
         "Every statistic is over runs: a run's score is the mean return of its evaluation episodes at the compared "
@@ -144,7 +144,7 @@ def report_lines(
         ),
         ("Failed runs", [run_line(r) for r in left_out["failed"]]),
         (
-            "Runs not finished" if at_timesteps is None else f"Runs short of {at_timesteps} timesteps",
+            "Runs not finished" if at_timesteps is None else f"Runs short of {at_timesteps:,} timesteps",
             [run_line(r) for r in left_out["unfinished"]],
         ),
         (
@@ -165,9 +165,17 @@ LEFT_OUT = {  # why a run was not compared (``Comparison.left_out``'s keys), in 
 }
 
 
-def left_out_line(left_out: dict[str, list[Any]], runs: int) -> str:
-    """One line saying how many of ``runs`` runs were not compared and why (``left_out``: ``Comparison.left_out``)."""
-    said = ", ".join(f"{LEFT_OUT.get(key, key)}: {len(items)}" for key, items in left_out.items() if items)
+def left_out_names(at_timesteps: int | None) -> dict[str, str]:
+    """:data:`LEFT_OUT`; for a comparison at ``at_timesteps``, whose ``unfinished`` runs are those that did not reach it
+    (running, or ended before it), ``short of N timesteps``."""
+    return LEFT_OUT if at_timesteps is None else LEFT_OUT | {"unfinished": f"short of {at_timesteps:,} timesteps"}
+
+
+def left_out_line(left_out: dict[str, list[Any]], runs: int, at_timesteps: int | None = None) -> str:
+    """One line saying how many of ``runs`` runs were not compared and why (``left_out``: ``Comparison.left_out``;
+    ``at_timesteps``: the budget asked for, which names the runs short of it)."""
+    names = left_out_names(at_timesteps)
+    said = ", ".join(f"{names.get(key, key)}: {len(items)}" for key, items in left_out.items() if items)
     dropped = sum(len(items) for items in left_out.values())
     return f"**{dropped} of {runs} runs not compared** ({said}): each is listed under *Runs left out*."
 

@@ -18,7 +18,14 @@ from lander.analysis.runset import Run
 from lander.analysis.sequential import decision_matrix, seeds_table
 from lander.reports.figures import sweep_figures
 from lander.reports.html import esc, figure, number, table, write_page
-from lander.reports.markdown import budget_lines, left_out_line, readable_rows, report_lines, sequential_lines
+from lander.reports.markdown import (
+    budget_lines,
+    left_out_line,
+    left_out_names,
+    readable_rows,
+    report_lines,
+    sequential_lines,
+)
 from lander.reports.plots import plot_curves, plot_final_scores, plot_profile
 from lander.storage.rundir import atomic_write, write_json, write_text
 
@@ -70,7 +77,8 @@ def env_section(found: Comparison, env: str, band: str, x: str) -> str:
 def left_out(found: Comparison, report: Path) -> str:
     """The runs not compared, by why."""
     parts = []
-    for key, title in (("failed", "Failed"), ("unfinished", "Not finished"), ("unevaluated", "Not evaluated by then")):
+    unfinished = "Not finished" if found.at_timesteps is None else f"Short of {found.at_timesteps:,} timesteps"
+    for key, title in (("failed", "Failed"), ("unfinished", unfinished), ("unevaluated", "Not evaluated by then")):
         if found.left_out.get(key):
             parts.append(f"<h3>{title}</h3>" + runs_table(found.left_out[key], report))
     duplicates = found.left_out.get("duplicates") or []
@@ -99,13 +107,14 @@ def write_sweep_report(found: Comparison, path: Path, band: str = "seeds", x: st
             found.spanning
         )
     counts = {key: len(items) for key, items in found.left_out.items()}
+    names = left_out_names(found.at_timesteps)
     summary = (
-        f"<p>Runs: {len(found.runs)}; compared: {found.compared}; failed: {counts.get('failed', 0)}; not "
-        f"finished: {counts.get('unfinished', 0)}; not evaluated by then: {counts.get('unevaluated', 0)}; "
-        f"duplicates: {counts.get('duplicates', 0)}.</p>"
+        f"<p>Runs: {len(found.runs)}; compared: {found.compared}; failed: {counts.get('failed', 0)}; "
+        f"{names['unfinished']}: {counts.get('unfinished', 0)}; not evaluated by then: "
+        f"{counts.get('unevaluated', 0)}; duplicates: {counts.get('duplicates', 0)}.</p>"
     )
     if any(found.left_out.values()):
-        warning = inline_markdown(left_out_line(found.left_out, len(found.runs)))
+        warning = inline_markdown(left_out_line(found.left_out, len(found.runs), found.at_timesteps))
         summary = f'<div class="error">{warning}</div>' + summary
     sections = [
         ("comparison", "Comparison", summary + compared),

@@ -235,7 +235,7 @@ def test_compare_at_an_equal_budget_uses_each_runs_evaluation_at_that_point(seri
     assert (
         "Compared at **512 timesteps**: every run that got that far" in (tmp_path / "at512" / "report.md").read_text()
     )
-    with pytest.raises(RunSetError, match=r"no run under .* reached 1000000000 timesteps.*4 not finished"):
+    with pytest.raises(RunSetError, match=r"no run under .* reached 1,000,000,000 timesteps.*4 short of it"):
         compare([serial_sweep], tmp_path / "beyond", at_timesteps=10**9)
     assert not (tmp_path / "beyond").exists()
 

@@ -384,3 +384,21 @@ def test_latest_is_the_run_or_sweep_started_last_whatever_was_written_into_an_ol
     assert latest(tmp_path, sweep=True) == latest(tmp_path / "multirun", sweep=True) == sweeps["second"]
     with pytest.raises(RunSetError, match="no sweep directories"):
         latest(tmp_path / "outputs", sweep=True)
+
+
+def test_runs_short_of_an_asked_budget_are_said_short_of_it_not_unfinished(tmp_path: Path) -> None:
+    # `lander.compare --at-timesteps N`: completed runs that ended before N were "not finished", their detail
+    # "completed", in report.md's first line, report.html and left_out.json
+    for seed in range(2):
+        fake_run(tmp_path, f"long{seed}", ["x=long"], seed, {50: 1.0, 100: 2.0 + seed})
+        fake_run(tmp_path, f"short{seed}", ["x=short"], seed, {50: 1.0 + seed})
+    compare([tmp_path], tmp_path / "out", at_timesteps=80)
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert "**2 of 4 runs not compared** (short of 80 timesteps: 2)" in report and "not finished" not in report
+    assert "## Runs short of 80 timesteps" in report
+    html = (tmp_path / "out" / "report.html").read_text()
+    assert (
+        "short of 80 timesteps: 2" in html and "<h3>Short of 80 timesteps</h3>" in html and "not finished" not in html
+    )
+    records = json.loads((tmp_path / "out" / "left_out.json").read_text())["left_out"]
+    assert [r["detail"] for r in records] == ["completed, evaluated up to 50 of the 80 timesteps compared"] * 2

@@ -248,9 +248,11 @@ def neutral_keys(schema: type = LanderConfig, prefix: str = "") -> list[str]:
     return keys
 
 
-# Overrides that are not part of a configuration: the seed (the repetition), keys declared neutral in the schema
-# (they do not change what is trained), and the names of the presets that set up the whole sweep
-NOT_CONFIGURATION = ("seed", "hydra", "experiment", "hparams_search", *neutral_keys())
+# Overrides that are not part of a configuration: the seed (the repetition) and keys declared neutral in the schema
+# (they do not change what is trained). A preset (experiment=, hparams_search=) is: it may set any key, and a sweep
+# over presets (experiment=mine_a,mine_b) compares them; within one preset's sweep it is common to every run, and
+# left out of the labels as any common override is (labels)
+NOT_CONFIGURATION = ("seed", "hydra", *neutral_keys())
 
 
 def changes_nothing(override: str) -> bool:

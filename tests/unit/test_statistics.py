@@ -402,3 +402,19 @@ def test_runs_short_of_an_asked_budget_are_said_short_of_it_not_unfinished(tmp_p
     )
     records = json.loads((tmp_path / "out" / "left_out.json").read_text())["left_out"]
     assert [r["detail"] for r in records] == ["completed, evaluated up to 50 of the 80 timesteps compared"] * 2
+
+
+def test_a_sweep_over_presets_compares_them(tmp_path: Path) -> None:
+    # `--multirun experiment=mine_a,mine_b seed=0,1`: a preset's name was no part of a configuration, so the two
+    # presets were one configuration, and half the runs dropped as duplicates ("2 compared, 2 duplicates")
+    for seed in range(2):
+        fake_run(tmp_path, f"a{seed}", ["experiment=mine_a"], seed, {10: 1.0 + seed})
+        fake_run(tmp_path, f"b{seed}", ["experiment=mine_b"], seed, {10: 5.0 + seed})
+    found = compare([tmp_path], tmp_path / "out")
+    assert found.table["config"].tolist() == ["experiment=mine_a", "experiment=mine_b"]
+    assert found.table["final_mean"].tolist() == [1.5, 5.5] and not found.left_out["duplicates"]
+    # one preset's sweep: the preset is common to its runs, and its labels are what differs
+    for seed in range(2):
+        for gamma in ("0.9", "0.99"):
+            fake_run(tmp_path / "one", f"{gamma}-{seed}", ["experiment=gamma_sweep", f"gamma={gamma}"], seed, {10: 1.0})
+    assert compare([tmp_path / "one"], tmp_path / "out1").table["config"].tolist() == ["gamma=0.9", "gamma=0.99"]

@@ -8,7 +8,8 @@ the final evaluation episode by episode, and every weight of the final model. On
 or the first divergence (file, row, step, key, both values), with what differs in the environment snapshots
 (``environment/versions.json``: Python, packages, CPU, torch threads) that could explain it. ``--steps N`` trains
 and compares only the first N steps (rounded up to whole rollouts as any budget is): a cheap check, whose weights
-are compared with the original's checkpoint at that step where it kept one.
+are compared with the original's checkpoint at that step where it kept one. A run resumed once is replayed: stopped
+where it was stopped, then resumed to its final budget (:func:`stages`).
 
 The reproduction records its metrics only: no tracker (W&B, TensorBoard), video or report, which never change a
 result (they are neutral keys). A config that imports anything but lander's own targets is refused, as the
@@ -26,6 +27,7 @@ if __name__ == "__main__":
     exit_on_signals()
 
 import argparse
+import contextlib
 import csv
 import io
 import json
@@ -54,6 +56,7 @@ RESUMED = (
     "the run was resumed at step %d (summary.json's resumed_at), where a resume re-seeds its envs and generators: "
     "it is compared up to there"
 )
+REPLAYED = "the run was resumed at step %d (summary.json's resumed_at): trained again to there, then resumed to %d"
 SNAPSHOT_KEYS = ("python", "platform", "machine", "cpu_model", "torch_cpu_capability", "torch_threads")
 
 
@@ -99,16 +102,19 @@ class Plan:
     steps: int | None
     grouped: int
     resumed: int | None
+    replay: int | None = None  # a run resumed once, replayed: the budget its resume trained to
 
 
 def plan(run: Path, steps: int | None, allowed: list[str]) -> Plan:
     """What to train again and compare (:class:`Plan`); :class:`ConfigError` for bad input, before anything is
     written.
 
-    A run resumed (``summary.json``'s ``resumed_at``) is compared up to its first resume: a resume re-seeds the
-    envs and the generators at its checkpoint (docs/run-directory.md), so what the run trained after it is not what
-    an uninterrupted run trains. A run stopped and resumed is trained again to that checkpoint, within its budget; a
-    run trained further (``resume=<run> total_timesteps=N``) to the budget it first had (its saved config's)."""
+    A run resumed (``summary.json``'s ``resumed_at``) parts from an uninterrupted run at its resume: a resume
+    re-seeds the envs and the generators at its checkpoint (docs/run-directory.md). A run resumed once is replayed
+    (``replay``): trained to that checkpoint (stopped there as the original was, :class:`InterruptAtTimesteps`, or
+    to the end of the budget it first had, for a run trained further), then resumed to the budget its resume
+    had, and compared whole. A run resumed more than once, or with ``--steps``, is compared up to its first resume
+    (the budgets of the resumes between are not recorded)."""
     paths = RunPaths(run)
     if not run.is_dir():
         raise ConfigError(f"{str(run)!r} is not a directory")
@@ -123,18 +129,16 @@ def plan(run: Path, steps: int | None, allowed: list[str]) -> Plan:
         raise ConfigError(
             f"{str(run)!r} recorded no training step (no summary.json, or 0 timesteps): nothing to compare"
         )
-    resumed = int(summary.resumed_at[0]) if summary.resumed_at else None
-    end = resumed if resumed is not None else None if summary.status == Status.COMPLETED else summary.timesteps
-    if end is not None:
-        steps = min(steps or end, end)  # a stopped run: what it recorded; a resumed one: up to its first resume
-    elif steps is not None and steps >= summary.timesteps > 0:
-        steps = None  # as many steps as the run took, or more: the whole run
+    steps, resumed, replay = stages(cfg, summary, steps)
     OmegaConf.set_struct(cfg, False)
     cfg.resume = None
     grouped = int(cfg.get("seeds_per_process") or 1)
     if grouped > 1:  # a seed side by side draws from its own streams only: alone on the same engine it trains as it
         cfg.seeds_per_process, cfg.batched_engine = 1, True  # did beside the others (tests/unit/test_side_by_side.py)
-    if steps is not None and not (resumed is not None and steps >= budget_of(cfg)):
+    if replay is not None and steps is not None:  # interrupted where the original was (a rollout's start)
+        stop = {"_target_": "lander.training.callbacks.InterruptAtTimesteps", "timesteps": steps}
+        cfg.callbacks["lander_reproduce_interrupt"] = stop
+    elif steps is not None and not (resumed is not None and steps >= budget_of(cfg)):
         # the whole budget, whose schedules (learning rate, exploration) it shapes, stopped there; a run trained
         # further from the end of its first budget is trained to that end, as it was
         stop = {"_target_": "lander.training.callbacks.StopAtTimesteps", "timesteps": steps}
@@ -144,7 +148,26 @@ def plan(run: Path, steps: int | None, allowed: list[str]) -> Plan:
     checked(cfg)
     taken = paths.reproductions()
     copy = run.with_name(f"{run.name}.reproduce-{int(taken[-1].name.rsplit('-', 1)[1]) + 1 if taken else 1}")
+    if replay is not None:
+        return Plan(cfg, copy, None, grouped, resumed, replay)
     return Plan(cfg, copy, steps, grouped, resumed)
+
+
+def stages(cfg: DictConfig, summary: RunSummary, steps: int | None) -> tuple[int | None, int | None, int | None]:
+    """What :func:`plan` trains of a run: ``(steps, resumed, replay)``, the steps to train again and compare (None:
+    the whole run), the step of its first resume (None: none to say), and for a run replayed the budget its resume
+    trained to."""
+    resumed = int(summary.resumed_at[0]) if summary.resumed_at else None
+    once = resumed is not None and len(summary.resumed_at) == 1 and steps is None and summary.status == Status.COMPLETED
+    if once:  # stopped where the original was, or trained to the end of its first budget; then resumed
+        assert resumed is not None
+        return (None if resumed >= budget_of(cfg) else resumed), resumed, int(summary.total_timesteps)
+    end = resumed if resumed is not None else None if summary.status == Status.COMPLETED else summary.timesteps
+    if end is not None:  # a stopped run: what it recorded; a resumed one: up to its first resume
+        return min(steps or end, end), resumed, None
+    if steps is not None and steps >= summary.timesteps > 0:  # as many steps as the run took, or more: the whole run
+        return None, resumed, None
+    return steps, resumed, None
 
 
 def budget_of(cfg: DictConfig) -> int:
@@ -268,7 +291,10 @@ def verdict(original: RunPaths, copy: RunPaths, steps: int | None, trained: int)
 
 def reproduce(run: Path, steps: int | None, allowed: list[str]) -> int:
     """Train ``run`` again beside it and print the verdict; the exit code (0 identical, 1 diverged)."""
-    from lander.training.train import budget, train  # torch, SB3 (~2 s): after the checks, so bad input fails at once
+    # torch, SB3 (~2 s): after the checks, so bad input fails at once
+    from lander.training.callbacks import Interruption
+    from lander.training.resume import resume_config
+    from lander.training.train import budget, train
 
     planned = plan(run, steps, allowed)
     cfg, copy, steps = planned.cfg, planned.copy, planned.steps
@@ -279,16 +305,25 @@ def reproduce(run: Path, steps: int | None, allowed: list[str]) -> int:
     logging.basicConfig(level=logging.INFO, format="[%(asctime)s][%(name)s][%(levelname)s] - %(message)s")
     logging.getLogger().addHandler(handler)
     log.info("reproducing %s in %s%s", run, copy, f" (its first {steps:,} steps)" if steps else "")
-    if planned.resumed is not None:
+    if planned.replay is not None:
+        log.info(REPLAYED, planned.resumed, planned.replay)
+    elif planned.resumed is not None:
         log.info(RESUMED, planned.resumed)
     if planned.grouped > 1:
         log.info("it trained side by side (seeds_per_process=%d): reproduced alone on the same engine", planned.grouped)
     RunLock(copy).acquire()
+    if planned.replay is not None:
+        with contextlib.suppress(Interruption):  # stopped where the original was (or trained to its first budget)
+            train(cfg, copy)
+        cfg = resume_config(copy, planned.replay)  # then resumed as the original was: its checkpoint, that budget
+        cfg.callbacks.pop("lander_reproduce_interrupt", None)  # (none where it was trained to its first budget)
     summary = train(cfg, copy)
     # stopped one step of its envs past the update it was to reach (StopAtTimesteps), where it was stopped
     trained = int(summary.timesteps) - (budget(cfg)[1] if "lander_reproduce_steps" in cfg.callbacks else 0)
     found, lines = said(RunPaths(run), RunPaths(copy), steps, summary, trained)
-    if planned.resumed is not None:
+    if planned.replay is not None:
+        lines.insert(1, "  " + REPLAYED % (planned.resumed, planned.replay))
+    elif planned.resumed is not None:
         lines.insert(1, "  " + RESUMED % planned.resumed)
     write_json(RunPaths(copy).reproduction, {"original": str(run), "verdict": found, "lines": lines})
     print("\n".join(lines))

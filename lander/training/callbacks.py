@@ -25,6 +25,7 @@ from stable_baselines3 import A2C
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback, CallbackList
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
+from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
 
 from lander.envs import make_env
 from lander.errors import ConfigError
@@ -508,14 +509,59 @@ class StopAtTimesteps(BaseCallback):
         return self.num_timesteps <= self.end
 
 
+class Interruption(LimitReached):
+    """The stop :class:`InterruptAtTimesteps` makes: a run interrupted on purpose (``python -m lander.reproduce``)."""
+
+
+class InterruptAtTimesteps(BaseCallback):
+    """Interrupt the run as a signal would (a checkpoint, ``interrupted``, resumable) at the start of its rollout at
+    ``timesteps`` (0: its first): ``python -m lander.reproduce`` stops a reproduction where its original was stopped,
+    then resumes it, without this callback, as the original was resumed.
+
+    :param timesteps: the step of the checkpoint to take (the original's checkpoint its resume started from: a
+        rollout's start)
+    """
+
+    def __init__(self, timesteps: int) -> None:
+        super().__init__()
+        self.timesteps, self.armed = int(timesteps), True
+
+    def _on_rollout_start(self) -> None:
+        if self.armed and self.model.num_timesteps >= self.timesteps:
+            self.armed = False
+            stop_at_next_step(Interruption(f"a stop at {self.timesteps:,} timesteps, as the run reproduced"))
+
+    def _on_step(self) -> bool:
+        return True
+
+
 class SignalCheck(BaseCallback):
-    """Raises a SIGINT/SIGTERM received during :func:`lander.process.signals.deferred` at the next env step, and
-    waits there while the run is paused (SIGUSR1 until SIGUSR2; the run's :func:`lander.process.signals.pausing`
-    listener says so). Put it last, so every other callback has seen the step."""
+    """Raises a SIGINT/SIGTERM received during :func:`lander.process.signals.deferred`, and waits at each step while
+    the run is paused (SIGUSR1 until SIGUSR2; the run's :func:`lander.process.signals.pausing` listener says so).
+    Put it last, so every other callback has seen the step.
+
+    An on-policy algorithm (PPO, A2C) is stopped at the next env step: the rollout in progress is dropped and
+    collected again after a resume. Any other algorithm that calls ``on_rollout_start`` (SB3's off-policy ones,
+    lander's Q-learning and REINFORCE) is stopped at the start of its next rollout (DQN's ``train_freq`` steps
+    later at most): mid-rollout its replay buffer, DQN's target-network schedule and its episode count have moved
+    on from the rollout's start that its checkpoint records, and its resume would not be the run that checkpoint
+    says. An algorithm without rollouts is stopped at the next env step."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.each_step, self.rollouts = True, False
+
+    def _on_training_start(self) -> None:
+        self.each_step = isinstance(self.model, OnPolicyAlgorithm)
+
+    def _on_rollout_start(self) -> None:
+        self.rollouts = True
+        raise_pending()
 
     def _on_step(self) -> bool:
         hold_while_paused()
-        raise_pending()
+        if self.each_step or not self.rollouts:
+            raise_pending()
         return True
 
 

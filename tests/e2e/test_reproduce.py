@@ -9,7 +9,7 @@ import json
 import pytest
 from omegaconf import OmegaConf
 
-from helpers import composed, lander, tiny, tiny_run
+from helpers import composed, lander, lander_env, run_lander, tiny, tiny_run
 from lander.reproduce import main
 
 
@@ -66,10 +66,10 @@ def test_a_seed_trained_side_by_side_reproduces_alone_on_the_same_engine(tmp_pat
     assert (saved.seeds_per_process, saved.batched_engine, saved.seed) == (1, True, 1)
 
 
-def test_a_resumed_run_is_compared_up_to_its_first_resume(tmp_path):
-    """A resume re-seeds the envs and generators at its checkpoint, so an uninterrupted reproduction parts from the
-    run there: a run trained further (``resume=<run> total_timesteps=N``) was reported ``diverged`` (the number of
-    rows), the snapshots agreeing. It is trained again to the end of its first budget and compared up to there."""
+def test_a_run_trained_further_is_replayed_to_its_first_budget_then_resumed(tmp_path):
+    """A resume re-seeds the envs and generators at its checkpoint, so a run trained further (``resume=<run>
+    total_timesteps=N``) was reported ``diverged`` by an uninterrupted reproduction (the number of rows), the
+    snapshots agreeing. It is trained again to its first budget, resumed to N, and compared whole."""
     run = tmp_path / "run"
     tiny_run(run, "ppo")
     further = lander(f"resume={run}", "total_timesteps=1536")
@@ -77,12 +77,43 @@ def test_a_resumed_run_is_compared_up_to_its_first_resume(tmp_path):
     same = reproduce(str(run))
     assert same.returncode == 0, same.stdout[-2000:] + same.stderr[-3000:]
     lines = same.stdout.splitlines()
-    assert lines[0].startswith(f"identical: {run}.reproduce-1 reproduces {run} to its step 1,024 ("), lines
+    assert lines[0].startswith(f"identical: {run}.reproduce-1 reproduces {run} to its step 1,536 ("), lines
+    assert "the final evaluation's episodes, every weight of model.zip" in lines[0]
     assert lines[1] == (
-        "  the run was resumed at step 1024 (summary.json's resumed_at), where a resume re-seeds its envs and "
-        "generators: it is compared up to there"
+        "  the run was resumed at step 1024 (summary.json's resumed_at): trained again to there, then resumed to 1536"
     )
-    assert json.loads((tmp_path / "run.reproduce-1" / "summary.json").read_text())["timesteps"] == 1024
+    again = lander(f"resume={run}", "total_timesteps=2048")  # resumed twice: compared up to its first resume
+    assert again.returncode == 0, again.stderr[-3000:]
+    lines = reproduce(str(run)).stdout.splitlines()
+    assert lines[0].startswith(f"identical: {run}.reproduce-2 reproduces {run} to its step 1,024 ("), lines
+    assert lines[1].startswith("  the run was resumed at step 1024 (summary.json's resumed_at), where a resume re-")
+
+
+@pytest.mark.parametrize(
+    ("algo", "fault"),
+    [
+        ("ppo", "write:model_@1:INT"),  # as its first checkpoint is written, at a rollout's start (512)
+        ("dqn", "write:best_model.zip@1:INT"),  # at its first evaluation (step 500), the last step of a rollout
+        ("ppo", "write:best_model.zip@1:INT"),  # in its first rollout: resumed from its checkpoint at step 0
+    ],
+)
+def test_a_run_stopped_and_resumed_reproduces_whole(tmp_path, algo, fault):
+    """SIGINT, then ``resume=``: the reproduction is stopped where the run was (the checkpoint its resume started
+    from), resumed, and identical to the end. DQN's replay buffer, target-network schedule and episode count stood
+    at its checkpoint's rollout start only once a stop waited for the next rollout: stopped mid-rollout, its resume
+    diverged from any reproduction."""
+    run = tmp_path / "run"
+    buffer = ["checkpoint_replay_buffer=true"] if algo == "dqn" else []
+    stopped = run_lander(run, *tiny(algo, checkpoints=500), *buffer, env=lander_env(LANDER_FAULT=fault))
+    assert stopped.returncode == 130, stopped.stderr[-3000:]
+    resumed = lander(f"resume={run}")
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    (at,) = json.loads((run / "summary.json").read_text())["resumed_at"]
+    same = reproduce(str(run))
+    assert same.returncode == 0, same.stdout[-2000:] + same.stderr[-3000:]
+    assert "the final evaluation's episodes, every weight of model.zip" in same.stdout.splitlines()[0]
+    assert f"resumed at step {at} (summary.json's resumed_at): trained again to there" in same.stdout
+    assert at == {"write:model_@1:INT": 512, "write:best_model.zip@1:INT": 500 if algo == "dqn" else 0}[fault]
 
 
 def saved_run(directory, *overrides: str):

@@ -97,6 +97,9 @@ class QLearning(BaseAlgorithm):
 
     policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = {"TabularPolicy": QTablePolicy}
     policy: QTablePolicy
+    # a signal stops it at its next rollout (step), not within one: its episode count moves before the callbacks
+    # see the step (lander.training.callbacks.SignalCheck)
+    stops_at_rollouts = True
 
     def __init__(
         self,

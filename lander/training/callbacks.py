@@ -25,7 +25,6 @@ from stable_baselines3 import A2C
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback, CallbackList
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
-from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
 
 from lander.envs import make_env
 from lander.errors import ConfigError
@@ -540,27 +539,26 @@ class SignalCheck(BaseCallback):
     the run is paused (SIGUSR1 until SIGUSR2; the run's :func:`lander.process.signals.pausing` listener says so).
     Put it last, so every other callback has seen the step.
 
-    An on-policy algorithm (PPO, A2C) is stopped at the next env step: the rollout in progress is dropped and
-    collected again after a resume. Any other algorithm that calls ``on_rollout_start`` (SB3's off-policy ones,
-    lander's Q-learning and REINFORCE) is stopped at the start of its next rollout (DQN's ``train_freq`` steps
-    later at most): mid-rollout its replay buffer, DQN's target-network schedule and its episode count have moved
-    on from the rollout's start that its checkpoint records, and its resume would not be the run that checkpoint
-    says. An algorithm without rollouts is stopped at the next env step."""
+    Most algorithms are stopped at the next env step: PPO's and A2C's rollout in progress is dropped and collected
+    again after a resume. SB3's off-policy ones (DQN, SAC, TD3) and lander's Q-learning (``stops_at_rollouts``) are
+    stopped at the start of their next rollout (DQN's ``train_freq`` steps later at most): mid-rollout their replay
+    buffer, DQN's target-network schedule and their episode count have moved on from the rollout's start that their
+    checkpoint records, and their resume would not be the run that checkpoint says."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.each_step, self.rollouts = True, False
+        self.each_step = True
 
     def _on_training_start(self) -> None:
-        self.each_step = isinstance(self.model, OnPolicyAlgorithm)
+        at_rollouts = isinstance(self.model, OffPolicyAlgorithm) or getattr(self.model, "stops_at_rollouts", False)
+        self.each_step = not at_rollouts
 
     def _on_rollout_start(self) -> None:
-        self.rollouts = True
         raise_pending()
 
     def _on_step(self) -> bool:
         hold_while_paused()
-        if self.each_step or not self.rollouts:
+        if self.each_step:
             raise_pending()
         return True
 

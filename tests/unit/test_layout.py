@@ -54,7 +54,7 @@ LATE_IMPORTS = {
         "lander.config.precheck",
     },
     "lander.evaluate": {"lander.evaluation.saved"},
-    "lander.reproduce": {"lander.training.train"},
+    "lander.reproduce": {"lander.training.train", "lander.training.resume", "lander.training.callbacks"},
     "lander.sweeps.callback": {
         "lander.reports.sweep_report",
         "lander.tracking.wandb_tracker",

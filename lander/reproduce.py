@@ -95,7 +95,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
 class Plan:
     """What :func:`plan` decided: the config to train again, the new directory beside the run, the steps to compare
     (None: the whole run), the seeds the run trained beside (``seeds_per_process``: 1, or a group, reproduced alone
-    on the same engine), and the step of the run's first resume (None: never resumed), where the comparison ends."""
+    on the same engine), the step of the run's first resume (None: never resumed), where the comparison ends unless
+    the run is replayed, and for a run replayed the budget its resume trained to."""
 
     cfg: DictConfig
     copy: Path
@@ -312,12 +313,15 @@ def reproduce(run: Path, steps: int | None, allowed: list[str]) -> int:
     if planned.grouped > 1:
         log.info("it trained side by side (seeds_per_process=%d): reproduced alone on the same engine", planned.grouped)
     RunLock(copy).acquire()
+    summary = None
     if planned.replay is not None:
         with contextlib.suppress(Interruption):  # stopped where the original was (or trained to its first budget)
-            train(cfg, copy)
-        cfg = resume_config(copy, planned.replay)  # then resumed as the original was: its checkpoint, that budget
-        cfg.callbacks.pop("lander_reproduce_interrupt", None)  # (none where it was trained to its first budget)
-    summary = train(cfg, copy)
+            summary = train(cfg, copy)
+        if summary is None or summary.timesteps < planned.replay:  # (one that ended otherwise is compared as it is)
+            cfg = resume_config(copy, planned.replay)  # then resumed as the original was: its checkpoint, that budget
+            cfg.callbacks.pop("lander_reproduce_interrupt", None)  # (none where it was trained to its first budget)
+            summary = None
+    summary = summary or train(cfg, copy)
     # stopped one step of its envs past the update it was to reach (StopAtTimesteps), where it was stopped
     trained = int(summary.timesteps) - (budget(cfg)[1] if "lander_reproduce_steps" in cfg.callbacks else 0)
     found, lines = said(RunPaths(run), RunPaths(copy), steps, summary, trained)

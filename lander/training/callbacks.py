@@ -554,7 +554,8 @@ class SignalCheck(BaseCallback):
         self.each_step = not at_rollouts
 
     def _on_rollout_start(self) -> None:
-        raise_pending()
+        if not self.each_step:  # (a step's stop comes at the step: a seed side by side has had its update handed
+            raise_pending()  # back by then, before its next rollout's first action, lander.execution.lockstep)
 
     def _on_step(self) -> bool:
         hold_while_paused()

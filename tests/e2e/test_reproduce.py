@@ -116,6 +116,25 @@ def test_a_run_stopped_and_resumed_reproduces_whole(tmp_path, algo, fault):
     assert at == {"write:model_@1:INT": 512, "write:best_model.zip@1:INT": 500 if algo == "dqn" else 0}[fault]
 
 
+def test_seeds_side_by_side_stopped_and_continued_reproduce_whole(tmp_path):
+    """A sweep of two seeds side by side stopped by SIGINT (as seed 0 writes its first checkpoint) and continued by
+    its own command: each seed reproduces alone, replayed, to its end. A seed stopped at its next rollout's start
+    while the other's update, done with it, was not handed back yet would keep that update in a checkpoint labelled
+    before it (its resume then trained that rollout twice)."""
+    sweep = tmp_path / "sweep"
+    args = ["--multirun", "seed=0,1", "seeds_per_process=2", *tiny("ppo", 2048, checkpoints=512)]
+    stopped = lander(*args, f"hydra.sweep.dir={sweep}", env=lander_env(LANDER_FAULT="write:model_@1:INT"))
+    statuses = [json.loads((sweep / job / "summary.json").read_text())["status"] for job in ("0", "1")]
+    assert stopped.returncode == 1 and statuses == ["interrupted"] * 2, stopped.stderr[-3000:]
+    again = lander(*args, f"hydra.sweep.dir={sweep}")
+    assert again.returncode == 0, again.stderr[-3000:]
+    for job in ("0", "1"):
+        assert len(json.loads((sweep / job / "summary.json").read_text())["resumed_at"]) == 1
+        same = reproduce(str(sweep / job))
+        assert same.returncode == 0, same.stdout[-2000:] + same.stderr[-3000:]
+        assert "every weight of model.zip" in same.stdout.splitlines()[0]
+
+
 def saved_run(directory, *overrides: str):
     """A run directory holding only the saved config of ``overrides`` (what the checks read before anything)."""
     (directory / ".hydra").mkdir(parents=True)

@@ -21,7 +21,7 @@ from lander.config.keys import did_you_mean
 from lander.config.precheck import hydra_message
 from lander.config.schema import CONF_DIR, EvaluateConfig, register_configs
 from lander.errors import ConfigError
-from lander.storage.rundir import RunPaths, find_checkpoints, find_run_dirs
+from lander.storage.rundir import RunPaths, evaluated_model, find_checkpoints, find_run_dirs
 
 register_configs()
 NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*")  # name=: a file name under <run>/evaluations/, not a path
@@ -52,7 +52,7 @@ def check(cfg: DictConfig) -> None:
     runs = find_run_dirs([Path(cfg.run)])
     if not runs:
         raise ConfigError(f"run={cfg.run!r} holds no lander run (no .hydra/config.yaml)")
-    if not any(has_model(RunPaths(run), cfg.model) for run in runs):
+    if not any(evaluated_model(RunPaths(run), cfg.model).is_file() for run in runs):
         kept = sorted(p.name for p in runs[0].glob("*.zip")) + [
             str(p.relative_to(runs[0])) for _, p in find_checkpoints(RunPaths(runs[0]).checkpoints)
         ]
@@ -60,12 +60,6 @@ def check(cfg: DictConfig) -> None:
         raise ConfigError(
             f"model={cfg.model!r}: {which} such file; {runs[0]} has: {', '.join(kept) or 'no model (it saved none)'}"
         )
-
-
-def has_model(paths: RunPaths, name: str) -> bool:
-    """Whether the run has the model ``name`` to evaluate: that file, or for ``model.zip`` a checkpoint (a run stopped
-    before its end is evaluated at its newest, :func:`lander.evaluation.saved.model_file`)."""
-    return (paths.root / name).is_file() or (name == "model.zip" and bool(find_checkpoints(paths.checkpoints)))
 
 
 def check_command(argv: list[str]) -> None:

@@ -41,7 +41,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from lander.config.checks import checked
-from lander.config.schema import load_saved
+from lander.config.schema import budget, load_saved
 from lander.config.trust import check_trusted
 from lander.errors import ConfigError, RunFileError
 from lander.storage.lock import RunLock
@@ -139,7 +139,7 @@ def plan(run: Path, steps: int | None, allowed: list[str]) -> Plan:
     if replay is not None and steps is not None:  # interrupted where the original was (a rollout's start)
         stop = {"_target_": "lander.training.callbacks.InterruptAtTimesteps", "timesteps": steps}
         cfg.callbacks["lander_reproduce_interrupt"] = stop
-    elif steps is not None and not (resumed is not None and steps >= budget_of(cfg)):
+    elif steps is not None and not (resumed is not None and steps >= budget(cfg)[0]):
         # the whole budget, whose schedules (learning rate, exploration) it shapes, stopped there; a run trained
         # further from the end of its first budget is trained to that end, as it was
         stop = {"_target_": "lander.training.callbacks.StopAtTimesteps", "timesteps": steps}
@@ -162,18 +162,13 @@ def stages(cfg: DictConfig, summary: RunSummary, steps: int | None) -> tuple[int
     once = resumed is not None and len(summary.resumed_at) == 1 and steps is None and summary.status == Status.COMPLETED
     if once:  # stopped where the original was, or trained to the end of its first budget; then resumed
         assert resumed is not None
-        return (None if resumed >= budget_of(cfg) else resumed), resumed, int(summary.total_timesteps)
+        return (None if resumed >= budget(cfg)[0] else resumed), resumed, int(summary.total_timesteps)
     end = resumed if resumed is not None else None if summary.status == Status.COMPLETED else summary.timesteps
     if end is not None:  # a stopped run: what it recorded; a resumed one: up to its first resume
         return min(steps or end, end), resumed, None
     if steps is not None and steps >= summary.timesteps > 0:  # as many steps as the run took, or more: the whole run
         return None, resumed, None
     return steps, resumed, None
-
-
-def budget_of(cfg: DictConfig) -> int:
-    """The run's budget in its saved config (``total_timesteps``, or the algorithm's when null)."""
-    return int(cfg.total_timesteps if cfg.total_timesteps is not None else cfg.algo.total_timesteps)
 
 
 def read_rows(path: Path) -> list[dict[str, str]]:
@@ -295,7 +290,7 @@ def reproduce(run: Path, steps: int | None, allowed: list[str]) -> int:
     # torch, SB3 (~2 s): after the checks, so bad input fails at once
     from lander.training.callbacks import Interruption
     from lander.training.resume import resume_config
-    from lander.training.train import budget, train
+    from lander.training.train import train
 
     planned = plan(run, steps, allowed)
     cfg, copy, steps = planned.cfg, planned.copy, planned.steps

@@ -40,6 +40,7 @@ from lander.config.schema import (
     WANDB_TRACKER,
     EnvConfig,
     action_space_kind,
+    budget,
     group_options,
     observation_space_kind,
     tracker_nodes,
@@ -303,7 +304,7 @@ def memory_needed(cfg: DictConfig) -> dict[str, float]:
     buffers and networks are not estimated: their wrappers (``env.wrappers``) shrink the frames the raw env gives,
     and their ``net_arch`` follows a CNN.
     """
-    n_envs = int(cfg.n_envs if cfg.n_envs is not None else cfg.algo.n_envs)
+    n_envs = budget(cfg)[1]
     seeds = int(cfg.get("seeds_per_process") or 1)  # side by side: one process holds every seed's envs and buffers
     needed = {
         "training envs": float(seeds * n_envs * ENV_BYTES),

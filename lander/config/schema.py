@@ -261,6 +261,13 @@ def changes_nothing(override: str) -> bool:
     return any(key == k or key.startswith((k + ".", k + "/")) for k in NOT_CONFIGURATION)
 
 
+def budget(cfg: DictConfig) -> tuple[int, int]:
+    """``(total_timesteps, n_envs)``: the top-level values, or the algorithm's tuned ones when null."""
+    total = cfg.total_timesteps if cfg.total_timesteps is not None else cfg.algo.total_timesteps
+    n_envs = cfg.n_envs if cfg.n_envs is not None else cfg.algo.n_envs
+    return int(total), int(n_envs)
+
+
 def configuration_key(overrides: list[str]) -> tuple[str, ...]:
     """The configuration a run's (or a job's) overrides make: every override but the seed and those that change
     nothing (:func:`changes_nothing`), sorted."""

@@ -20,7 +20,7 @@ from lander.evaluation.loading import safe_load
 from lander.evaluation.policy import evaluate
 from lander.evaluation.video import write_video
 from lander.storage.normalization import read_stats, stats_path
-from lander.storage.rundir import RunPaths, find_checkpoints, find_run_dirs, write_json
+from lander.storage.rundir import CHECKPOINT, RunPaths, evaluated_model, find_run_dirs, write_json
 
 log = logging.getLogger(__name__)
 
@@ -34,18 +34,18 @@ def run_dirs(path: Path) -> list[Path]:
 
 
 def model_file(paths: RunPaths, name: str) -> Path:
-    """``<run>/<name>``; for a run stopped before its end (no ``model.zip``), its newest checkpoint, said so."""
-    path = paths.root / name
-    if path.is_file() or name != "model.zip" or not find_checkpoints(paths.checkpoints):
-        return path
-    steps, newest = find_checkpoints(paths.checkpoints)[0]
-    log.warning(
-        "%s has no model.zip (the run stopped before its end): evaluating its newest checkpoint, %s (%d timesteps)",
-        paths.root,
-        newest.relative_to(paths.root),
-        steps,
-    )
-    return newest
+    """``<run>/<name>``; for a run stopped before its end (no ``model.zip``), its newest checkpoint, said so
+    (:func:`lander.storage.rundir.evaluated_model`)."""
+    path = evaluated_model(paths, name)
+    if path != paths.root / name:
+        steps = int(CHECKPOINT.fullmatch(path.name).group(1))  # type: ignore[union-attr]  # find_checkpoints' own
+        log.warning(
+            "%s has no model.zip (the run stopped before its end): evaluating its newest checkpoint, %s (%d timesteps)",
+            paths.root,
+            path.relative_to(paths.root),
+            steps,
+        )
+    return path
 
 
 def evaluate_run(run_dir: Path, args: DictConfig) -> Path:

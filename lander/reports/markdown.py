@@ -144,7 +144,7 @@ def report_lines(
         ),
         ("Failed runs", [run_line(r) for r in left_out["failed"]]),
         (
-            "Runs not finished" if at_timesteps is None else f"Runs short of {at_timesteps:,} timesteps",
+            f"Runs {names['unfinished']}",
             [run_line(r) for r in left_out["unfinished"]],
         ),
         (

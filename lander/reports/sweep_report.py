@@ -77,7 +77,7 @@ def env_section(found: Comparison, env: str, band: str, x: str) -> str:
 def left_out(found: Comparison, report: Path) -> str:
     """The runs not compared, by why."""
     parts = []
-    unfinished = "Not finished" if found.at_timesteps is None else f"Short of {found.at_timesteps:,} timesteps"
+    unfinished = left_out_names(found.at_timesteps)["unfinished"].capitalize()
     for key, title in (("failed", "Failed"), ("unfinished", unfinished), ("unevaluated", "Not evaluated by then")):
         if found.left_out.get(key):
             parts.append(f"<h3>{title}</h3>" + runs_table(found.left_out[key], report))

@@ -487,6 +487,15 @@ def find_checkpoints(directory: Path) -> list[tuple[int, Path]]:
     return sorted(found, reverse=True)
 
 
+def evaluated_model(paths: RunPaths, name: str) -> Path:
+    """The model ``name`` of a run (``model.zip``, ``best_model.zip``, ``checkpoints/...``) to evaluate:
+    ``<run>/<name>``; for ``model.zip`` of a run stopped before its end (it wrote none), its newest checkpoint."""
+    path = paths.root / name
+    if path.is_file() or name != "model.zip" or not (found := find_checkpoints(paths.checkpoints)):
+        return path
+    return found[0][1]
+
+
 def _natural(path: Path) -> list[tuple[int, int, str]]:
     """Sort key that puts job 2 before job 10."""
     return [(0, int(part), "") if part.isdigit() else (1, 0, part) for part in path.parts]

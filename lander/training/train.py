@@ -22,7 +22,7 @@ from threadpoolctl import threadpool_limits
 
 from lander.algorithms.build import build_model, effective_gamma
 from lander.config.checks import Checked, checked
-from lander.config.schema import action_space_kind, observation_space_kind
+from lander.config.schema import action_space_kind, budget, observation_space_kind
 from lander.envs import make_train_env, normalized
 from lander.errors import ConfigError
 from lander.faults import fault
@@ -73,13 +73,6 @@ def check_footprint(cfg: DictConfig) -> None:
             f"memory_limit_mb={limit:g} is below this run's footprint before training, {footprint:.0f} MB "
             "(torch, SB3 and the envs loaded): allow more, or null for no limit"
         )
-
-
-def budget(cfg: DictConfig) -> tuple[int, int]:
-    """``(total_timesteps, n_envs)``: the top-level values, or the algorithm's tuned ones when null."""
-    total = cfg.total_timesteps if cfg.total_timesteps is not None else cfg.algo.total_timesteps
-    n_envs = cfg.n_envs if cfg.n_envs is not None else cfg.algo.n_envs
-    return int(total), int(n_envs)
 
 
 def train(

@@ -10,6 +10,7 @@ steps far, as it stood at its last evaluation up to N.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import sys
@@ -63,7 +64,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.at_timesteps is not None and args.at_timesteps < 1:
         parser.error(f"--at-timesteps={args.at_timesteps}: must be a number of timesteps >= 1")
     beside = args.out is None and RunPaths(args.paths[0]).is_run()  # runs, compared into comparisons/
-    out = args.out or (new_directory(Path("comparisons")) if beside else SweepPaths(args.paths[0]).comparison)
+    try:  # a new directory of its own (made: another comparison started in the same second takes the next name)
+        out = args.out or (new_directory(Path("comparisons")) if beside else SweepPaths(args.paths[0]).comparison)
+    except OSError as exc:
+        log.error("lander.compare: %s", cannot_write(Path("comparisons"), exc))
+        return 2
     sweep = SweepPaths(out.parent)
     if (
         out.resolve() == sweep.comparison.resolve()
@@ -86,16 +91,22 @@ def main(argv: list[str] | None = None) -> int:
         )
     try:
         compare(args.paths, out, args.baseline, args.at_timesteps, args.band, args.x_axis)
-    except RunSetError as exc:
-        log.error("lander.compare: %s", exc)
-        return 2
-    except OSError as exc:  # an --out that cannot be made (under a file, a read-only place), a full disk
-        log.error("lander.compare: cannot write the comparison in %s: %s", out, exc.strerror or exc)
+    except (RunSetError, OSError) as exc:  # OSError: an --out that cannot be made (under a file, a read-only
+        # place), a full disk
+        log.error("lander.compare: %s", exc if isinstance(exc, RunSetError) else cannot_write(out, exc))
+        if beside:  # the directory made for it (new_directory) and its date's, where nothing was written there
+            with contextlib.suppress(OSError):
+                for made in (out, out.parent, out.parent.parent):
+                    made.rmdir()
         return 2
     if beside:  # its inputs.json, as the service writes its own: the dashboard of a service rooted here lists it
         (out / "inputs.json").write_text(json.dumps([str(listed_path(p)) for p in args.paths]))
     print((out / "report.md").read_text())
     return 0
+
+
+def cannot_write(out: Path, exc: OSError) -> str:
+    return f"cannot write the comparison in {out}: {exc.strerror or exc}"
 
 
 def listed_path(path: Path) -> Path:

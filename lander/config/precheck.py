@@ -475,10 +475,15 @@ def check_output_dir(argv: list[str], cfg: DictConfig, multirun: bool) -> None:
     node = OmegaConf.to_container(cfg.hydra.sweep if multirun else cfg.hydra.run, resolve=False)
     assert isinstance(node, dict)  # its dir unresolved: ${now:...} as it is
     directory = given[-1] if given else str(node["dir"])
+    if directory.startswith(CLAIM) and directory.endswith("}"):  # lander's default: the name it claims
+        directory = directory[len(CLAIM) : -1]
     check_writable(directory, key)
     check_own_directory(directory, key, multirun)
     if not multirun and RunPaths(directory).is_run() and "${" not in directory:
         check_same_run(RunPaths(directory), [a for a in without_flags(argv) if not is_hydra_override(a)], key)
+
+
+CLAIM = "${lander.claim:"  # lander's default directories (config.yaml: lander.storage.rundir.claim_directory)
 
 
 def given_values(argv: list[str], key: str) -> list[str]:

@@ -28,6 +28,7 @@ from lander.errors import ConfigError
 
 SAFE_RESOLVERS = frozenset({"now"})  # Hydra's clock, used in directory names
 HYDRA_RESOLVERS = SAFE_RESOLVERS | {"hydra"}  # Hydra's own node reads itself: ${hydra:runtime.output_dir}
+CLAIMED = ("hydra.run.dir", "hydra.sweep.dir")  # made as they are named: ${lander.claim:...} (nothing but a mkdir)
 HYDRA_TARGETS = ("hydra._internal.", "hydra_plugins.")  # Hydra's sweepers and launchers, and installed plugins
 GETTERS = frozenset({"hydra.utils.get_class", "hydra.utils.get_method", "hydra.utils.get_object"})
 ALLOW_ENV = "LANDER_ALLOWED_TARGETS"  # set (comma-separated prefixes, maybe none): lander.run checks its config
@@ -158,8 +159,11 @@ def check_trusted(cfg: DictConfig | dict[str, Any], prefixes: Sequence[str], whe
 def check_hydra_node(hydra: dict[str, Any], prefixes: Sequence[str], source: str) -> None:
     """The ``hydra`` node of a composed config, as written (it resolves only inside a run): its callbacks, launcher
     and sweeper are instantiated by Hydra before lander's code runs, so each ``_target_`` must be Hydra's own, an
-    installed plugin's, lander's or allowed, and no resolver but ``now`` and ``hydra`` is called."""
+    installed plugin's, lander's or allowed, and no resolver but ``now`` and ``hydra`` is called (and ``lander.claim``,
+    :func:`lander.storage.rundir.claim_directory`, in ``hydra.run.dir`` and ``hydra.sweep.dir``)."""
     for key, value, name in untrusted_resolvers(hydra, "hydra", HYDRA_RESOLVERS):
+        if name == "lander.claim" and key in CLAIMED:  # lander's default directories (config.yaml)
+            continue
         raise ConfigError(f"{source}{key}={value!r} calls the resolver {name}: not run for a config the service starts")
     for key, node in nodes(hydra, "hydra"):
         for name in imported(node):

@@ -68,7 +68,7 @@ class Launcher:
         self.max_running, self.max_jobs = max_running, max_jobs
         self.allowed = list(allowed or [])
         self._cwd: Path | None = None  # made at the first launch (:attr:`cwd`)
-        self._starting = threading.Lock()  # counting the running processes and starting one: one at a time
+        self._starting = threading.RLock()  # counting the running processes and starting one: one at a time
 
     @property
     def cwd(self) -> Path:
@@ -85,10 +85,17 @@ class Launcher:
             raise Refused(f"the root {self.root} is not writable: nothing was started", 409)
 
     def new_dir(self, place: str, label: str = "") -> Path:
-        """A fresh directory name, not created, as ``python -m lander.run`` names its own:
-        ``outputs/<date>/<time>_<label>`` for a run (``ppo_lunar_lander_seed-0``), ``multirun/<date>/<time>`` for
-        a sweep; ``-2``, ``-3``, ... after it where that is taken."""
-        return new_directory(self.root / place, label)
+        """A new directory, made (:func:`lander.storage.rundir.new_directory`) once the service may start a process
+        (:meth:`writable`, :meth:`room`), as ``python -m lander.run`` names its own: ``outputs/<date>/<time>_<label>``
+        for a run (``ppo_lunar_lander_seed-0``), ``multirun/<date>/<time>`` for a sweep; ``-2``, ``-3``, ... after it
+        where another launch, or a command at a terminal, took that name. Called with :attr:`_starting` held, as
+        :meth:`start` then takes it again."""
+        self.writable()
+        self.room()
+        try:
+            return new_directory(self.root / place, label)
+        except OSError as exc:
+            raise Refused(f"cannot write {self.root / place}: {exc.strerror or exc}; nothing was started", 409) from exc
 
     def start(
         self, args: list[str], directory: Path, kind: str, module: str = "lander.run", console: Path | None = None
@@ -175,12 +182,14 @@ class Launcher:
 
     def launch_run(self, overrides: list[str], label: str = "") -> dict[str, Any]:
         """:param label: the run's name in its directory (:func:`lander.service.overrides.run_label`)"""
-        directory = self.new_dir("outputs", label)
-        return self.start([*overrides, f"hydra.run.dir={directory}"], directory, "run")
+        with self._starting:
+            directory = self.new_dir("outputs", label)
+            return self.start([*overrides, f"hydra.run.dir={directory}"], directory, "run")
 
     def launch_sweep(self, overrides: list[str]) -> dict[str, Any]:
-        directory = self.new_dir("multirun")
-        return self.start(["--multirun", *overrides, f"hydra.sweep.dir={directory}"], directory, "sweep")
+        with self._starting:
+            directory = self.new_dir("multirun")
+            return self.start(["--multirun", *overrides, f"hydra.sweep.dir={directory}"], directory, "sweep")
 
     def launch_comparison(
         self, runs: list[Path], baseline: str | None = None, at_timesteps: int | None = None
@@ -188,15 +197,16 @@ class Launcher:
         """``python -m lander.compare <run dirs> --out comparisons/<date>/<time> [--baseline=B] [--at-timesteps=N]``:
         any runs, from any sweeps or none, compared as a sweep's end compares its jobs; ``inputs.json`` there lists
         them. ``--baseline=B`` in one argument: a label starting with ``-`` is not read as an option."""
-        directory = self.new_dir("comparisons")
-        try:
-            directory.mkdir(parents=True)
-            (directory / "inputs.json").write_text(json.dumps([str(r.relative_to(self.root)) for r in runs]))
-        except OSError as exc:
-            raise Refused(f"cannot write {directory}: {exc.strerror or exc}; nothing was started", 409) from exc
         options = [f"--baseline={baseline}"] if baseline is not None else []
         options += [f"--at-timesteps={at_timesteps}"] if at_timesteps is not None else []
-        return self.start([*map(str, runs), "--out", str(directory), *options], directory, "compare", "lander.compare")
+        with self._starting:
+            directory = self.new_dir("comparisons")
+            try:
+                (directory / "inputs.json").write_text(json.dumps([str(r.relative_to(self.root)) for r in runs]))
+            except OSError as exc:
+                raise Refused(f"cannot write {directory}: {exc.strerror or exc}; nothing was started", 409) from exc
+            args = [*map(str, runs), "--out", str(directory), *options]
+            return self.start(args, directory, "compare", "lander.compare")
 
     def processes(self) -> dict[str, bool]:
         """The directories (paths under the root) of the processes this root's services started, each with whether

@@ -24,6 +24,7 @@ from typing import Any
 
 from lander.errors import RunFileError
 from lander.faults import fault
+from lander.storage.lock import RunLock
 
 
 def atomic_write(path: Path, write: Callable[[Path], Any]) -> Path:
@@ -173,6 +174,8 @@ def remove_unstarted(root: Path) -> bool:
         return False
     if not set(entries) <= UNSTARTED or any(p.is_symlink() for p in entries.values()):
         return False
+    if RunLock(root).busy():  # another process's run, which has not trained yet
+        return False
     for name in sorted(entries, key=len, reverse=True):  # files before the folder that holds them
         path = entries[name]
         path.rmdir() if path.is_dir() else path.unlink()
@@ -295,15 +298,41 @@ class SweepPaths:
 
 
 def new_directory(place: Path, label: str = "") -> Path:
-    """A fresh directory name under ``place``, not created, named as ``python -m lander.run`` names its own:
-    ``<place>/<date>/<time>_<label>`` (``<time>`` alone without a label); ``-2``, ``-3``, ... after it where that
-    is taken."""
+    """A new directory under ``place``, made here (:func:`make_new`), named as ``python -m lander.run`` names its
+    own: ``<place>/<date>/<time>_<label>`` (``<time>`` alone without a label); ``-2``, ``-3``, ... after it where
+    that is taken."""
     now = datetime.now()
-    base = place / now.strftime("%Y-%m-%d") / "_".join(filter(None, [now.strftime("%H-%M-%S"), label]))
+    return make_new(place / now.strftime("%Y-%m-%d") / "_".join(filter(None, [now.strftime("%H-%M-%S"), label])))
+
+
+def make_new(base: Path) -> Path:
+    """Make ``base``, or ``base-2``, ``base-3``, ... where another process made that one first: ``mkdir`` is atomic,
+    so of two processes asking at once one makes a name and the other the next. Returns the directory made."""
+    base.parent.mkdir(parents=True, exist_ok=True)
     n = 1
-    while (found := base if n == 1 else base.with_name(f"{base.name}-{n}")).exists():
-        n += 1
-    return found
+    while True:
+        found = base if n == 1 else base.with_name(f"{base.name}-{n}")
+        try:
+            found.mkdir()
+        except FileExistsError:
+            n += 1
+            continue
+        return found
+
+
+CLAIMED: dict[str, str] = {}  # this process's claimed directories: the name asked for -> the directory made
+
+
+def claim_directory(name: str) -> str:
+    """The directory :func:`make_new` makes for ``name``, once a process: lander's default ``hydra.run.dir`` and
+    ``hydra.sweep.dir`` are named by the second they start in (``${lander.claim:outputs/${now:...}_ppo_..._seed-0}``),
+    so two commands started in the same second (a shell loop over gamma, or over algorithms for sweeps) were given
+    one directory, where the second one's Hydra wrote its config over the first's. The same name gives the same
+    directory for as long as this process runs (Hydra reads the value more than once; the jobs of a sweep get it in
+    their config's resolver cache, as they get ``${now:...}``)."""
+    if name not in CLAIMED:
+        CLAIMED[name] = str(make_new(Path(name)))
+    return CLAIMED[name]
 
 
 class Status(str, Enum):

@@ -135,8 +135,9 @@ def continue_study(config: DictConfig) -> None:
     sweeper = config.hydra.sweeper
     if "optuna" not in str(sweeper.get("_target_", "")) or not sweeper.get("storage"):
         return
-    if not Path(config.hydra.sweep.dir).is_dir():  # a new search (its SQLite file would go in there)
-        return
+    sweep_dir = Path(config.hydra.sweep.dir)
+    if not sweep_dir.is_dir() or not any(sweep_dir.iterdir()):  # a new search (its SQLite file would go in there;
+        return  # lander's default directory is made empty when the sweep starts: lander.storage.rundir.claim_directory)
     import optuna  # 2.0 s (measured, time.perf_counter around the import): only to resume an Optuna search
 
     try:

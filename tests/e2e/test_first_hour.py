@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import signal
 import time
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pandas as pd
@@ -12,6 +13,7 @@ import pytest
 
 from helpers import lander, read_json, run_lander, start_lander, tiny
 from helpers.wandb_reader import read_runs
+from lander.storage.lock import RunLock, SweepLock
 
 TINY = tiny("ppo", 0, eval_every=512, video=True, report=True)  # each test gives its budget
 
@@ -120,3 +122,50 @@ def test_a_long_run_says_how_long_it_will_take(caplog: pytest.LogCaptureFixture)
     with caplog.at_level("WARNING", logger="lander.training.budget"):  # a short run says nothing
         model.learn(128, callback=DurationForecast(end=256, after=0.0))
     assert not caplog.records
+
+
+def held_names(root: Path, name: str, seconds: int = 120) -> list[tuple[Path, RunLock]]:
+    """Every directory ``root/<date>/<time><name>`` a command started in the next ``seconds`` would be given by
+    default, made and held as another process's run or sweep (its config, its lock)."""
+    held, start = [], datetime.now()
+    for second in range(seconds):
+        moment = start + timedelta(seconds=second)
+        directory = root / moment.strftime("%Y-%m-%d") / f"{moment.strftime('%H-%M-%S')}{name}"
+        (directory / ".hydra").mkdir(parents=True)
+        (directory / ".hydra" / "config.yaml").write_text("gamma: 0.5\n")
+        (directory / "multirun.yaml").write_text("hydra: {overrides: {task: [gamma=0.5]}}\n")
+        lock = SweepLock(directory) if not name else RunLock(directory)
+        held.append((directory, lock.acquire()))
+    return held
+
+
+def test_runs_started_in_the_same_second_get_a_directory_each(tmp_path: Path) -> None:
+    """``for g in 0.99 0.9; do python -m lander.run gamma=$g & done``: both runs were given one directory (its name
+    is the second, the algorithm, the env and the seed), the second's Hydra wrote its config over the first's, and
+    the second, refused ("in use"), removed the first's ``.hydra/`` and ``run.log`` as its own unstarted files:
+    the first trained on with no config, neither resumable nor comparable. Now a run claims its directory: the
+    name, or ``-2``, ``-3``, ... after it where another command took it."""
+    held = held_names(tmp_path / "outputs", "_ppo_lunar_lander_seed-0")
+    proc = lander(*tiny("ppo", 256), "gamma=0.9", cwd=tmp_path, timeout=300)
+    for directory, lock in held:
+        assert (directory / ".hydra" / "config.yaml").read_text() == "gamma: 0.5\n", directory
+        assert sorted(p.name for p in directory.iterdir()) == [".hydra", ".lander.storage.lock", "multirun.yaml"]
+        lock.release()
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (run,) = [p for p in (tmp_path / "outputs").glob("*/*") if p.name.endswith("_seed-0-2")]
+    assert read_json(run / "summary.json")["status"] == "completed"
+    assert "\ngamma: 0.9\n" in (run / ".hydra" / "config.yaml").read_text()
+
+
+def test_sweeps_started_in_the_same_second_get_a_directory_each(tmp_path: Path) -> None:
+    """Two sweeps started in the same second (a shell loop over algorithms): the second was refused, "in use by
+    process ..., which runs this sweep ... then run the same command to complete the sweep", which was another
+    sweep. Now a sweep claims its directory as a run does: its jobs and comparison go to ``<time>-2``."""
+    held = held_names(tmp_path / "multirun", "")
+    proc = lander("--multirun", "seed=0,1", *tiny("ppo", 256), cwd=tmp_path, timeout=300)
+    for directory, lock in held:
+        assert sorted(p.name for p in directory.iterdir()) == [".hydra", ".lander.sweep.lock", "multirun.yaml"]
+        lock.release()
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (sweep,) = [p for p in (tmp_path / "multirun").glob("*/*") if p.name.endswith("-2")]
+    assert (sweep / "comparison" / "table.csv").is_file() and {p.name for p in sweep.glob("[0-9]")} == {"0", "1"}

@@ -285,7 +285,9 @@ def test_a_refused_new_run_leaves_no_directory_and_a_started_one_is_kept(tmp_pat
     run = planted_run(tmp_path)
     (run / "summary.json").unlink()
     (run / "run.log").write_text("invalid configuration\n")
-    RunLock(run).acquire().release()
+    held = RunLock(run).acquire()  # another process's run that has not trained yet: a refused command's Hydra
+    assert not remove_unstarted(run) and (run / ".hydra").is_dir()  # had it for its own (they shared its name)
+    held.release()
     assert remove_unstarted(run) and not run.exists()
     kept = planted_run(tmp_path, "kept")  # it has a summary.json: a run that started
     assert not remove_unstarted(kept) and (kept / "summary.json").is_file()

@@ -17,7 +17,16 @@ import pytest
 from helpers import composed, lander
 from lander.analysis.runset import Run
 from lander.config.schema import changes_nothing, labels, neutral_keys
-from lander.storage.rundir import RunPaths, RunSummary, Status, atomic_write, find_run_dirs, write_json
+from lander.storage.rundir import (
+    RunPaths,
+    RunSummary,
+    Status,
+    atomic_write,
+    claim_directory,
+    find_run_dirs,
+    new_directory,
+    write_json,
+)
 from lander.sweeps.rerun import check_same_sweep, plan_job, set_aside
 from lander.training.callbacks import Every, StopOnPlateau
 
@@ -497,3 +506,17 @@ def test_a_sweep_started_elsewhere_is_sweeping_while_its_lock_or_a_job_is_held_t
     job.release()
     ended, error = state()
     assert ended == "ended" and error is not None and error.startswith("2 run(s): 1 interrupted, 1 stopped; ")
+
+
+def test_a_new_directory_is_made_as_it_is_named(tmp_path):
+    """Two ``lander.compare`` of runs started in the same second (or two launches of the service) were given one
+    ``comparisons/<date>/<time>``: :func:`new_directory` named a directory without making it, so a second caller
+    before the first had made it got the same name, and both comparisons wrote there. Now each call makes its
+    own; a default run or sweep directory (``${lander.claim:...}``) is made once a process, whoever asks again."""
+    first, second = new_directory(tmp_path, "x"), new_directory(tmp_path, "x")
+    assert first.is_dir() and second.is_dir() and first != second
+    assert second.name in (f"{first.name}-2", *(p.name for p in second.parent.iterdir() if p != first))
+    claimed = claim_directory(str(tmp_path / "run"))
+    assert claimed == str(tmp_path / "run") == claim_directory(str(tmp_path / "run")) and Path(claimed).is_dir()
+    (tmp_path / "taken").mkdir()
+    assert claim_directory(str(tmp_path / "taken")) == str(tmp_path / "taken-2")

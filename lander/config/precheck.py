@@ -216,6 +216,8 @@ def check_jobs(
     check_n_jobs(argv)
     register_configs()
     try:
+        OverridesParser.create().parse_overrides([a for a in without_flags(argv) if a.startswith("hydra.")])  # Hydra's
+        # own keys, parsed as Hydra will (hydra.run.dir=my runs/é: a traceback of Hydra's after the checks, exit 1)
         with lock, initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
             sweeper = [a for a in argv if a.startswith("hydra.sweeper.") and "=" in a]  # its keys, checked below
             swept, full = preset_sweeps([*search, *sweeper], overrides)
@@ -297,6 +299,9 @@ def check_jobs_at_once(
         log.warning("%s", warning)
 
 
+QUOTES = ("'", '"')
+
+
 def hydra_message(exc: BaseException) -> str:
     """Hydra's error in one line: the message, the options it lists (not its search path), and the cause."""
     text = str(exc).split("Config search path:")[0]
@@ -307,8 +312,9 @@ def hydra_message(exc: BaseException) -> str:
     override = getattr(exc, "override", None)  # Hydra's parse error keeps the override it could not parse
     if isinstance(exc, OverrideParseException) and override:
         key, _, value = str(override).partition("=")
-        quoted = f' (a value that holds "=" is quoted: "{key}=\'{value}\'")' if "=" in value else ""
-        message = f"{override}: {message}{quoted}"
+        odd = "=" in value or not value.isascii() or any(c.isspace() for c in value)
+        quoted = f' (a value that holds "=", spaces or letters beyond ASCII is quoted: "{key}=\'{value}\'")'
+        message = f"{override}: {message}{quoted if odd and not value.startswith(QUOTES) else ''}"
     cause = exc.__cause__
     if cause is not None and str(cause).strip():
         message += f": {str(cause).strip().splitlines()[0]}"  # e.g. "Value 'x' could not be converted to Integer"

@@ -278,6 +278,9 @@ def configuration_key(overrides: list[str]) -> tuple[str, ...]:
 
 
 def labels(keys: list[tuple[str, ...]]) -> dict[tuple[str, ...], str]:
-    """Name each configuration by the overrides in which it differs from the others."""
+    """Name each configuration by the overrides in which it differs from the others: ``default`` for one whose
+    overrides the others all share (they add theirs to it: a run of ``algo=ppo`` compared with runs of ``algo=ppo
+    gamma=0.9``, named ``algo=ppo`` before, as if the others were not PPO); one configuration alone by all of its."""
     common = set.intersection(*(set(k) for k in keys)) if len(keys) > 1 else set()
-    return {k: " ".join(o for o in k if o not in common) or " ".join(k) or "default" for k in keys}
+    return {k: " ".join(o for o in k if o not in common) or ("default" if common else " ".join(k)) or "default"
+            for k in keys}  # fmt: skip

@@ -275,7 +275,12 @@ BAD_INPUT = [
     (["--multirun", "algo=ppo,a2c", "gamma=0.9,0.99", "baseline='algo=ppo'"], "which the comparison names 'algo=pp"),
     (["--multirun", "experiment=gamma_sweep", "gamma=0.9,0.95"], "baseline='gamma=0.99' names no configuration of t"),
     (["--multirun", "seed=0,1", "baseline=gamma=0.5"], "baseline=gamma=0.5: mismatched input '=' expecting <EOF>; "),
-    (["--multirun", "seed=0,1", "baseline=gamma=0.5"], '(a value that holds "=" is quoted: "baseline=\'gamma=0.5\'")'),
+    (["--multirun", "seed=0,1", "baseline=gamma=0.5"], '(a value that holds "=", spaces or letters beyond ASCII is q'),
+    (["--multirun", "seed=0,1", "baseline=gamma=0.5"], "is quoted: \"baseline='gamma=0.5'\")"),
+    # Hydra's own keys were not parsed before Hydra: its traceback, exit 1 (a run directory of a name beyond ASCII)
+    (["hydra.run.dir=my runs/é"], "hydra.run.dir=my runs/é: LexerNoViableAltException: hydra.run.dir=my runs/é; "),
+    (["hydra.run.dir=my runs/é"], "beyond ASCII is quoted: \"hydra.run.dir='my runs/é'\")"),
+    (["--multirun", "seed=0,1", "hydra.sweep.dir=a=b"], "hydra.sweep.dir=a=b: mismatched input '=' expecting <EOF>"),
     # "File name too long" once Hydra made the run's directory (algo.name, env.name) or TensorBoard its (run_name)
     ([f"run_name={'r' * 300}", "logger=tensorboard"], "or control characters, at most 100 bytes"),
     (["logger=none", f"algo.name={'a' * 101}"], f"algo.name='{'a' * 101}' is not allowed: algo.name must be a plain"),

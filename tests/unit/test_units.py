@@ -108,6 +108,10 @@ def test_configuration_labels_name_what_differs() -> None:
     assert run.key == ("algo=ppo", "gamma=0.98")
     names = labels([run.key, ("algo=ppo", "gamma=0.99")])
     assert list(names.values()) == ["gamma=0.98", "gamma=0.99"]
+    # runs of other commands compared (lander.compare of two sweeps, the dashboard's Compare selected)
+    names = labels([("algo=ppo",), ("algo=ppo", "gamma=0.9"), ("algo=ppo", "gamma=0.8")])
+    assert list(names.values()) == ["default", "gamma=0.9", "gamma=0.8"]
+    assert list(labels([("algo=ppo", "gamma=0.9")]).values()) == ["algo=ppo gamma=0.9"]  # alone: all of it
 
 
 def _job(tmp_path: Path, status: str | None, checkpoint: bool = False) -> RunPaths:

@@ -33,7 +33,7 @@ from lander.errors import RunSetError
 from lander.reports.figures import read_metrics, run_figures, sweep_figures
 from lander.reports.run_report import write_run_report
 from lander.reports.sweep_report import compare
-from lander.storage.rundir import RunPaths, SweepPaths, find_run_dirs, read_json
+from lander.storage.rundir import RunPaths, SweepPaths, find_run_dirs, not_a_run, read_json
 
 
 @dataclass
@@ -163,7 +163,7 @@ def load_run(path: str | Path) -> RunRecord:
     """A run directory (one with ``.hydra/config.yaml``)."""
     record = RunRecord(Path(path))
     if not record.paths.is_run():
-        raise RunSetError(f"{path} is not a lander run directory (no .hydra/config.yaml)")
+        raise RunSetError(not_a_run(Path(path), "load_sweep reads them all, load_run one of them"))
     return record
 
 

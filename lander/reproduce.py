@@ -45,7 +45,7 @@ from lander.config.schema import budget, load_saved
 from lander.config.trust import check_trusted
 from lander.errors import ConfigError, RunFileError
 from lander.storage.lock import RunLock
-from lander.storage.rundir import RunPaths, RunSummary, Status, write_json
+from lander.storage.rundir import RunPaths, RunSummary, Status, not_a_run, write_json
 
 log = logging.getLogger("lander.reproduce")
 
@@ -120,7 +120,7 @@ def plan(run: Path, steps: int | None, allowed: list[str]) -> Plan:
     if not run.is_dir():
         raise ConfigError(f"{str(run)!r} is not a directory")
     if not paths.is_run():
-        raise ConfigError(f"{str(run)!r} is not a lander run directory (no .hydra/config.yaml)")
+        raise ConfigError(not_a_run(run, "reproduce one of them"))
     if steps is not None and steps < 1:
         raise ConfigError(f"--steps {steps}: the number of steps to reproduce, an integer >= 1")
     cfg = load_saved(paths.config)

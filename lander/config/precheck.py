@@ -38,7 +38,15 @@ from lander.config.schema import CONF_DIR, configuration_key, labels, register_c
 from lander.config.trust import allowed_prefixes, check_trusted
 from lander.errors import ConfigError, RunFileError
 from lander.storage.lock import SweepLock, check_free
-from lander.storage.rundir import SWEEP_ENTRIES, RunPaths, RunSummary, Status, escaping_entry, foreign_entries
+from lander.storage.rundir import (
+    SWEEP_ENTRIES,
+    RunPaths,
+    RunSummary,
+    Status,
+    escaping_entry,
+    foreign_entries,
+    not_a_run,
+)
 from lander.storage.yamlfile import safe_yaml
 
 log = logging.getLogger(__name__)
@@ -54,6 +62,9 @@ def hydra_quote(value: str) -> str:
     return "'" + value.replace("'", "\\'").replace("${", "\\${") + "'"
 
 
+RESUME_A_SWEEP = "resume one of them, or complete the sweep: its command again with hydra.sweep.dir={}"
+
+
 def check_resumable(run_dir: Path, total_timesteps: int | None) -> None:
     """The run in ``run_dir`` can be resumed with this budget: a lander run, not completed unless a budget past what
     it trained is given (``resume=<run> total_timesteps=N`` trains it further).
@@ -62,7 +73,7 @@ def check_resumable(run_dir: Path, total_timesteps: int | None) -> None:
     """
     paths = RunPaths(run_dir)
     if not paths.is_run():
-        raise ConfigError(f"resume={str(run_dir)!r} is not a lander run directory (no .hydra/config.yaml)")
+        raise ConfigError(not_a_run(run_dir, RESUME_A_SWEEP.format(run_dir), "resume="))
     try:
         summary = RunSummary.load(paths)
     except (RunFileError, ValueError, TypeError) as exc:  # not JSON, or not a summary's
@@ -87,7 +98,7 @@ def resume_arguments(argv: list[str]) -> list[str]:
         return argv
     run_dir = Path(resume[-1].split("=", 1)[1])
     if not RunPaths(run_dir).is_run():  # first: the checks below read the directory (resume=/ would walk the disk)
-        raise ConfigError(f"resume={str(run_dir)!r} is not a lander run directory (no .hydra/config.yaml)")
+        raise ConfigError(not_a_run(run_dir, RESUME_A_SWEEP.format(run_dir), "resume="))
     others = [a for a in argv if not a.startswith(("resume=", "hydra.", "total_timesteps=", "memory_limit_mb="))]
     for arg in argv:
         if arg.startswith("total_timesteps=") and not re.fullmatch(r"[1-9]\d*", arg.split("=", 1)[1]):

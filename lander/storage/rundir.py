@@ -533,6 +533,17 @@ def _natural(path: Path) -> list[tuple[int, int, str]]:
 REPRODUCTION = re.compile(r"\.reproduce-\d+$")  # lander.reproduce's directory beside a run
 
 
+def not_a_run(path: Path, advice: str, given: str = "") -> str:
+    """Why ``path`` (given as ``given``: ``resume=``, or nothing) is no run directory, in one line; for a sweep's
+    directory, its runs and ``advice`` (what to do with one of them)."""
+    message = f"{given}{str(path)!r} is not a lander run directory (no .hydra/config.yaml)"
+    if not SweepPaths(path).is_sweep():
+        return message
+    jobs = sorted((p for p in path.iterdir() if RunPaths(p).is_run()), key=_natural)  # its jobs, not a walk below
+    shown = ", ".join(str(p) for p in jobs[:2]) + (", ..." if len(jobs) > 2 else "")
+    return f"{message}: it is a sweep's, of {len(jobs)} run(s){f' ({shown})' if jobs else ''}; {advice}"
+
+
 def find_run_dirs(paths: Iterable[Path]) -> list[Path]:
     """Every run directory at or below ``paths`` (sweep directories, run directories, or a mix), each once,
     in the order of the paths given and, below each, of job number (job 2 before job 10); the sweep's

@@ -524,3 +524,28 @@ def test_a_new_directory_is_made_as_it_is_named(tmp_path):
     assert claimed == str(tmp_path / "run") == claim_directory(str(tmp_path / "run")) and Path(claimed).is_dir()
     (tmp_path / "taken").mkdir()
     assert claim_directory(str(tmp_path / "taken")) == str(tmp_path / "taken-2")
+
+
+def test_a_sweep_given_for_a_run_is_named_with_its_runs(tmp_path, monkeypatch):
+    """``lander.reproduce <sweep>``, ``resume=<sweep>`` and ``load_run(<sweep>)`` said only "not a lander run
+    directory (no .hydra/config.yaml)" of a directory that holds runs; now they name a few and what to do."""
+    from lander.api import load_run
+    from lander.config.precheck import check_command
+    from lander.errors import ConfigError, RunSetError
+    from lander.reproduce import plan
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "sweep" / "multirun.yaml").parent.mkdir()
+    (tmp_path / "sweep" / "multirun.yaml").write_text("hydra: {}\n")
+    for job in ("0", "1", "10", "2"):
+        (tmp_path / "sweep" / job / ".hydra").mkdir(parents=True)
+        (tmp_path / "sweep" / job / ".hydra" / "config.yaml").write_text("seed: 0\n")
+    runs = "it is a sweep's, of 4 run(s) (sweep/0, sweep/1, ...); "
+    with pytest.raises(ConfigError, match=re.escape(runs + "reproduce one of them")):
+        plan(Path("sweep"), None, [])
+    with pytest.raises(ConfigError, match=re.escape(runs + "resume one of them, or complete the sweep: its command ")):
+        check_command(["resume=sweep"])
+    with pytest.raises(RunSetError, match=re.escape(runs + "load_sweep reads them all")):
+        load_run("sweep")
+    with pytest.raises(ConfigError, match=r"'sweep/0/.hydra' is not a lander run directory \(no .hydra/config.yaml\)$"):
+        plan(Path("sweep/0/.hydra"), None, [])  # no sweep: as before

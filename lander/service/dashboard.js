@@ -45,9 +45,13 @@ function runRow(run) {
   row.append(status);
   row.append(el("td", [run.algo, run.env, run.seed, run.gamma].filter(v => v !== null && v !== undefined).join(" / ")));
   const progress = el("td"), bar = el("div", undefined, "bar"), fill = el("div");
-  const fraction = run.total_timesteps ? Math.min(1, run.timesteps / run.total_timesteps) : 0;
+  const end = run.planned_timesteps || run.total_timesteps;  // the budget to whole rollouts, once training started
+  const fraction = end ? Math.min(1, run.timesteps / end) : 0;
   fill.style.width = (100 * fraction).toFixed(1) + "%"; bar.append(fill);
-  progress.append(bar, el("span", " " + (run.timesteps || 0).toLocaleString() + " / " + (run.total_timesteps || 0).toLocaleString(), "muted"));
+  progress.append(bar, el("span", " " + (run.timesteps || 0).toLocaleString() + " / " + (end || 0).toLocaleString(), "muted"));
+  if (run.planned_timesteps && run.planned_timesteps !== run.total_timesteps) {
+    progress.title = "total_timesteps=" + run.total_timesteps + " becomes " + run.planned_timesteps + " steps: whole rollouts (budget_rounding)";
+  }
   row.append(progress);
   row.append(el("td", run.latest_eval ? num(run.latest_eval.mean) + " at " + run.latest_eval.timesteps.toLocaleString() : ""));
   row.append(el("td", run.final_eval_mean !== null && run.final_eval_mean !== undefined ? num(run.final_eval_mean) + " ± " + num(run.final_eval_sem, 2) : ""));

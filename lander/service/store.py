@@ -55,6 +55,7 @@ SHOWN = (
     "seed",
     "gamma",
     "total_timesteps",
+    "planned_timesteps",
     "wall_seconds",
     "final_eval_mean",
     "final_eval_sem",

@@ -363,6 +363,7 @@ class RunSummary:
     gamma: float = 0.99
     n_envs: int = 1
     total_timesteps: int = 0  # the budget
+    planned_timesteps: int | None = None  # the step training ends at: the budget to whole rollouts (budget_rounding)
     overrides: list[str] = field(default_factory=list)  # the job's command-line overrides
     wandb_run_id: str | None = None
     resumed_at: list[int] = field(default_factory=list)  # the checkpoint steps each resume started from

@@ -295,6 +295,7 @@ def learn(
     end = plan(model, total_timesteps, cfg.budget_rounding)  # whole rollouts: may differ from the budget
     if end < total_timesteps:  # rounded down: SB3 is given that budget (its schedules end there too)
         total_timesteps = end
+    summary.update(planned_timesteps=end).save(paths)  # what the dashboard's progress counts to
     evaluator, rules, callbacks = callbacks_for(cfg, paths, sinks, total_timesteps)
     done = int(model.num_timesteps)
     stopped = summary.stopped_early if summary.stopped_early and done >= summary.timesteps else None

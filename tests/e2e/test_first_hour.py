@@ -50,9 +50,12 @@ def test_the_real_budget_is_said_and_counted_and_can_be_rounded_down(tmp_path: P
     assert said in up.stdout + up.stderr and "1,024/1,024" in up.stdout + up.stderr  # the bar counts to 1,024
     evals = pd.read_csv(tmp_path / "up/metrics/eval.csv")["timesteps"].tolist()
     assert evals == [512, 1000, 1024]  # 1000: the policy in effect at the budget (rollouts overshoot it)
+    summary = read_json(tmp_path / "up/summary.json")  # the dashboard's progress counts to planned_timesteps (it
+    assert (summary["total_timesteps"], summary["planned_timesteps"]) == (1000, 1024)  # was full at 1,000 of 1,024)
     down = run_lander(tmp_path / "down", *TINY, "total_timesteps=1000", "logger=none", "budget_rounding=down")
     assert down.returncode == 0, down.stderr[-3000:]
     assert read_json(tmp_path / "down/summary.json")["timesteps"] == 512  # one whole rollout within 1000
+    assert read_json(tmp_path / "down/summary.json")["planned_timesteps"] == 512
     assert pd.read_csv(tmp_path / "down/metrics/eval.csv")["timesteps"].tolist() == [512]
 
 

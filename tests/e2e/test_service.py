@@ -46,6 +46,7 @@ def test_a_launched_run_is_watched_to_completed_with_its_metrics_and_files(api):
     assert report.status_code == 200 and report.content == (path / "report.html").read_bytes()
     listed = {r["id"]: r for r in svc.get("/api/runs").json()}
     assert listed[run_id]["final_eval_mean"] == pytest.approx(json.loads((path / "eval.json").read_text())["mean"])
+    assert listed[run_id]["planned_timesteps"] == 1024  # what the progress bar counts to
     assert listed[run_id]["latest_eval"]["mean"] == pytest.approx(evals[-1]["mean"])
     finished = svc.post(f"/api/runs/{run_id}/pause", json={})
     assert finished.status_code == 409 and "only a running run can be paused" in finished.json()["error"]

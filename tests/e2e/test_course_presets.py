@@ -150,7 +150,12 @@ def test_every_preset_composes(preset, algo, env):
     assert cfg.run_name.endswith("_seed-0")
     assert cfg.env.normalize.enabled == preset.endswith("_normalized")  # the course's trainer does not normalize
     assigned = {  # what the assignments set, key by key (004's run_algorithm and evaluate(); 003's PPOTrainer call)
-        "qcritic_pong": {"eval.deterministic": False, "eval.freq": 300_000, "total_timesteps": 20_000_000},
+        "qcritic_pong": {
+            "eval.deterministic": False,
+            "eval.freq": 300_000,
+            "total_timesteps": 20_000_000,
+            "log_grad_norm": True,  # its A2C records train/grad_norm (the Pong preset did not, the LunarLander one did)
+        },
         "ppo_half_cheetah": {
             "env.id": "HalfCheetah-v4",
             "algo.n_envs": 8,

@@ -122,8 +122,9 @@ def write_sweep_report(found: Comparison, path: Path, band: str = "seeds", x: st
         ("runs", "Runs", runs_table(found.runs, path)),
         ("left-out", "Runs left out", left_out(found, path)),
     ]
-    sweep = path.parent.parent  # <sweep dir>/comparison/report.html
-    title = f"lander comparison: {sweep.parent.name}/{sweep.name}"
+    out = path.parent.resolve()  # a sweep's (<sweep dir>/comparison), the service's (comparisons/<date>/<time>), --out
+    named = out.parent if out.name == "comparison" else out
+    title = f"lander comparison: {named.parent.name}/{named.name}"
     return write_page(path, title, sections)
 
 

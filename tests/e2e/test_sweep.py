@@ -235,6 +235,9 @@ def test_compare_at_an_equal_budget_uses_each_runs_evaluation_at_that_point(seri
     assert (
         "Compared at **512 timesteps**: every run that got that far" in (tmp_path / "at512" / "report.md").read_text()
     )
+    titles = [f"<title>lander comparison: {d.parent.name}/{d.name}</title>" for d in (tmp_path / "at512", serial_sweep)]
+    assert titles[0] in (tmp_path / "at512" / "report.html").read_text()  # its directory's (was the one above it)
+    assert titles[1] in (serial_sweep / "comparison" / "report.html").read_text()  # a sweep's: the sweep's
     with pytest.raises(RunSetError, match=r"no run under .* reached 1,000,000,000 timesteps.*4 short of it"):
         compare([serial_sweep], tmp_path / "beyond", at_timesteps=10**9)
     assert not (tmp_path / "beyond").exists()

@@ -39,6 +39,7 @@ from lander.config.trust import allowed_prefixes, check_trusted
 from lander.errors import ConfigError, RunFileError
 from lander.storage.lock import SweepLock, check_free
 from lander.storage.rundir import (
+    CLAIM_RESOLVER,
     SWEEP_ENTRIES,
     RunPaths,
     RunSummary,
@@ -62,7 +63,12 @@ def hydra_quote(value: str) -> str:
     return "'" + value.replace("'", "\\'").replace("${", "\\${") + "'"
 
 
-RESUME_A_SWEEP = "resume one of them, or complete the sweep: its command again with hydra.sweep.dir={}"
+def check_run_to_resume(run_dir: Path) -> None:
+    """``resume=`` names a lander run directory; where it does not, one line that says so (and for a sweep's, names
+    some of its runs and how to complete the sweep)."""
+    if not RunPaths(run_dir).is_run():
+        advice = f"resume one of them, or complete the sweep: its command again with hydra.sweep.dir={run_dir}"
+        raise ConfigError(not_a_run(run_dir, advice, "resume="))
 
 
 def check_resumable(run_dir: Path, total_timesteps: int | None) -> None:
@@ -71,9 +77,8 @@ def check_resumable(run_dir: Path, total_timesteps: int | None) -> None:
 
     :param total_timesteps: the new budget given, or None (the run's own)
     """
+    check_run_to_resume(run_dir)
     paths = RunPaths(run_dir)
-    if not paths.is_run():
-        raise ConfigError(not_a_run(run_dir, RESUME_A_SWEEP.format(run_dir), "resume="))
     try:
         summary = RunSummary.load(paths)
     except (RunFileError, ValueError, TypeError) as exc:  # not JSON, or not a summary's
@@ -97,8 +102,7 @@ def resume_arguments(argv: list[str]) -> list[str]:
     if not resume:
         return argv
     run_dir = Path(resume[-1].split("=", 1)[1])
-    if not RunPaths(run_dir).is_run():  # first: the checks below read the directory (resume=/ would walk the disk)
-        raise ConfigError(not_a_run(run_dir, RESUME_A_SWEEP.format(run_dir), "resume="))
+    check_run_to_resume(run_dir)  # first: the checks below read the directory (resume=/ would walk the disk)
     others = [a for a in argv if not a.startswith(("resume=", "hydra.", "total_timesteps=", "memory_limit_mb="))]
     for arg in argv:
         if arg.startswith("total_timesteps=") and not re.fullmatch(r"[1-9]\d*", arg.split("=", 1)[1]):
@@ -500,7 +504,7 @@ def check_output_dir(argv: list[str], cfg: DictConfig, multirun: bool) -> None:
         check_same_run(RunPaths(directory), [a for a in without_flags(argv) if not is_hydra_override(a)], key)
 
 
-CLAIM = "${lander.claim:"  # lander's default directories (config.yaml: lander.storage.rundir.claim_directory)
+CLAIM = f"${{{CLAIM_RESOLVER}:"  # lander's default directories (config.yaml: lander.storage.rundir.claim_directory)
 
 
 def given_values(argv: list[str], key: str) -> list[str]:

@@ -22,7 +22,7 @@ from omegaconf import MISSING, DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from lander.errors import ConfigError
-from lander.storage.rundir import claim_directory
+from lander.storage.rundir import CLAIM_RESOLVER, claim_directory
 from lander.storage.yamlfile import check_aliases
 
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"  # the packaged configs: lander/conf
@@ -198,8 +198,8 @@ def register_configs() -> None:
     ``config.yaml`` puts ``./conf`` (the user's own configs) on Hydra's search path (:func:`quiet_hydra_warnings`).
     """
     quiet_hydra_warnings()
-    if not OmegaConf.has_resolver("lander.claim"):  # the default run and sweep directories (config.yaml)
-        OmegaConf.register_new_resolver("lander.claim", claim_directory, use_cache=True)
+    if not OmegaConf.has_resolver(CLAIM_RESOLVER):  # the default run and sweep directories (config.yaml)
+        OmegaConf.register_new_resolver(CLAIM_RESOLVER, claim_directory, use_cache=True)
     ConfigStore.instance().store(name="lander_schema", node=LanderConfig)
     ConfigStore.instance().store(name="evaluate_schema", node=EvaluateConfig)
 

@@ -25,6 +25,7 @@ from omegaconf.grammar.gen.OmegaConfGrammarParser import OmegaConfGrammarParser
 
 from lander.config.schema import CONF_DIR
 from lander.errors import ConfigError
+from lander.storage.rundir import CLAIM_RESOLVER
 
 SAFE_RESOLVERS = frozenset({"now"})  # Hydra's clock, used in directory names
 HYDRA_RESOLVERS = SAFE_RESOLVERS | {"hydra"}  # Hydra's own node reads itself: ${hydra:runtime.output_dir}
@@ -162,7 +163,7 @@ def check_hydra_node(hydra: dict[str, Any], prefixes: Sequence[str], source: str
     installed plugin's, lander's or allowed, and no resolver but ``now`` and ``hydra`` is called (and ``lander.claim``,
     :func:`lander.storage.rundir.claim_directory`, in ``hydra.run.dir`` and ``hydra.sweep.dir``)."""
     for key, value, name in untrusted_resolvers(hydra, "hydra", HYDRA_RESOLVERS):
-        if name == "lander.claim" and key in CLAIMED:  # lander's default directories (config.yaml)
+        if name == CLAIM_RESOLVER and key in CLAIMED:  # lander's default directories (config.yaml)
             continue
         raise ConfigError(f"{source}{key}={value!r} calls the resolver {name}: not run for a config the service starts")
     for key, node in nodes(hydra, "hydra"):

@@ -321,6 +321,7 @@ def make_new(base: Path) -> Path:
 
 
 CLAIMED: dict[str, str] = {}  # this process's claimed directories: the name asked for -> the directory made
+CLAIM_RESOLVER = "lander.claim"  # claim_directory's name in configs: ${lander.claim:outputs/...} (config.yaml)
 
 
 def claim_directory(name: str) -> str:

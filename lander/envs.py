@@ -38,6 +38,8 @@ from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv, VecNormalize
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvIndices, VecEnvStepReturn
 
+from lander.registry import takes_render_mode
+
 # Rendering with render_mode="rgb_array" needs no screen: pygame gets a dummy display, MuJoCo renders with EGL.
 os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
 os.environ.setdefault("MUJOCO_GL", "egl")
@@ -76,7 +78,9 @@ def route_mujoco_warnings(env_id: str) -> None:
 
 
 def env_kwargs(env_cfg: DictConfig) -> dict[str, Any]:
-    """Keyword arguments for ``gymnasium.make``: ``env.kwargs``, with ``render_mode=None`` unless they set one.
+    """Keyword arguments for ``gymnasium.make``: ``env.kwargs``, with ``render_mode=None`` unless they set one or
+    the env's constructor takes none (an env of one's own that does not render: SB3's ``make_vec_env`` then makes
+    it without, as ``gymnasium.make(id)`` does).
 
     Envs that are never rendered must be made with ``render_mode=None``: SB3's ``make_vec_env`` otherwise
     asks for ``"rgb_array"``, and LunarLander then builds decorative Box2D particles on every engine
@@ -84,6 +88,8 @@ def env_kwargs(env_cfg: DictConfig) -> dict[str, Any]:
     so a run with rendering training envs can still be asked for (the test that rendering changes nothing).
     """
     kwargs: dict[str, Any] = OmegaConf.to_container(env_cfg.kwargs, resolve=True) or {}  # type: ignore[assignment]
+    if "render_mode" in kwargs or not takes_render_mode(env_cfg.id):
+        return kwargs
     return {"render_mode": None} | kwargs
 
 

@@ -46,6 +46,7 @@ from lander.config.schema import (
     tracker_nodes,
 )
 from lander.errors import ConfigError
+from lander.registry import env_creator, render_modes, takes_render_mode
 
 
 def compatible_envs(algo_cfg: DictConfig) -> list[str]:
@@ -216,6 +217,7 @@ def validate(cfg: DictConfig) -> None:
     check_net_arch(cfg.algo.model)
     check_env_id(cfg.env.id)
     check_env_spaces(cfg)
+    check_video(cfg)
     check_device(device)
     check_compatible(cfg)
     check_normalize(cfg)
@@ -411,23 +413,18 @@ class Spaces(NamedTuple):
     observation_kind: str  # as env.observation_space names it (observation_space_kind), before env.wrappers
 
 
-def check_env_kwargs(env_id: str, spec: Any, kwargs: dict[str, Any]) -> None:
+def check_env_kwargs(env_id: str, kwargs: dict[str, Any]) -> None:
     """Each of ``env.kwargs`` whose parameter defaults to a bool must be a bool, and one defaulting to a number a
     number: the env takes what it is given, so ``+env.kwargs.enable_wind=no`` (the string ``'no'``, true to Python)
-    trained LunarLander with wind, without a word. Parameters read from the env's constructor (``spec.entry_point``);
-    one that cannot be read is passed over.
+    trained LunarLander with wind, without a word. Parameters read from the env's constructor
+    (:func:`lander.registry.env_creator`); one that cannot be read is passed over.
 
     :param env_id: the Gymnasium id, as named in the message
-    :param spec: its registry entry, or None
     :param kwargs: ``env.kwargs`` as plain values
     """
-    from gymnasium.envs.registration import load_env_creator  # gymnasium: where an env is checked (_spaces says)
-
     try:
-        entry = spec.entry_point
-        creator = load_env_creator(entry) if isinstance(entry, str) else entry
-        defaults = {name: p.default for name, p in inspect.signature(creator).parameters.items()}
-    except Exception:  # no readable signature (a C callable, a broken entry point): the env decides
+        defaults = {name: p.default for name, p in inspect.signature(env_creator(env_id)).parameters.items()}
+    except (TypeError, ValueError):  # no readable signature (a C callable, a broken entry point): the env decides
         return
     for name, value in kwargs.items():
         default = defaults.get(name, inspect.Parameter.empty)
@@ -437,6 +434,25 @@ def check_env_kwargs(env_id: str, spec: Any, kwargs: dict[str, Any]) -> None:
         elif isinstance(default, int | float):
             ok = isinstance(value, int | float) and not isinstance(value, bool)
             _check(ok, f"env.kwargs.{name}", value, f"a number ({env_id}'s default: {default})")
+
+
+def check_video(cfg: DictConfig) -> None:
+    """``video.enabled`` records the trained agent on an env made with ``render_mode="rgb_array"``: an env whose
+    constructor takes no ``render_mode``, or whose class lists its render modes without ``rgb_array``
+    (``metadata["render_modes"]``, ``[]`` by ``gymnasium.Env``'s default), failed there, after training."""
+    if not cfg.video.enabled:
+        return
+    modes = render_modes(cfg.env.id)
+    if not takes_render_mode(cfg.env.id):
+        why = "its constructor takes no render_mode"
+    elif modes is not None and "rgb_array" not in modes:
+        why = f"its class's metadata['render_modes'] is {modes}"
+    else:
+        return
+    raise ConfigError(
+        f"video.enabled=true records the trained agent on env.id={cfg.env.id!r} made with render_mode='rgb_array', "
+        f"which it does not offer ({why}): give video.enabled=false, or let the env render 'rgb_array' frames"
+    )
 
 
 @functools.cache
@@ -453,7 +469,7 @@ def _spaces(env_id: str, kwargs_json: str) -> Spaces:
         route_mujoco_warnings(env_id)  # MuJoCo's compiler warnings to logging, not to ./MUJOCO_LOG.TXT
     kwargs = json.loads(kwargs_json)
     if spec is not None:
-        check_env_kwargs(env_id, spec, kwargs)
+        check_env_kwargs(env_id, kwargs)
     try:
         env = gymnasium.make(env_id, **kwargs)
     except Exception as exc:  # the env's own check of its arguments: an assert, a TypeError for a name it lacks

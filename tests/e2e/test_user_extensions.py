@@ -199,3 +199,68 @@ def test_user_env_experiment_callback_and_tracker_from_outside_the_package(tmp_p
         zip(evals["timesteps"], evals["mean"], strict=True)
     )
     assert list((tmp_path / "run" / "tensorboard").iterdir())  # and TensorBoard, from the user's defaults
+
+
+ENVS_OF_ONES_OWN = '''
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+
+class Corridor(gym.Env):
+    """Walk right to the end: written as many envs of one's own are, taking no render_mode, rendering nothing."""
+
+    def __init__(self, length=6):
+        self.length = length
+        self.observation_space = spaces.Box(0.0, 1.0, (1,), np.float32)
+        self.action_space = spaces.Discrete(2)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.position = 0
+        return np.zeros(1, np.float32), {}
+
+    def step(self, action):
+        self.position = max(0, self.position + (1 if action == 1 else -1))
+        done = self.position >= self.length
+        return np.array([self.position / self.length], np.float32), 1.0 if done else -0.01, done, False, {}
+
+
+class RenderlessCorridor(Corridor):
+    """The same, taking render_mode as Gymnasium's API asks, rendering in no mode (gymnasium.Env's metadata)."""
+
+    def __init__(self, length=6, render_mode=None):
+        super().__init__(length)
+        self.render_mode = render_mode
+
+
+gym.register("Corridor-v0", entry_point=Corridor, max_episode_steps=40)
+gym.register("RenderlessCorridor-v0", entry_point=RenderlessCorridor, max_episode_steps=40)
+'''
+
+
+@pytest.mark.parametrize(
+    ("env_id", "why"),
+    [
+        ("my_envs:Corridor-v0", "its constructor takes no render_mode"),
+        ("my_envs:RenderlessCorridor-v0", "its class's metadata['render_modes'] is []"),
+    ],
+)
+def test_an_env_of_ones_own_that_cannot_render_trains_and_its_video_is_refused_first(
+    tmp_path: Path, env_id: str, why: str
+) -> None:
+    """An env in the user's own module (``env.id=module:Id``) that takes no ``render_mode`` trains (it was made with
+    ``render_mode=None``: a TypeError and Hydra's traceback, where ``gymnasium.make(id)`` and SB3 make it); the video
+    it cannot render is refused in one line before anything is made (it trained, evaluated, then failed the run)."""
+    (tmp_path / "my_envs.py").write_text(ENVS_OF_ONES_OWN)
+    overrides = [*tiny("ppo", 512, n_steps=64, eval_every=256, episodes=2), "env=cartpole", f"env.id={env_id}"]
+    refused = lander(*overrides, "env.name=corridor", "video.enabled=true", "hydra.run.dir=refused", cwd=tmp_path)
+    assert refused.returncode == 2, refused.stderr[-3000:]
+    line = f"video.enabled=true records the trained agent on env.id={env_id!r} made with render_mode='rgb_array'"
+    assert f"{line}, which it does not offer ({why}): give video.enabled=false" in refused.stderr
+    assert "Traceback" not in refused.stderr and not (tmp_path / "refused").exists()
+    proc = lander(*overrides, "env.name=corridor", "+env.kwargs.length=3", "hydra.run.dir=run", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    summary = read_json(tmp_path / "run" / "summary.json")
+    assert summary["status"] == "completed" and summary["final_eval_mean"] is not None
+    assert summary["timesteps"] >= 512 and not (tmp_path / "run" / "video.mp4").exists()

@@ -18,9 +18,10 @@ LAYERS: dict[str, set[str]] = {
     "errors": set(),
     "faults": set(),
     "storage": {"errors", "faults"},
-    "envs": set(),
+    "registry": set(),  # what Gymnasium's registry says of an env id: gymnasium only
+    "envs": {"registry"},
     "algorithms": set(),
-    "config": {"errors", "storage", "envs"},  # envs: MuJoCo's warnings routed before an env is made for a check
+    "config": {"errors", "storage", "registry", "envs"},  # envs: MuJoCo's warnings routed before a check makes an env
     "process": {"errors", "storage"},
     "evaluation": {"errors", "storage", "config", "envs", "algorithms"},
     "tracking": {"errors", "storage", "config"},

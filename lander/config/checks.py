@@ -29,6 +29,7 @@ from urllib.parse import urlparse
 
 import psutil
 import yaml
+from hydra.utils import get_object, instantiate
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from lander.config.keys import check_tracker_keys
@@ -217,6 +218,7 @@ def validate(cfg: DictConfig) -> None:
     check_net_arch(cfg.algo.model)
     check_env_id(cfg.env.id)
     check_env_spaces(cfg)
+    check_env_wrappers(cfg)
     check_video(cfg)
     check_device(device)
     check_compatible(cfg)
@@ -686,6 +688,46 @@ def check_device(device: str) -> None:
         import torch  # 1.1 s: as above
 
         _check(torch.backends.mps.is_available(), "device", device, "a device this machine has: cpu or auto")
+
+
+def check_env_wrappers(cfg: DictConfig) -> None:
+    """Each of ``env.wrappers`` is a ``_target_`` config whose target exists, and, but for an image env (not made
+    here, :func:`memory_needed` says why), wraps one env made with ``env.kwargs`` as the run wraps its envs: a name
+    not found, or an argument the wrapper refuses, failed once Hydra had made the run's directory, in Hydra's words."""
+    wrappers = OmegaConf.to_container(cfg.env.wrappers, resolve=True)
+    assert isinstance(wrappers, list)
+    for index, wrapper in enumerate(wrappers):
+        target = wrapper.get("_target_") if isinstance(wrapper, dict) else None
+        allowed = "a wrapper's config: {_target_: module.Wrapper, its arguments}"
+        _check(isinstance(target, str), f"env.wrappers[{index}]", wrapper, allowed)
+        try:
+            get_object(str(target))
+        except Exception as exc:  # not found, or its module fails to import
+            reason = str(exc.__cause__ or exc).strip().splitlines()[0]
+            raise ConfigError(f"env.wrappers[{index}]._target_={target!r} cannot be found ({reason})") from None
+    if wrappers and cfg.env.observation_space != "image":
+        kwargs = OmegaConf.to_container(cfg.env.kwargs, resolve=True)
+        _wrap(cfg.env.id, json.dumps({"kwargs": kwargs, "wrappers": wrappers}, sort_keys=True, default=str))
+
+
+@functools.cache
+def _wrap(env_id: str, given_json: str) -> None:
+    import gymnasium  # 0.07 s: see _spaces
+
+    given = json.loads(given_json)
+    env = gymnasium.make(env_id, **given["kwargs"])  # made by _spaces already: it was not refused there
+    try:
+        for index, wrapper in enumerate(given["wrappers"]):
+            try:
+                env = instantiate(wrapper, env)
+            except Exception as exc:  # Hydra's InstantiationException, the wrapper's own error its cause
+                cause = exc.__cause__ or exc
+                raise ConfigError(
+                    f"env.wrappers[{index}] ({wrapper['_target_']}) cannot wrap {env_id}: "
+                    f"{type(cause).__name__}: {str(cause).strip().splitlines()[0]}"
+                ) from None
+    finally:
+        env.close()
 
 
 def check_env_spaces(cfg: DictConfig) -> None:

@@ -277,6 +277,13 @@ BAD_INPUT = [
     (["--multirun", "seed=0,1", "baseline=gamma=0.5"], "baseline=gamma=0.5: mismatched input '=' expecting <EOF>; "),
     (["--multirun", "seed=0,1", "baseline=gamma=0.5"], '(a value that holds "=", spaces or letters beyond ASCII is q'),
     (["--multirun", "seed=0,1", "baseline=gamma=0.5"], "is quoted: \"baseline='gamma=0.5'\")"),
+    # a wrapper not found, or refusing its arguments: Hydra's error once it had made the run's directory, exit 1
+    (["env=cartpole", "env.wrappers=[{_target_: nope.Wrapper}]"], "env.wrappers[0]._target_='nope.Wrapper' cannot be"),
+    (
+        ["env=cartpole", "env.wrappers=[{_target_: gymnasium.wrappers.TimeLimit, max_episode_steps: -5}]"],
+        "env.wrappers[0] (gymnasium.wrappers.TimeLimit) cannot wrap CartPole-v1: ValueError: Expect the `max_episode_",
+    ),
+    (["env=cartpole", "env.wrappers=[foo]"], "env.wrappers[0]='foo' is not allowed: env.wrappers[0] must be a wrapper"),
     # Hydra's own keys were not parsed before Hydra: its traceback, exit 1 (a run directory of a name beyond ASCII)
     (["hydra.run.dir=my runs/é"], "hydra.run.dir=my runs/é: LexerNoViableAltException: hydra.run.dir=my runs/é; "),
     (["hydra.run.dir=my runs/é"], "beyond ASCII is quoted: \"hydra.run.dir='my runs/é'\")"),

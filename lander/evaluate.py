@@ -16,10 +16,10 @@ import hydra
 from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig, OmegaConf
 
-from lander.config.checks import EPISODE_BYTES, MEMORY_SHARE, available_memory
+from lander.config.checks import EPISODE_BYTES, MEMORY_SHARE, available_memory, check_renders
 from lander.config.keys import did_you_mean
 from lander.config.precheck import hydra_message
-from lander.config.schema import CONF_DIR, EvaluateConfig, register_configs
+from lander.config.schema import CONF_DIR, EvaluateConfig, load_saved, register_configs
 from lander.errors import ConfigError
 from lander.storage.rundir import RunPaths, evaluated_model, find_checkpoints, find_run_dirs
 
@@ -52,6 +52,12 @@ def check(cfg: DictConfig) -> None:
     runs = find_run_dirs([Path(cfg.run)])
     if not runs:
         raise ConfigError(f"run={cfg.run!r} holds no lander run (no .hydra/config.yaml)")
+    for run in runs if cfg.video else []:  # an env that cannot render failed at its video, once evaluated
+        try:
+            env_id = load_saved(RunPaths(run).config).env.id
+        except ConfigError:  # a config that is not lander's: evaluate_run says so, run by run
+            continue
+        check_renders(env_id, "video")
     if not any(evaluated_model(RunPaths(run), cfg.model).is_file() for run in runs):
         kept = sorted(p.name for p in runs[0].glob("*.zip")) + [
             str(p.relative_to(runs[0])) for _, p in find_checkpoints(RunPaths(runs[0]).checkpoints)

@@ -439,21 +439,29 @@ def check_env_kwargs(env_id: str, kwargs: dict[str, Any]) -> None:
 
 
 def check_video(cfg: DictConfig) -> None:
-    """``video.enabled`` records the trained agent on an env made with ``render_mode="rgb_array"``: an env whose
-    constructor takes no ``render_mode``, or whose class lists its render modes without ``rgb_array``
-    (``metadata["render_modes"]``, ``[]`` by ``gymnasium.Env``'s default), failed there, after training."""
-    if not cfg.video.enabled:
-        return
-    modes = render_modes(cfg.env.id)
-    if not takes_render_mode(cfg.env.id):
+    """``video.enabled`` records the trained agent on an env made with ``render_mode="rgb_array"``
+    (:func:`check_renders`): it failed there, after training."""
+    if cfg.video.enabled:
+        check_renders(cfg.env.id, "video.enabled")
+
+
+def check_renders(env_id: str, key: str) -> None:
+    """A video of ``env_id`` (asked for by ``key=true``) needs an env made with ``render_mode="rgb_array"``: one
+    whose constructor takes no ``render_mode``, or whose class lists its render modes without ``rgb_array``
+    (``metadata["render_modes"]``, ``[]`` by ``gymnasium.Env``'s default), cannot make it.
+
+    :raise ConfigError: naming ``key`` and why, where the env cannot render ``rgb_array`` frames
+    """
+    modes = render_modes(env_id)
+    if not takes_render_mode(env_id):
         why = "its constructor takes no render_mode"
     elif modes is not None and "rgb_array" not in modes:
         why = f"its class's metadata['render_modes'] is {modes}"
     else:
         return
     raise ConfigError(
-        f"video.enabled=true records the trained agent on env.id={cfg.env.id!r} made with render_mode='rgb_array', "
-        f"which it does not offer ({why}): give video.enabled=false, or let the env render 'rgb_array' frames"
+        f"{key}=true records the trained agent on env.id={env_id!r} made with render_mode='rgb_array', "
+        f"which it does not offer ({why}): give {key}=false, or let the env render 'rgb_array' frames"
     )
 
 

@@ -251,7 +251,8 @@ def test_an_env_of_ones_own_that_cannot_render_trains_and_its_video_is_refused_f
 ) -> None:
     """An env in the user's own module (``env.id=module:Id``) that takes no ``render_mode`` trains (it was made with
     ``render_mode=None``: a TypeError and Hydra's traceback, where ``gymnasium.make(id)`` and SB3 make it); the video
-    it cannot render is refused in one line before anything is made (it trained, evaluated, then failed the run)."""
+    it cannot render is refused in one line before anything is made (it trained, evaluated, then failed the run),
+    by ``lander.evaluate video=true`` too (it evaluated, then failed in Hydra's traceback)."""
     (tmp_path / "my_envs.py").write_text(ENVS_OF_ONES_OWN)
     overrides = [*tiny("ppo", 512, n_steps=64, eval_every=256, episodes=2), "env=cartpole", f"env.id={env_id}"]
     refused = lander(*overrides, "env.name=corridor", "video.enabled=true", "hydra.run.dir=refused", cwd=tmp_path)
@@ -264,3 +265,7 @@ def test_an_env_of_ones_own_that_cannot_render_trains_and_its_video_is_refused_f
     summary = read_json(tmp_path / "run" / "summary.json")
     assert summary["status"] == "completed" and summary["final_eval_mean"] is not None
     assert summary["timesteps"] >= 512 and not (tmp_path / "run" / "video.mp4").exists()
+    again = lander("run=run", "n_episodes=2", "video=true", module="lander.evaluate", cwd=tmp_path)
+    assert again.returncode == 2 and "Traceback" not in again.stderr, again.stderr[-3000:]
+    assert f"video=true records the trained agent on env.id={env_id!r}" in again.stderr
+    assert not (tmp_path / "run" / "evaluations").exists()  # nothing evaluated, then a traceback at the video

@@ -18,7 +18,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from lander.config.checks import CHOICES, MINIMA
 from lander.config.reference import rows
-from lander.config.schema import CONF_DIR, LanderConfig, group_options
+from lander.config.schema import ACTION_SPACES, CONF_DIR, OBSERVATION_SPACES, LanderConfig, group_options
 from lander.storage.yamlfile import check_aliases
 
 MAX_PRESET_BYTES = 1_000_000
@@ -52,8 +52,8 @@ def _description(path: Path) -> str:
 def acts_in(algo: DictConfig, env: DictConfig) -> bool:
     """Whether ``algo`` (an ``algo`` group option) supports ``env``'s (an ``env`` option) action and observation
     spaces, as :func:`lander.config.checks.check_compatible` checks before training."""
-    actions = algo.get("action_spaces", ["discrete", "continuous"])
-    observations = algo.get("observation_spaces", ["vector", "image", "discrete"])
+    actions = algo.get("action_spaces", list(ACTION_SPACES))
+    observations = algo.get("observation_spaces", list(OBSERVATION_SPACES))
     return env.get("action_space") in actions and env.get("observation_space") in observations
 
 
@@ -74,8 +74,8 @@ def algos() -> list[dict[str, Any]]:
                 "name": name,
                 "description": _description(CONF_DIR / "algo" / f"{name}.yaml"),
                 "target": model.get("_target_"),
-                "action_spaces": _plain(cfg.get("action_spaces", ["discrete", "continuous"])),
-                "observation_spaces": _plain(cfg.get("observation_spaces", ["vector", "image", "discrete"])),
+                "action_spaces": _plain(cfg.get("action_spaces", list(ACTION_SPACES))),
+                "observation_spaces": _plain(cfg.get("observation_spaces", list(OBSERVATION_SPACES))),
                 "n_envs": cfg.get("n_envs"),
                 "total_timesteps": cfg.get("total_timesteps"),
                 "model": {k: v for k, v in model.items() if k != "_target_"},

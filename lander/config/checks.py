@@ -489,9 +489,10 @@ def _spaces(env_id: str, kwargs_json: str) -> Spaces:
     try:
         sizes = []
         for space in (env.observation_space, env.action_space):
-            shape = space.shape or (1,)
-            sizes.append(int(np.prod(shape)))
-            sizes.append(sizes[-1] * np.dtype(space.dtype or np.int64).itemsize)
+            parts = space.spaces.values() if isinstance(space, gymnasium.spaces.Dict) else [space]  # each stored
+            numbers = [int(np.prod(part.shape or (1,))) for part in parts]
+            sizes.append(sum(numbers))
+            sizes.append(sum(n * np.dtype(p.dtype or np.int64).itemsize for n, p in zip(numbers, parts, strict=True)))
         outputs = int(getattr(env.action_space, "n", sizes[2]))  # Discrete: one logit an action
         kinds = action_space_kind(env.action_space), observation_space_kind(env.observation_space)
         return Spaces(sizes[1], sizes[3], sizes[0], outputs, *kinds)
@@ -644,13 +645,20 @@ def check_model_given_by_lander(model: DictConfig) -> None:
 
 
 def check_policy(cfg: DictConfig) -> None:
-    """An SB3 model's ``algo.model.policy`` (a name) is one SB3 knows, and ``CnnPolicy`` is for image observations:
-    either failed in the run's directory after its envs were made."""
+    """An SB3 model's ``algo.model.policy`` (a name) is one SB3 knows, ``CnnPolicy`` is for image observations and
+    ``MultiInputPolicy`` for dict ones, which no other takes: each failed in the run's directory after its envs
+    were made."""
     model = cfg.algo.model
     policy = model.policy if "policy" in model else None
     if not isinstance(policy, str) or not str(model._target_).startswith("stable_baselines3."):
         return
     _check(policy in SB3_POLICIES, "algo.model.policy", policy, f"one of SB3's {', '.join(SB3_POLICIES)}")
+    kind = cfg.env.observation_space
+    if (policy == "MultiInputPolicy") != (kind == "dict"):  # SB3 said so once the envs were made
+        fits = "MultiInputPolicy: give env.policy=MultiInputPolicy" if kind == "dict" else "MlpPolicy or CnnPolicy"
+        raise ConfigError(
+            f"algo.model.policy={policy}: env={cfg.env.name} has {kind} observations, which SB3 takes with {fits}"
+        )
     if policy == "CnnPolicy" and cfg.env.observation_space != "image":
         raise ConfigError(
             f"algo.model.policy=CnnPolicy is for image observations, and env={cfg.env.name} has "

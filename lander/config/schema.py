@@ -34,7 +34,7 @@ def group_options(group: str) -> list[str]:
 
 
 ACTION_SPACES = ("discrete", "continuous")
-OBSERVATION_SPACES = ("vector", "image", "discrete")
+OBSERVATION_SPACES = ("vector", "image", "discrete", "dict")
 
 
 def action_space_kind(space: Any) -> str:
@@ -47,13 +47,15 @@ def action_space_kind(space: Any) -> str:
 
 
 def observation_space_kind(space: Any) -> str:
-    """``"discrete"``, ``"image"`` (uint8 with 3 dims) or ``"vector"`` for a Gymnasium observation space, as
-    ``algo.observation_spaces`` names them."""
+    """``"discrete"``, ``"image"`` (uint8 with 3 dims), ``"dict"`` (named parts: SB3's ``MultiInputPolicy``) or
+    ``"vector"`` for a Gymnasium observation space, as ``algo.observation_spaces`` names them."""
     import gymnasium  # as in action_space_kind
     import numpy as np
 
     if isinstance(space, (gymnasium.spaces.Discrete, gymnasium.spaces.Tuple)):
         return "discrete"
+    if isinstance(space, gymnasium.spaces.Dict):
+        return "dict"
     if isinstance(space, gymnasium.spaces.Box) and space.dtype == np.uint8 and len(space.shape) == 3:
         return "image"
     return "vector"

@@ -128,7 +128,7 @@ def play(
         episode = pending.pop(0)
         slots.append((episode, env, env.reset(seed=seeds[episode])[0]))
     while slots:
-        obs = np.stack([o for _, _, o in slots])
+        obs = stack([o for _, _, o in slots])
         actions, _ = model.predict(obs_transform(obs) if obs_transform else obs, deterministic=deterministic)
         running = []
         for (episode, env, _), action in zip(slots, actions, strict=True):
@@ -143,6 +143,14 @@ def play(
                 running.append((episode, env, obs_i))
         slots = running
     return EvalResult(returns=returns, lengths=lengths, seeds=seeds, threshold=threshold)
+
+
+def stack(observations: list[Any]) -> Any:
+    """``[N, *shape]``: N observations as one batch for ``predict``; dict observations (SB3's ``MultiInputPolicy``)
+    as a dict of such arrays, one a key, as SB3's VecEnvs give them."""
+    if isinstance(observations[0], dict):
+        return {key: np.stack([o[key] for o in observations]) for key in observations[0]}
+    return np.stack(observations)
 
 
 def record_episode(
@@ -171,7 +179,7 @@ def record_episode(
     on_frame(np.asarray(env.render()))  # render_mode="rgb_array": one frame
     frames, total = 1, 0.0
     for _ in range(max_steps):
-        batch = np.asarray(obs)[None]
+        batch = stack([obs])
         action, _ = model.predict(obs_transform(batch) if obs_transform else batch, deterministic=deterministic)
         obs, reward, terminated, truncated, _ = env.step(action[0])
         total += float(reward)

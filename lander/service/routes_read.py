@@ -58,7 +58,7 @@ class Algo(Open):
     description: str
     target: str | None = Field(description="the model class (algo.model._target_)")
     action_spaces: list[str] = Field(description="discrete, continuous")
-    observation_spaces: list[str] = Field(description="vector, image, discrete")
+    observation_spaces: list[str] = Field(description="vector, image, discrete, dict")
     n_envs: int | None = None
     total_timesteps: int | None = Field(None, description="its tuned budget")
     model: dict[str, Any] = Field(description="the model's keyword arguments (algo.model)")

@@ -234,7 +234,24 @@ class RenderlessCorridor(Corridor):
         self.render_mode = render_mode
 
 
+class GoalCorridor(RenderlessCorridor):
+    """The same with dict observations (named parts, as goal-conditioned envs give them)."""
+
+    def __init__(self, length=6, render_mode=None):
+        super().__init__(length, render_mode)
+        self.observation_space = spaces.Dict({"position": self.observation_space, "goal": spaces.Discrete(3)})
+
+    def reset(self, *, seed=None, options=None):
+        obs, info = super().reset(seed=seed, options=options)
+        return {"position": obs, "goal": 2}, info
+
+    def step(self, action):
+        obs, *rest = super().step(action)
+        return {"position": obs, "goal": 2}, *rest
+
+
 gym.register("Corridor-v0", entry_point=Corridor, max_episode_steps=40)
+gym.register("GoalCorridor-v0", entry_point=GoalCorridor, max_episode_steps=40)
 gym.register("RenderlessCorridor-v0", entry_point=RenderlessCorridor, max_episode_steps=40)
 '''
 
@@ -269,3 +286,27 @@ def test_an_env_of_ones_own_that_cannot_render_trains_and_its_video_is_refused_f
     assert again.returncode == 2 and "Traceback" not in again.stderr, again.stderr[-3000:]
     assert f"video=true records the trained agent on env.id={env_id!r}" in again.stderr
     assert not (tmp_path / "run" / "evaluations").exists()  # nothing evaluated, then a traceback at the video
+
+
+def test_an_env_with_dict_observations_trains_with_sb3s_multi_input_policy(tmp_path: Path) -> None:
+    """Dict observations (``env.observation_space=dict``) train with ``MultiInputPolicy`` and are evaluated, batched
+    key by key (the first evaluation failed in an IndexError, stacking dicts); another policy is refused first, in
+    one line (SB3's ValueError once the envs were made), as is the kind the env config declares where it differs."""
+    (tmp_path / "my_envs.py").write_text(ENVS_OF_ONES_OWN)
+    overrides = [*tiny("a2c", 400, eval_every=200, episodes=2), "env=cartpole", "env.id=my_envs:GoalCorridor-v0"]
+    declared = lander(*overrides, "env.name=goal", "hydra.run.dir=refused", cwd=tmp_path)
+    assert declared.returncode == 2 and "does not match my_envs:GoalCorridor-v0's observation space" in declared.stderr
+    assert "a dict one: give env.observation_space=dict" in declared.stderr
+    overrides += ["env.name=goal", "env.observation_space=dict"]
+    refused = lander(*overrides, "hydra.run.dir=refused", cwd=tmp_path)
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr, refused.stderr[-3000:]
+    message = "algo.model.policy=MlpPolicy: env=goal has dict observations, which SB3 takes with MultiInputPolicy"
+    assert f"{message}: give env.policy=MultiInputPolicy" in refused.stderr and not (tmp_path / "refused").exists()
+    proc = lander(*overrides, "env.policy=MultiInputPolicy", "hydra.run.dir=run", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    summary = read_json(tmp_path / "run" / "summary.json")
+    assert summary["status"] == "completed" and summary["final_eval_mean"] is not None
+    evals = pd.read_csv(tmp_path / "run" / "metrics" / "eval.csv")
+    assert list(evals["timesteps"]) == [200, 400] and (evals["n"] == 2).all()
+    again = lander("run=run", "n_episodes=3", module="lander.evaluate", cwd=tmp_path)
+    assert again.returncode == 0, again.stderr[-3000:]

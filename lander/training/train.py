@@ -15,12 +15,13 @@ from typing import Any
 
 import torch
 from omegaconf import DictConfig, OmegaConf
+from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.logger import Logger
 from stable_baselines3.common.utils import set_random_seed
 from threadpoolctl import threadpool_limits
 
-from lander.algorithms.build import build_model, effective_gamma
+from lander.algorithms.build import build_model, effective_gamma, model_class
 from lander.config.checks import Checked, checked
 from lander.config.schema import action_space_kind, budget, observation_space_kind
 from lander.envs import make_train_env, normalized
@@ -48,6 +49,19 @@ from lander.training.snapshot import write_snapshot
 from lander.training.speed import distribution_checks, fast_paths, use_foreach
 
 log = logging.getLogger(__name__)
+
+
+def check_model_class(cfg: DictConfig) -> None:
+    """``algo.model._target_`` is a class that imports, an SB3 algorithm: one that did not failed the run once its
+    files were begun (the checks before it import no model class, which imports torch)."""
+    target = str(cfg.algo.model._target_)
+    try:
+        cls = model_class(cfg)
+    except (ImportError, ValueError) as exc:  # Hydra's get_class: not found, or not a class
+        reason = str(exc.__cause__ or exc).strip().splitlines()[0]
+        raise ConfigError(f"algo.model._target_={target!r} cannot be imported as a class ({reason})") from None
+    if not issubclass(cls, BaseAlgorithm):
+        raise ConfigError(f"algo.model._target_={target!r} is a class, not a stable_baselines3 BaseAlgorithm")
 
 
 def check_env_kinds(cfg: DictConfig, env: Any) -> None:
@@ -95,6 +109,7 @@ def train(
 
 
 def _train(cfg: DictConfig, paths: RunPaths, group: str | None, overrides: list[str]) -> RunSummary:
+    check_model_class(cfg)
     extra_callbacks = user_callbacks(cfg)
     total_timesteps, n_envs = budget(cfg)
     set_random_seed(cfg.seed)

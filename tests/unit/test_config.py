@@ -509,6 +509,9 @@ EXITS = [  # one of each kind: lander's value check, Hydra's own error, the W&B 
     (["logger.wandb.mode=online"], "logger.wandb.mode=online needs a W&B API key"),
     (["total_timestep=3000"], "Did you mean 'total_timesteps'?"),
     (["n_envs=10000000"], "(training envs 1,100.0 GB, rollout buffer 1,310.7 GB: from n_envs, eval.n_envs, eval."),
+    # a model class that cannot be imported, or no algorithm: the run failed once its files were begun, exit 1
+    (["algo.model._target_=stable_baselines3.PPOO"], "algo.model._target_='stable_baselines3.PPOO' cannot be imported"),
+    (["algo.model._target_=stable_baselines3.common.callbacks.BaseCallback"], "is a class, not a stable_baselines3 B"),
 ]
 
 

@@ -116,7 +116,14 @@ def _train(cfg: DictConfig, paths: RunPaths, group: str | None, overrides: list[
     if cfg.torch_threads > 0:  # and NumPy's BLAS: side by side computes its networks by NumPy
         torch.set_num_threads(cfg.torch_threads)
         threadpool_limits(cfg.torch_threads, user_api="blas")
-    env = make_train_env(cfg.env, n_envs, cfg.seed, cfg.vec_env)
+    try:
+        env = make_train_env(cfg.env, n_envs, cfg.seed, cfg.vec_env)
+    except Exception as exc:  # the env's own code: the checks made one env, and this one failed (a resumed run
+        if cfg.get("resume") is None:  # keeps the record it has)
+            failed = new_summary(cfg, paths, n_envs, total_timesteps, overrides)
+            failed.update(status=Status.FAILED, error=f"{type(exc).__name__}: {exc}", timesteps=0).save(paths)
+            log.exception("run failed before training, making its %d training envs: %s", n_envs, exc)
+        raise
     try:
         check_env_kinds(cfg, env)
         env = normalized(env, cfg.env.normalize, effective_gamma(cfg))

@@ -250,7 +250,20 @@ class GoalCorridor(RenderlessCorridor):
         return {"position": obs, "goal": 2}, *rest
 
 
+class OneSimulator(Corridor):
+    """The same, with one simulator a process (its port, a licence): the second made raises."""
+
+    made = 0
+
+    def __init__(self, length=6):
+        OneSimulator.made += 1
+        if OneSimulator.made > 1:
+            raise RuntimeError("one simulator per process")
+        super().__init__(length)
+
+
 gym.register("Corridor-v0", entry_point=Corridor, max_episode_steps=40)
+gym.register("OneSimulator-v0", entry_point=OneSimulator, max_episode_steps=40)
 gym.register("GoalCorridor-v0", entry_point=GoalCorridor, max_episode_steps=40)
 gym.register("RenderlessCorridor-v0", entry_point=RenderlessCorridor, max_episode_steps=40)
 '''
@@ -310,3 +323,19 @@ def test_an_env_with_dict_observations_trains_with_sb3s_multi_input_policy(tmp_p
     assert list(evals["timesteps"]) == [200, 400] and (evals["n"] == 2).all()
     again = lander("run=run", "n_episodes=3", module="lander.evaluate", cwd=tmp_path)
     assert again.returncode == 0, again.stderr[-3000:]
+
+
+def test_a_run_whose_envs_fail_to_be_made_is_recorded_as_failed(tmp_path: Path) -> None:
+    """An env whose constructor fails once the checks have made one (here the second of a process) stops the run
+    before training, recorded: ``summary.json`` failed with the error, the traceback in ``run.log`` (the run's
+    directory held an empty ``run.log`` and no summary: the dashboard listed it as stopped, to resume)."""
+    (tmp_path / "my_envs.py").write_text(ENVS_OF_ONES_OWN)
+    overrides = [*tiny("a2c", 400), "env=cartpole", "env.id=my_envs:OneSimulator-v0", "env.name=simulator"]
+    proc = lander(*overrides, "hydra.run.dir=run", cwd=tmp_path)
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    summary = read_json(tmp_path / "run" / "summary.json")
+    assert summary["status"] == "failed" and summary["timesteps"] == 0 and summary["env"] == "simulator"
+    assert summary["error"] == "RuntimeError: one simulator per process"
+    log = (tmp_path / "run" / "run.log").read_text()
+    assert "run failed before training, making its 2 training envs: one simulator per process" in log
+    assert "Traceback" in log and not (tmp_path / "run" / "model.zip").exists()

@@ -152,8 +152,8 @@ def check_trusted(cfg: DictConfig | dict[str, Any], prefixes: Sequence[str], whe
     env_id = str(env.get("id", "")) if isinstance(env, dict) else ""
     if ":" in env_id and not is_allowed(env_id.split(":")[0], prefixes):
         raise ConfigError(
-            f"{source}env.id={env_id!r} makes Gymnasium import {env_id.split(':')[0]!r}: start the "
-            f"service with --allow-target {env_id.split(':')[0]} to allow it"
+            f"{source}env.id={env_id!r} makes Gymnasium import {env_id.split(':')[0]!r}: allow it with "
+            f"--allow-target {env_id.split(':')[0]} (lander.serve and lander.reproduce take it)"
         )
 
 

@@ -148,6 +148,7 @@ def saved_run(directory, *overrides: str):
         ("missing", "is not a directory"),
         ("no config", "is not a lander run directory (no .hydra/config.yaml)"),
         ("untrusted", "algo.model imports 'os.system', which is not one of lander's own targets: allow it with"),
+        ("own env", "makes Gymnasium import 'my_envs': allow it with --allow-target my_envs (lander.serve and lander."),
         ("steps 0", "--steps 0: the number of steps to reproduce, an integer >= 1"),
         ("no step", "recorded no training step (no summary.json, or 0 timesteps): nothing to compare"),
     ],
@@ -160,6 +161,8 @@ def test_bad_input_is_one_line_exit_2_and_nothing_written(tmp_path, capsys, case
         saved_run(run)
         config = run / ".hydra" / "config.yaml"
         config.write_text(config.read_text().replace("_target_: stable_baselines3.PPO", "_target_: os.system"))
+    elif case == "own env":  # the advice was the service's ("start the service with --allow-target")
+        saved_run(run, "env=cartpole", "env.id=my_envs:Corridor-v0")
     elif case == "steps 0":
         saved_run(run)
         args = ["--steps", "0"]

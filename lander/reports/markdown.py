@@ -187,9 +187,15 @@ def run_line(run: Run) -> str:
 
 
 def best_lines(result: pd.DataFrame) -> list[str]:
-    """One line per env naming the configuration with the highest final mean, with its interval over seeds."""
+    """One line per env naming the configuration with the highest final mean, with its interval over seeds; or
+    the configurations that share it, tied."""
     lines = []
     for env, rows in result.groupby("env", sort=False) if len(result) else []:
+        top = rows[rows["final_mean"] == rows["final_mean"].max()]
+        if len(top) > 1:
+            names = ", ".join(f"**{config}**" for config in top["config"])
+            lines.append(f"Highest final mean on {env}: {names}, tied ({top['final_mean'].iloc[0]:.4g}).")
+            continue
         best = rows.loc[rows["final_mean"].idxmax()]
         spread = (
             f"95% CI [{best['ci95_low']:.4g}, {best['ci95_high']:.4g}] over {best['seeds']} seeds"

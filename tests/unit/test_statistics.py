@@ -89,6 +89,17 @@ def test_paired_test_when_seeds_are_shared_welch_otherwise() -> None:
 # --- run directories with known scores ---------------------------------------------------------------------
 
 
+def test_configurations_that_share_the_highest_mean_are_named_tied(tmp_path: Path) -> None:
+    """A tie for the highest final mean names every configuration in it (the first of them was named highest)."""
+    for seed in range(2):
+        for config, score in (("algo=ppo", 5.0), ("algo=a2c", 5.0), ("algo=dqn", 1.0)):
+            fake_run(tmp_path, f"{config[5:]}{seed}", [config], seed, {1000: score + seed})
+    compare([tmp_path], tmp_path / "out")
+    report = (tmp_path / "out/report.md").read_text()
+    line = next(line for line in report.splitlines() if line.startswith("Highest final mean on lunar: "))
+    assert line.endswith(", tied (5.5).") and "**algo=ppo**" in line and "**algo=a2c**" in line and "dqn" not in line
+
+
 def test_configurations_are_compared_at_the_timestep_all_runs_reached(tmp_path: Path) -> None:
     for seed in range(3):  # "ppo" overshoots its 20k budget to 32768 (rollouts of 16384); "a2c" stops at 20000
         fake_run(tmp_path, f"p{seed}", ["algo=ppo"], seed, {16384: 10.0 + seed, 32768: 100.0 + seed})

@@ -5,24 +5,31 @@ Each override is parsed with Hydra's own override parser and accepted only as da
 - keys are dotted names of letters, digits and ``_`` that do not start with ``_`` (``_target_``, ``_args_``,
   ``_partial_`` make Hydra import and call things), not ``hydra.*`` or ``resume``, with no package (``@``),
   deletion (``~``) or forced addition (``++``); ``+`` adds keys under ``algo.model`` and ``env.kwargs`` only;
-- a config group (``algo``, ``env``, ``logger``, ``experiment``, ``hparams_search``) takes the options lander ships;
+- a config group (``algo``, ``env``, ``logger``, ``experiment``, ``hparams_search``) takes the options lander ships
+  and those of the root's ``conf/`` (:func:`root_conf`), whose YAML files are read with bounds first
+  (:func:`check_conf`);
 - values are numbers, strings, booleans, null, and lists, dicts and sweeps of them, with no ``$`` anywhere (an
   interpolation or resolver, however escaped or nested, is code: ``${oc.decode:...}`` builds ``_target_`` nodes,
   ``${oc.env:...}`` reads the service's environment), no dict key starting with ``_``, no ``env.id`` naming a module;
 - at most :data:`MAX_OVERRIDES` overrides of :data:`MAX_CHARS` characters, a sweep of at most ``max_jobs`` jobs.
 
-Then every job is composed and validated as ``python -m lander.run`` would, holding the composition lock for one
-composition at a time, and the composed config must pass :func:`lander.config.trust.check_trusted`.
+Then every job is composed and validated as ``python -m lander.run`` run in the root would (lander's configs and
+the root's ``conf/``, given to Hydra by its path, :func:`search_path`, never the service's working directory),
+holding the composition lock for one composition at a time, and the composed config must pass
+:func:`lander.config.trust.check_trusted`. The launched process gets the same search path.
 """
 
 from __future__ import annotations
 
 import math
+import os
 import re
 import threading
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
+import yaml
 from hydra import compose, initialize_config_dir
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.override_parser.types import ChoiceSweep, Glob, Override, OverrideType, RangeSweep
@@ -36,6 +43,7 @@ from lander.config.precheck import (
     check_command,
     check_range,
     hydra_message,
+    hydra_quote,
     job_overrides,
     preset_sweeps,
     single_values,
@@ -43,9 +51,12 @@ from lander.config.precheck import (
 from lander.config.schema import CONF_DIR, group_options, register_configs
 from lander.config.trust import check_trusted
 from lander.errors import ConfigError
+from lander.storage.yamlfile import YamlBomb, check_aliases
 
 MAX_OVERRIDES = 64
 MAX_CHARS = 1000
+MAX_CONF_FILES = 1000  # YAML files in the root's conf/ (lander ships 40)
+MAX_CONF_BYTES = 1_000_000  # one of them (a preset is a few hundred bytes)
 GROUPS = ("algo", "env", "logger", "experiment", "hparams_search")
 ADDABLE = ("algo.model.", "env.kwargs.")  # where "+key=value" may add a key: the model's and the env's arguments
 REFUSED_KEYS = ("hydra", "resume")  # Hydra's own settings; a run is resumed by its own endpoint
@@ -70,9 +81,11 @@ def check_overrides(
     sweeper: Sequence[str] = (),
     runs: int = 1,
     trials: int | None = None,
+    conf: Path | None = None,
 ) -> tuple[list[str], DictConfig]:
-    """Refuse what a request may not ask for, then compose and validate every job; return the overrides and the
-    first job's config.
+    """Refuse what a request may not ask for, then compose and validate every job; return the overrides to launch
+    (the request's, then the search path of lander's configs and the root's, :func:`search_path`) and the first
+    job's config.
 
     :param overrides: the request's ``"overrides"``
     :param multirun: a sweep (``POST /api/sweeps``)
@@ -83,18 +96,67 @@ def check_overrides(
     :param runs: runs each configuration may take (AdaStop: at most ``n * K``), counted against ``max_jobs``
     :param trials: a search's trials, the request's (``sweeper`` sets them): refused without a search preset,
         counted against ``max_jobs`` instead of the preset's
+    :param conf: the root's ``conf/`` (:func:`root_conf`), or None: lander's configs only
     """
     if not isinstance(overrides, list) or not all(isinstance(o, str) for o in overrides):
         raise Refused('"overrides" must be a list of strings such as ["algo=ppo", "seed=0"]')
     if len(overrides) > MAX_OVERRIDES:
         raise Refused(f"{len(overrides)} overrides: the service takes at most {MAX_OVERRIDES} in one request")
-    parsed = [parse(text, multirun) for text in overrides]
+    if conf is not None:
+        check_conf(conf)
+    parsed = [parse(text, multirun, conf) for text in overrides]
     if multirun and (jobs := sweep_size(parsed) * runs) > max_jobs:
         raise Refused(
             f"the sweep expands to {jobs:,} jobs: the service launches at most {max_jobs} in one sweep (--max-jobs)"
         )
-    first = compose_checked(list(overrides), parsed, multirun, max_jobs, allowed, list(sweeper), trials)
-    return list(overrides), first
+    search = search_path(conf)
+    first = compose_checked(list(overrides), parsed, multirun, max_jobs, allowed, list(sweeper), trials, search)
+    return [*overrides, search], first
+
+
+def root_conf(root: Path) -> Path | None:
+    """The root's ``conf/`` (your envs, algorithms, presets and tuned values, as ``python -m lander.run`` run in the
+    root composes them with lander's), where it is a folder really under the root; else None."""
+    conf = root / "conf"
+    return conf if conf.is_dir() and conf.resolve().is_relative_to(root.resolve()) else None
+
+
+def check_conf(conf: Path) -> None:
+    """The YAML files Hydra may compose from the root's ``conf/`` (a downloaded folder's) are read with bounds
+    before it composes any: at most :data:`MAX_CONF_FILES` of at most :data:`MAX_CONF_BYTES` each, none a link out
+    of ``conf/``, none whose aliases expand past :data:`lander.storage.yamlfile.MAX_NODES` nodes (a tuned config's
+    alias bomb held the request, and the service's composition lock, until memory ran out)."""
+    real = conf.resolve()
+    count = 0
+    for folder, dirs, files in os.walk(conf):  # links to folders are not walked, nor followed by Hydra's search
+        for name in sorted(f for f in files if f.endswith((".yaml", ".yml"))):
+            path, count = Path(folder) / name, count + 1
+            where = f"conf/{path.relative_to(conf)}"
+            if count > MAX_CONF_FILES:
+                raise Refused(f"the root's conf/ holds more than {MAX_CONF_FILES} YAML files: not read")
+            if not path.resolve().is_relative_to(real):
+                raise Refused(f"{where} is a link out of conf/: not read")
+            if path.stat().st_size > MAX_CONF_BYTES:
+                raise Refused(f"{where}: {path.stat().st_size:,} bytes, past {MAX_CONF_BYTES:,}: not read")
+            try:
+                check_aliases(path.read_text(errors="replace"), where)
+            except YamlBomb as exc:
+                raise Refused(str(exc)) from None
+            except yaml.YAMLError:  # not YAML: Hydra says so if a launch composes it (the dashboard lists why)
+                continue
+        dirs.sort()
+
+
+def search_path(conf: Path | None) -> str:
+    """``hydra.searchpath=[...]``: the root's ``conf/`` by its path (lander's own ``file://conf`` is relative to the
+    working directory: the service's, or its launched processes' empty one), or none."""
+    return f"hydra.searchpath=[{hydra_quote(f'file://{conf}')}]" if conf is not None else "hydra.searchpath=[]"
+
+
+def options(group: str, conf: Path | None) -> list[str]:
+    """A config group's options: lander's, and the root's ``conf/<group>/*.yaml``."""
+    mine = {p.stem for p in (conf / group).glob("*.yaml")} if conf is not None and (conf / group).is_dir() else set()
+    return sorted(set(group_options(group)) | mine)
 
 
 def run_label(cfg: DictConfig) -> str:
@@ -104,7 +166,7 @@ def run_label(cfg: DictConfig) -> str:
     return label if re.fullmatch(r"[\w.-]+", label) and ".." not in label else "run"
 
 
-def parse(text: str, multirun: bool) -> Override:
+def parse(text: str, multirun: bool, conf: Path | None = None) -> Override:
     """One override, checked to be data for lander's config (see the module's docstring)."""
     if len(text) > MAX_CHARS:
         raise Refused(f"an override of {len(text):,} characters: the service takes at most {MAX_CHARS}")
@@ -136,12 +198,12 @@ def parse(text: str, multirun: bool) -> Override:
         raise Refused(f"{text[:80]!r}: deleting ('~') or forcing ('++') keys is not accepted by the service")
     if override.is_sweep_override() and not multirun:
         raise Refused(f"{text[:80]!r} gives several values: that is a sweep, POST /api/sweeps")
-    for value in values(override):
-        check_value(key, value, text)
+    for value in values(override, conf):
+        check_value(key, value, text, conf)
     return override
 
 
-def values(override: Override) -> list[Any]:
+def values(override: Override, conf: Path | None = None) -> list[Any]:
     """The values an override gives (each choice of a sweep, the bounds of a range)."""
     value = override.value()
     if isinstance(value, ChoiceSweep):
@@ -155,18 +217,19 @@ def values(override: Override) -> list[Any]:
     if isinstance(value, Glob):
         if override.key_or_group not in GROUPS:
             raise Refused(f"{override.input_line!r}: glob() chooses among a config group's options")
-        return value.filter(group_options(override.key_or_group))
+        return value.filter(options(override.key_or_group, conf))
     if override.is_sweep_override():  # interval(): a search space, for hparams_search presets
         raise Refused(f"{override.input_line!r}: interval() and other search spaces are not accepted here")
     return [value]
 
 
-def check_value(key: str, value: Any, text: str) -> None:
+def check_value(key: str, value: Any, text: str, conf: Path | None = None) -> None:
     """A value is plain data: a scalar, or lists and dicts of them whose keys do not start with '_'."""
-    if key in GROUPS and override_group_option(key, value) not in group_options(key):
+    if key in GROUPS and override_group_option(key, value) not in options(key, conf):
+        mine = " nor conf/" if conf is not None else ""
         raise Refused(
-            f"{text[:80]!r}: lander/conf/{key}/{value}.yaml does not exist; {key} options: "
-            f"{', '.join(group_options(key))}"
+            f"{text[:80]!r}: {key}/{value}.yaml is in neither lander/conf/{mine}; {key} options: "
+            f"{', '.join(options(key, conf))}"
         )
     if key == "env.id" and ":" in str(value):  # gymnasium imports the module before the ':'
         raise Refused(f"{text[:80]!r}: env ids naming a module to import are not accepted by the service")
@@ -180,10 +243,10 @@ def check_value(key: str, value: Any, text: str) -> None:
         for name, item in value.items():
             if str(name).startswith("_"):
                 raise Refused(f"{text[:80]!r}: {CODE_KEYS}: not accepted by the service")
-            check_value(f"{key}.{name}", item, text)
+            check_value(f"{key}.{name}", item, text, conf)
     elif isinstance(value, list):
         for item in value:
-            check_value(key, item, text)
+            check_value(key, item, text, conf)
     elif not isinstance(value, str | int | float | bool | type(None)):
         raise Refused(f"{text[:80]!r}: values are numbers, strings, booleans, null, lists and dicts")
 
@@ -213,6 +276,7 @@ def compose_checked(
     allowed: list[str],
     sweeper: list[str] | None = None,
     given_trials: int | None = None,
+    search: str = "hydra.searchpath=[]",
 ) -> DictConfig:
     """Every job composed, checked by :func:`lander.config.trust.check_trusted` and then validated as
     ``python -m lander.run`` would (a preset's own sweep counted in); return the first job's config. Nothing a
@@ -221,10 +285,10 @@ def compose_checked(
     try:
         check_override_keys(overrides)  # lander's did-you-mean for a misspelt key, before Hydra's own words
         with _compose_lock, initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-            swept, full = preset_sweeps([], single_values(overrides))
+            swept, full = preset_sweeps([search], single_values(overrides))
             preset = swept if multirun else []
             first = job_overrides([*preset, *overrides], multirun=True)[0] if overrides or preset else []
-            cfg = compose(config_name="config", overrides=first)
+            cfg = compose(config_name="config", overrides=[search, *first])
         check_trusted(cfg, allowed)
         if not multirun and (swept or OmegaConf.select(full, "hydra.mode") == RunMode.MULTIRUN):
             # a search launched as a run ran its trials in the service's working directory, outside the root
@@ -249,7 +313,7 @@ def compose_checked(
                 f"the sweep (with its preset's own values or trials) expands to {jobs:,} jobs: the service "
                 f"launches at most {max_jobs} in one sweep (--max-jobs)"
             )
-        command = ["--multirun", *overrides, *(sweeper or [])] if multirun else list(overrides)
+        command = ["--multirun", *overrides, *(sweeper or []), search] if multirun else [*overrides, search]
         check_command(command, _compose_lock, allowed)
     except ConfigError as exc:
         raise Refused(str(exc)) from exc

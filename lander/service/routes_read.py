@@ -22,6 +22,7 @@ from lander.config import catalog
 from lander.config.trust import resolve_trusted
 from lander.service import files, store
 from lander.service.launcher import Launcher
+from lander.service.overrides import root_conf
 from lander.storage.rundir import RunPaths, SweepPaths, find_run_dirs
 from lander.storage.yamlfile import safe_yaml
 
@@ -238,9 +239,10 @@ def envs() -> list[dict[str, Any]]:
     summary="Experiment presets and searches (lander's and the root's conf/experiment/)",
 )
 def presets(request: Request) -> list[dict[str, Any]]:
-    root = root_of(request)
-    mine = root / "conf"  # read only where it really is under the root (a copied conf/ may be a symlink elsewhere)
-    return catalog.presets(mine if (mine / "experiment").resolve().is_relative_to(root.resolve()) else None)
+    conf = root_conf(root_of(request))  # read only where it really is under the root (a copied conf/ may be a
+    if conf is not None and not (conf / "experiment").resolve().is_relative_to(conf.resolve()):  # link elsewhere),
+        conf = None  # as launches compose it
+    return catalog.presets(conf)
 
 
 @router.get(

@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from lander.service import store
 from lander.service.launcher import Launcher
-from lander.service.overrides import Refused, check_overrides, run_label
+from lander.service.overrides import Refused, check_overrides, root_conf, run_label
 
 router = APIRouter()
 
@@ -123,7 +123,8 @@ def launch_run(request: Request, body: Launch) -> Launched:
     if body.adastop is not None or body.trials is not None:
         what = '"adastop" decides the seeds of a sweep' if body.adastop else '"trials" are a search\'s'
         raise Refused(f"{what}: POST /api/sweeps; nothing was started")
-    overrides, cfg = check_overrides(body.overrides, False, launcher.max_jobs, launcher.allowed)
+    conf = root_conf(launcher.root)
+    overrides, cfg = check_overrides(body.overrides, False, launcher.max_jobs, launcher.allowed, conf=conf)
     return as_launched(launcher.launch_run(overrides, run_label(cfg)))
 
 
@@ -141,8 +142,9 @@ def launch_sweep(request: Request, body: Launch) -> Launched:
         if body.adastop is not None:
             raise Refused('"adastop" decides a sweep\'s seeds, "trials" a search\'s trials: one or the other')
         sweeper.append(f"hydra.sweeper.n_trials={body.trials}")
+    conf = root_conf(launcher.root)
     overrides, _ = check_overrides(
-        body.overrides, True, launcher.max_jobs, launcher.allowed, sweeper, runs, trials=body.trials
+        body.overrides, True, launcher.max_jobs, launcher.allowed, sweeper, runs, trials=body.trials, conf=conf
     )
     return as_launched(launcher.launch_sweep([*overrides, *sweeper]))
 

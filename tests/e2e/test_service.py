@@ -128,6 +128,35 @@ def test_what_lander_offers_is_listed_for_clients_and_the_form(api, tmp_path):
     assert set(keys["algo"]["options"]) == set(algos) and "positive" in keys["eval.freq"]["allowed"]
 
 
+def test_the_roots_own_configs_are_launched_as_they_are_listed(api):
+    """The root's ``conf/``, as ``python -m lander.run`` run in the root composes it: an env and a preset of the
+    user's, launched (before: 422, "lander/conf/experiment/<name>.yaml does not exist", for a preset the dashboard
+    listed), the launched process given the same search path (it runs in an empty directory of the service's)."""
+    svc, root = api
+    for group, name, text in (
+        ("env", "cartpole_brief", "defaults:\n  - cartpole\nname: cartpole_brief\nkwargs:\n  max_episode_steps: 30\n"),
+        ("experiment", "brief_gamma", "# @package _global_\n# gamma 0.9\ngamma: 0.9\n"),
+    ):
+        (root / "conf" / group).mkdir(parents=True, exist_ok=True)
+        (root / "conf" / group / f"{name}.yaml").write_text(text)
+    assert {"mine": True, "override": "experiment=brief_gamma"}.items() <= {
+        p["name"]: p for p in svc.get("/api/presets").json()
+    }["brief_gamma"].items()
+    overrides = ["algo=a2c", "env=cartpole_brief", "experiment=brief_gamma", *TINY, "logger=none"]
+    started = svc.post("/api/runs", json={"overrides": overrides})
+    assert started.status_code == 201, started.text
+    assert f"hydra.searchpath=['file://{root.resolve() / 'conf'}']" in started.json()["args"]
+    run = svc.wait_for(f"/api/runs/{started.json()['id']}", lambda r: r["status"] != "created" and not r["active"])
+    assert run["status"] == "completed", (root / run["path"] / "service.log").read_text()[-3000:]
+    assert run["env"] == "cartpole_brief" and run["gamma"] == 0.9
+    assert run["config"]["env"]["kwargs"] == {"max_episode_steps": 30}
+    missing = svc.post("/api/runs", json={"overrides": ["env=cartpole_short"]})  # the repository's, not the root's
+    assert (
+        missing.status_code == 422
+        and "env/cartpole_short.yaml is in neither lander/conf/ nor conf/" in (missing.json()["error"])
+    )
+
+
 def test_bad_requests_get_clear_errors_and_change_nothing(api, tmp_path):
     svc, root = api
     (root / "outputs").mkdir(exist_ok=True)  # where the symlink below goes (made by the tests before, when they ran)

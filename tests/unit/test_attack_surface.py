@@ -104,6 +104,28 @@ def test_a_yaml_alias_bomb_is_one_line_wherever_lander_reads_yaml(tmp_path):
                 assert refused.status_code == 422 and "expand past" in refused.json()["error"]
 
 
+def test_a_downloaded_conf_is_read_with_bounds_before_a_launch_composes_it(tmp_path, monkeypatch):
+    """The documented start, ``python -m lander.serve`` in the folder it serves: a planted tuned config (composed
+    for every PPO run on LunarLander) standing for 10**10 nodes is refused in one line, naming it (before: Hydra
+    composed it, holding the request and the composition lock until memory ran out); a root's file that is not
+    YAML is not a reason to refuse what does not compose it."""
+    (tmp_path / "conf" / "tuned").mkdir(parents=True)
+    (tmp_path / "conf" / "tuned" / "ppo_lunar_lander.yaml").write_text("# @package _global_\n" + BOMB)
+    (tmp_path / "conf" / "experiment").mkdir(parents=True)
+    (tmp_path / "conf" / "experiment" / "draft.yaml").write_text("a: [1,\n")
+    monkeypatch.chdir(tmp_path)
+    bare = client(tmp_path)  # not entered: a request still composing does not hold the test at the block's end
+    answer = answered_within(20, lambda: bare.post("/api/runs", json={"overrides": ["algo=ppo"]}))
+    assert answer.status_code == 422, answer.text
+    bomb = f"its aliases expand past {MAX_NODES:,} nodes (a YAML alias bomb?): not read"
+    assert answer.json()["error"] == f"conf/tuned/ppo_lunar_lander.yaml: {bomb}"
+    (tmp_path / "conf" / "tuned" / "ppo_lunar_lander.yaml").unlink()
+    with client(tmp_path) as http:
+        refused = http.post("/api/runs", json={"overrides": ["algo=ppo", "gamma=2"]})  # composed, then checked
+        assert refused.status_code == 422 and "gamma=2.0 is not allowed" in refused.json()["error"], refused.text
+    assert not (tmp_path / "outputs").exists()
+
+
 @pytest.mark.parametrize("key", ["run_name", "algo.name", "env.name"])
 @pytest.mark.parametrize("value", ["../../../../tmp/x", "/tmp/x", "..", "a/b", "a\\b"])
 def test_values_that_become_paths_are_plain_names(tmp_path, key, value):

@@ -708,20 +708,25 @@ def check_device(device: str) -> None:
 
 def check_env_wrappers(cfg: DictConfig) -> None:
     """Each of ``env.wrappers`` is a ``_target_`` config whose target exists, and, but for an image env (not made
-    here, :func:`memory_needed` says why), wraps one env made with ``env.kwargs`` as the run wraps its envs: a name
-    not found, or an argument the wrapper refuses, failed once Hydra had made the run's directory, in Hydra's words."""
+    here, :func:`memory_needed` says why) or one with lander's own wrappers (not imported here), wraps one env made
+    with ``env.kwargs`` as the run wraps its envs: a name not found, or an argument the wrapper refuses, failed once
+    Hydra had made the run's directory, in Hydra's words."""
     wrappers = OmegaConf.to_container(cfg.env.wrappers, resolve=True)
     assert isinstance(wrappers, list)
+    own = False  # lander's own wrappers (lander.envs: SB3 and torch, ~2 s) are not imported here
     for index, wrapper in enumerate(wrappers):
         target = wrapper.get("_target_") if isinstance(wrapper, dict) else None
         allowed = "a wrapper's config: {_target_: module.Wrapper, its arguments}"
         _check(isinstance(target, str), f"env.wrappers[{index}]", wrapper, allowed)
+        if str(target).startswith("lander."):
+            own = True
+            continue
         try:
             get_object(str(target))
         except Exception as exc:  # not found, or its module fails to import
             reason = str(exc.__cause__ or exc).strip().splitlines()[0]
             raise ConfigError(f"env.wrappers[{index}]._target_={target!r} cannot be found ({reason})") from None
-    if wrappers and cfg.env.observation_space != "image":
+    if wrappers and cfg.env.observation_space != "image" and not own:
         kwargs = OmegaConf.to_container(cfg.env.kwargs, resolve=True)
         _wrap(cfg.env.id, json.dumps({"kwargs": kwargs, "wrappers": wrappers}, sort_keys=True, default=str))
 

@@ -186,3 +186,25 @@ def test_what_does_not_train_imports_no_training_dependency(module: str) -> None
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]", f"{module} imports {out.stdout.strip()}"
+
+
+def test_the_checks_of_a_run_import_no_training_dependency() -> None:
+    """The checks of a run on each of lander's envs but MuJoCo's (whose warnings ``lander.envs`` routes) import
+    neither torch nor SB3: the service runs them for every launch (checking blackjack's wrapper, lander's own
+    ``lander.envs.TupleToDiscrete``, imported them)."""
+    commands = [
+        ["env=blackjack", "algo=q_learning"],
+        ["env=frozen_lake", "algo=q_learning"],
+        ["env=cartpole"],
+        ["env=lunar_lander"],
+        ["env=lunar_lander_continuous", "algo=sac"],
+        ["env=pong", "algo=a2c"],
+    ]
+    code = (
+        "import sys\nfrom lander.config.precheck import check_command\n"
+        f"for command in {commands!r}:\n    check_command([*command, 'logger=none'])\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'torch', 'stable_baselines3'}))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.strip() == "[]", out.stdout

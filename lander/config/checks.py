@@ -707,10 +707,10 @@ def check_device(device: str) -> None:
 
 
 def check_env_wrappers(cfg: DictConfig) -> None:
-    """Each of ``env.wrappers`` is a ``_target_`` config whose target exists, and, but for an image env (not made
-    here, :func:`memory_needed` says why) or one with lander's own wrappers (not imported here), wraps one env made
-    with ``env.kwargs`` as the run wraps its envs: a name not found, or an argument the wrapper refuses, failed once
-    Hydra had made the run's directory, in Hydra's words."""
+    """Each of ``env.wrappers`` is a ``_target_`` config whose target exists, and, unless lander's own wrappers are
+    among them (not imported here), they wrap one env made with ``env.kwargs`` as the run wraps its envs (Pong's:
+    0.3 s, once a process): a name not found, or an argument a wrapper refuses (``AtariPreprocessing`` around an
+    ALE v5 env that skips frames itself), failed once Hydra had made the run's directory, in Hydra's words."""
     wrappers = OmegaConf.to_container(cfg.env.wrappers, resolve=True)
     assert isinstance(wrappers, list)
     own = False  # lander's own wrappers (lander.envs: SB3 and torch, ~2 s) are not imported here
@@ -726,7 +726,7 @@ def check_env_wrappers(cfg: DictConfig) -> None:
         except Exception as exc:  # not found, or its module fails to import
             reason = str(exc.__cause__ or exc).strip().splitlines()[0]
             raise ConfigError(f"env.wrappers[{index}]._target_={target!r} cannot be found ({reason})") from None
-    if wrappers and cfg.env.observation_space != "image" and not own:
+    if wrappers and not own:
         kwargs = OmegaConf.to_container(cfg.env.kwargs, resolve=True)
         _wrap(cfg.env.id, json.dumps({"kwargs": kwargs, "wrappers": wrappers}, sort_keys=True, default=str))
 

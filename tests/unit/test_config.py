@@ -284,6 +284,10 @@ BAD_INPUT = [
         "env.wrappers[0] (gymnasium.wrappers.TimeLimit) cannot wrap CartPole-v1: ValueError: Expect the `max_episode_",
     ),
     (["env=cartpole", "env.wrappers=[foo]"], "env.wrappers[0]='foo' is not allowed: env.wrappers[0] must be a wrapper"),
+    (  # an image env's too: Pong's preprocessing around an ALE v5 game, which skips frames itself
+        ["env=pong", "algo=a2c", "env.id=ale_py:ALE/Breakout-v5"],
+        "env.wrappers[0] (gymnasium.wrappers.AtariPreprocessing) cannot wrap ale_py:ALE/Breakout-v5: ValueError: Dis",
+    ),
     # Hydra's own keys were not parsed before Hydra: its traceback, exit 1 (a run directory of a name beyond ASCII)
     (["hydra.run.dir=my runs/é"], "hydra.run.dir=my runs/é: LexerNoViableAltException: hydra.run.dir=my runs/é; "),
     (["hydra.run.dir=my runs/é"], "beyond ASCII is quoted: \"hydra.run.dir='my runs/é'\")"),

@@ -304,9 +304,9 @@ def memory_needed(cfg: DictConfig) -> dict[str, float]:
     evaluation's records of its ``eval.episodes`` episodes, and the networks of a given ``policy_kwargs.net_arch``
     (:func:`network_weights`); all of it for each of the ``seeds_per_process`` seeds one process trains.
 
-    A row holds the observation and the action (in the env's own dtypes) and a few float32 scalars. Image envs'
-    buffers and networks are not estimated: their wrappers (``env.wrappers``) shrink the frames the raw env gives,
-    and their ``net_arch`` follows a CNN.
+    A row holds the observation and the action (in the env's own dtypes, as ``env.wrappers`` make them: Pong's
+    preprocessing shrinks its frames) and a few float32 scalars. Image envs' networks are not estimated (their
+    ``net_arch`` follows a CNN), nor their buffers where lander's own wrappers change their frames.
     """
     n_envs = budget(cfg)[1]
     seeds = int(cfg.get("seeds_per_process") or 1)  # side by side: one process holds every seed's envs and buffers
@@ -315,9 +315,12 @@ def memory_needed(cfg: DictConfig) -> dict[str, float]:
         "evaluation envs": float(seeds * min(cfg.eval.n_envs, cfg.eval.episodes) * ENV_BYTES),  # no more than episodes
         "evaluation episodes": float(seeds * cfg.eval.episodes * EPISODE_BYTES),
     }
-    if cfg.env.observation_space == "image":
+    image = cfg.env.observation_space == "image"
+    spaces = wrapped_spaces(cfg)  # the frames the buffers hold: Pong's 4 x 84 x 84, not the raw 210 x 160 x 3
+    if spaces is None and image and cfg.env.wrappers:  # lander's own wrappers, not built here: frames not known
         return needed
-    spaces = env_spaces(cfg.env.id, OmegaConf.to_container(cfg.env.kwargs, resolve=True))  # type: ignore[arg-type]
+    if spaces is None:
+        spaces = env_spaces(cfg.env.id, OmegaConf.to_container(cfg.env.kwargs, resolve=True))  # type: ignore[arg-type]
     obs, act = spaces.obs_bytes, spaces.act_bytes
     model = cfg.algo.model
     if isinstance(model.get("n_steps"), int):
@@ -325,7 +328,7 @@ def memory_needed(cfg: DictConfig) -> dict[str, float]:
     if isinstance(model.get("buffer_size"), int):
         observations = 1 if model.get("optimize_memory_usage") else 2
         needed["replay buffer"] = seeds * float(model.buffer_size) * (observations * obs + act + 3 * 4)
-    if (net_arch := given_net_arch(model)) is not None:
+    if (net_arch := given_net_arch(model)) is not None and not image:  # an image's follows a CNN
         needed["networks"] = seeds * float(network_weights(str(model._target_), net_arch, spaces)) * WEIGHT_BYTES
     return needed
 
@@ -470,13 +473,8 @@ def _spaces(env_id: str, kwargs_json: str) -> Spaces:
     # gymnasium and NumPy: 0.11 s of the 0.3 s that `import lander.config.precheck` takes (measured, best of 5), so
     # imported where an env is checked: a command refused for a bad key says so sooner
     import gymnasium
-    import numpy as np
 
-    spec = gymnasium.registry.get(env_id.rpartition(":")[2])  # (a module:Id's module imported by check_env_id)
-    if spec is not None and "mujoco" in str(spec.entry_point):
-        from lander.envs import route_mujoco_warnings  # with SB3 and torch: only where MuJoCo is loaded too
-
-        route_mujoco_warnings(env_id)  # MuJoCo's compiler warnings to logging, not to ./MUJOCO_LOG.TXT
+    spec = routed(env_id)
     kwargs = json.loads(kwargs_json)
     if spec is not None:
         check_env_kwargs(env_id, kwargs)
@@ -487,17 +485,38 @@ def _spaces(env_id: str, kwargs_json: str) -> Spaces:
             f"env.kwargs: {env_id} cannot be made with {kwargs} ({type(exc).__name__}: {str(exc).strip()})"
         ) from None
     try:
-        sizes = []
-        for space in (env.observation_space, env.action_space):
-            parts = space.spaces.values() if isinstance(space, gymnasium.spaces.Dict) else [space]  # each stored
-            numbers = [int(np.prod(part.shape or (1,))) for part in parts]
-            sizes.append(sum(numbers))
-            sizes.append(sum(n * np.dtype(p.dtype or np.int64).itemsize for n, p in zip(numbers, parts, strict=True)))
-        outputs = int(getattr(env.action_space, "n", sizes[2]))  # Discrete: one logit an action
-        kinds = action_space_kind(env.action_space), observation_space_kind(env.observation_space)
-        return Spaces(sizes[1], sizes[3], sizes[0], outputs, *kinds)
+        return spaces_of(env)
     finally:
         env.close()
+
+
+def routed(env_id: str) -> Any:
+    """``env_id``'s registry entry (None if Gymnasium has none), MuJoCo's compiler warnings sent to logging, not to
+    ``./MUJOCO_LOG.TXT``, where it is a MuJoCo env, before a check makes one."""
+    import gymnasium  # 0.07 s: see _spaces
+
+    spec = gymnasium.registry.get(env_id.rpartition(":")[2])  # (a module:Id's module imported by check_env_id)
+    if spec is not None and "mujoco" in str(spec.entry_point):
+        from lander.envs import route_mujoco_warnings  # with SB3 and torch: only where MuJoCo is loaded too
+
+        route_mujoco_warnings(env_id)
+    return spec
+
+
+def spaces_of(env: Any) -> Spaces:
+    """What the memory estimate reads of a made env's spaces."""
+    import gymnasium  # made by the caller: imported already
+    import numpy as np
+
+    sizes = []
+    for space in (env.observation_space, env.action_space):
+        parts = space.spaces.values() if isinstance(space, gymnasium.spaces.Dict) else [space]  # each stored
+        numbers = [int(np.prod(part.shape or (1,))) for part in parts]
+        sizes.append(sum(numbers))
+        sizes.append(sum(n * np.dtype(p.dtype or np.int64).itemsize for n, p in zip(numbers, parts, strict=True)))
+    outputs = int(getattr(env.action_space, "n", sizes[2]))  # Discrete: one logit an action
+    kinds = action_space_kind(env.action_space), observation_space_kind(env.observation_space)
+    return Spaces(sizes[1], sizes[3], sizes[0], outputs, *kinds)
 
 
 def env_spaces(env_id: str, kwargs: dict[str, Any]) -> Spaces:
@@ -713,29 +732,38 @@ def check_env_wrappers(cfg: DictConfig) -> None:
     ALE v5 env that skips frames itself), failed once Hydra had made the run's directory, in Hydra's words."""
     wrappers = OmegaConf.to_container(cfg.env.wrappers, resolve=True)
     assert isinstance(wrappers, list)
-    own = False  # lander's own wrappers (lander.envs: SB3 and torch, ~2 s) are not imported here
     for index, wrapper in enumerate(wrappers):
         target = wrapper.get("_target_") if isinstance(wrapper, dict) else None
         allowed = "a wrapper's config: {_target_: module.Wrapper, its arguments}"
         _check(isinstance(target, str), f"env.wrappers[{index}]", wrapper, allowed)
-        if str(target).startswith("lander."):
-            own = True
+        if str(target).startswith("lander."):  # lander's own (lander.envs: SB3 and torch, ~2 s): not imported here
             continue
         try:
             get_object(str(target))
         except Exception as exc:  # not found, or its module fails to import
             reason = str(exc.__cause__ or exc).strip().splitlines()[0]
             raise ConfigError(f"env.wrappers[{index}]._target_={target!r} cannot be found ({reason})") from None
-    if wrappers and not own:
-        kwargs = OmegaConf.to_container(cfg.env.kwargs, resolve=True)
-        _wrap(cfg.env.id, json.dumps({"kwargs": kwargs, "wrappers": wrappers}, sort_keys=True, default=str))
+    wrapped_spaces(cfg)
+
+
+def wrapped_spaces(cfg: DictConfig) -> Spaces | None:
+    """The spaces of one env made with ``env.kwargs`` and wrapped in ``env.wrappers`` (once a process for each),
+    what the run's buffers hold; None where it has no wrappers, or lander's own are among them (not imported
+    here)."""
+    wrappers = OmegaConf.to_container(cfg.env.wrappers, resolve=True)
+    assert isinstance(wrappers, list)
+    if not wrappers or any(str(w.get("_target_")).startswith("lander.") for w in wrappers if isinstance(w, dict)):
+        return None
+    kwargs = OmegaConf.to_container(cfg.env.kwargs, resolve=True)
+    return _wrap(cfg.env.id, json.dumps({"kwargs": kwargs, "wrappers": wrappers}, sort_keys=True, default=str))
 
 
 @functools.cache
-def _wrap(env_id: str, given_json: str) -> None:
+def _wrap(env_id: str, given_json: str) -> Spaces:
     import gymnasium  # 0.07 s: see _spaces
 
     given = json.loads(given_json)
+    routed(env_id)
     env = gymnasium.make(env_id, **given["kwargs"])  # made by _spaces already: it was not refused there
     try:
         for index, wrapper in enumerate(given["wrappers"]):
@@ -747,6 +775,7 @@ def _wrap(env_id: str, given_json: str) -> None:
                     f"env.wrappers[{index}] ({wrapper['_target_']}) cannot wrap {env_id}: "
                     f"{type(cause).__name__}: {str(cause).strip().splitlines()[0]}"
                 ) from None
+        return spaces_of(env)
     finally:
         env.close()
 

@@ -284,6 +284,9 @@ BAD_INPUT = [
         "env.wrappers[0] (gymnasium.wrappers.TimeLimit) cannot wrap CartPole-v1: ValueError: Expect the `max_episode_",
     ),
     (["env=cartpole", "env.wrappers=[foo]"], "env.wrappers[0]='foo' is not allowed: env.wrappers[0] must be a wrapper"),
+    # an image env's buffers, of its frames as its wrappers make them (4 x 84 x 84): not estimated, a MemoryError
+    # once the run's directory was made, or the machine's memory filled mid-run
+    (["env=pong", "algo=dqn", "algo.model.buffer_size=10000000"], "(replay buffer 564.7 GB: from n_envs, eval.n_envs"),
     (  # an image env's too: Pong's preprocessing around an ALE v5 game, which skips frames itself
         ["env=pong", "algo=a2c", "env.id=ale_py:ALE/Breakout-v5"],
         "env.wrappers[0] (gymnasium.wrappers.AtariPreprocessing) cannot wrap ale_py:ALE/Breakout-v5: ValueError: Dis",

@@ -705,6 +705,9 @@ def check_env_id(env_id: str) -> None:
             importlib.import_module(module)
         except ImportError as exc:
             raise ConfigError(f"env.id={env_id!r}: the module {module!r} cannot be imported ({exc})") from exc
+        except Exception as exc:  # the module's own code failed (a SyntaxError, an error it raises): its traceback
+            said = f"{type(exc).__name__}: {(str(exc).strip().splitlines() or [''])[0]}"  # was the command's, exit 1
+            raise ConfigError(f"env.id={env_id!r}: importing the module {module!r} failed ({said})") from None
     if name not in gymnasium.registry:
         close = difflib.get_close_matches(name, list(gymnasium.registry), n=3)
         hint = f" (did you mean {', '.join(close)}?)" if close else " (see gymnasium.registry)"

@@ -339,3 +339,20 @@ def test_a_run_whose_envs_fail_to_be_made_is_recorded_as_failed(tmp_path: Path) 
     log = (tmp_path / "run" / "run.log").read_text()
     assert "run failed before training, making its 2 training envs: one simulator per process" in log
     assert "Traceback" in log and not (tmp_path / "run" / "model.zip").exists()
+
+
+@pytest.mark.parametrize(
+    ("source", "said"),
+    [
+        ("def broken(:\n    pass\n", "failed (SyntaxError: invalid syntax (my_envs.py, line 1))"),
+        ("raise RuntimeError('needs a licence server')\n", "failed (RuntimeError: needs a licence server)"),
+    ],
+)
+def test_an_env_module_that_fails_to_import_is_one_line(tmp_path: Path, source: str, said: str) -> None:
+    """``env.id=my_envs:...`` whose module fails as it is imported: one line naming env.id, exit 2 (before: the
+    module's traceback, exit 1)."""
+    (tmp_path / "my_envs.py").write_text(source)
+    proc = lander(*tiny("a2c", 400), "env=cartpole", "env.id=my_envs:Corridor-v0", "hydra.run.dir=run", cwd=tmp_path)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert f"env.id='my_envs:Corridor-v0': importing the module 'my_envs' {said}" in proc.stderr
+    assert not (tmp_path / "run").exists()

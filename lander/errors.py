@@ -15,3 +15,12 @@ class RunFileError(RuntimeError):
 
 class RunSetError(ValueError):
     """Runs that cannot be compared as asked; the message names the file or the value."""
+
+
+def root_cause(exc: BaseException) -> str:
+    """``Type: first line`` of the last exception in ``exc``'s chain of causes: what Hydra's wrappers
+    (``InstantiationException``, ``ImportError("Error loading ...")``) wrap, the error a message should name."""
+    while exc.__cause__ is not None:
+        exc = exc.__cause__
+    lines = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {lines[0] if lines else ''}"

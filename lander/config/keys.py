@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import inspect
+import logging
 from dataclasses import fields, is_dataclass
 
 import yaml
@@ -17,7 +18,7 @@ from omegaconf import DictConfig
 
 from lander.config.schema import CONF_DIR, LanderConfig, group_options, tracker_nodes
 from lander.config.trust import allowed_prefixes
-from lander.errors import ConfigError
+from lander.errors import ConfigError, root_cause
 
 
 def did_you_mean(key: str, known: list[str]) -> str:
@@ -114,6 +115,24 @@ def check_tracker_override(key: str, override: str, parts: list[str]) -> None:
         )
 
 
+def import_class(target: str, key: str) -> type:
+    """The class ``target`` names, imported as Hydra imports a ``_target_`` (its own log of a failure silenced:
+    the one line says it).
+
+    :param key: the config key that names it, for the message
+    :raises ConfigError: naming ``key`` and the error underneath, where it cannot be imported as a class
+    """
+    hydra_log = logging.getLogger("hydra.utils")
+    level = hydra_log.level
+    hydra_log.setLevel(logging.CRITICAL)
+    try:
+        return get_class(target)
+    except (ImportError, ValueError) as exc:  # not found, its module failed, or not a class
+        raise ConfigError(f"{key}={target!r} cannot be imported as a class ({root_cause(exc)})") from None
+    finally:
+        hydra_log.setLevel(level)
+
+
 def model_parameters(target: str) -> list[str] | None:
     """The keyword parameters of the model class ``target``, following ``**kwargs`` up its base classes
     (MAC's go on to A2C's); None if the chain ends open or the class cannot be imported."""
@@ -138,12 +157,21 @@ def check_model_keys(cfg: DictConfig) -> None:
 
 
 def check_tracker_keys(cfg: DictConfig) -> None:
-    """Every key of a tracker node (``logger.<name>``) must be a parameter of its class. Importing a class runs
+    """Every node of ``logger`` names a tracker (``_target_``), and every key of one (``logger.<name>``) must be a
+    parameter of its class. Importing a class runs
     code: where the service started the run (:func:`lander.config.trust.allowed_prefixes`), only lander's own are
     imported here; another is checked when the run builds it, after :func:`lander.config.trust.check_trusted`."""
+    for key, node in (cfg.get("logger") or {}).items():  # a node of other keys built nothing, without a word
+        if isinstance(node, DictConfig) and "_target_" not in node:
+            raise ConfigError(
+                f"logger.{key} has no _target_: logger holds one node per tracker, {{_target_: module.Class, its "
+                f"arguments}} (lander/conf/logger/tensorboard.yaml), so its keys are logger.<tracker>.<key>; "
+                f"logger.{key} has {', '.join(map(str, node)) or 'none'}"
+            )
     from_terminal = allowed_prefixes() is None
     for key, node in tracker_nodes(cfg).items():
         if from_terminal or str(node._target_).startswith("lander."):
+            import_class(str(node._target_), f"logger.{key}._target_")  # the run failed at 0 timesteps
             check_keys(f"logger.{key}", node, model_parameters(str(node._target_)))
 
 

@@ -27,7 +27,7 @@ from stable_baselines3.common.callbacks import BaseCallback, CallbackList
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 
 from lander.envs import make_env
-from lander.errors import ConfigError
+from lander.errors import ConfigError, root_cause
 from lander.evaluation.policy import EvalResult, evaluate
 from lander.process.signals import LimitReached, hold_while_paused, raise_pending, stop_at_next_step, training_clock
 from lander.storage.csvlog import CsvLog, csv_rows
@@ -867,7 +867,7 @@ def user_callbacks(cfg: DictConfig) -> list[BaseCallback]:
         try:
             callback = instantiate(node)
         except InstantiationException as exc:
-            raise ConfigError(f"callbacks.{name} cannot be built: {str(exc).splitlines()[0]}") from exc
+            raise ConfigError(f"callbacks.{name} cannot be built: {root_cause(exc)}") from exc
         if not isinstance(callback, BaseCallback):
             raise ConfigError(
                 f"callbacks.{name}: {node.get('_target_')} is a {type(callback).__name__}, "

@@ -4,6 +4,7 @@ and their own algo/env/experiment/logger YAMLs in a folder of theirs (``hydra.se
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import ClassVar
 
@@ -101,15 +102,40 @@ def test_a_tracker_key_its_class_does_not_take_is_refused_before_training(tmp_pa
 @pytest.mark.parametrize(
     ("target", "message"),
     [
-        ("no_such_module.Callback", "callbacks.bad cannot be built"),
+        ("no_such_module.Callback", "callbacks.bad cannot be built: ModuleNotFoundError: No module named 'no_such_m"),
+        # the error underneath Hydra's "Error locating target ..., set env var HYDRA_FULL_ERROR=1", which hid it
+        ("raising_module.Callback", "callbacks.bad cannot be built: RuntimeError: needs a licence server"),
         ("collections.OrderedDict", "callbacks.bad: collections.OrderedDict is a OrderedDict, not a stable_baselines3"),
     ],
 )
-def test_a_bad_user_callback_is_refused_before_training(tmp_path: Path, target: str, message: str) -> None:
+def test_a_bad_user_callback_is_refused_before_training(tmp_path: Path, monkeypatch, target: str, message: str) -> None:
+    (tmp_path / "raising_module.py").write_text("raise RuntimeError('needs a licence server')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
     cfg = composed(*TINY_CARTPOLE, f"+callbacks.bad._target_={target}")
-    with pytest.raises(ConfigError, match=message):
+    with pytest.raises(ConfigError, match=re.escape(message)):
         train(cfg, tmp_path / "run")
     assert not (tmp_path / "run").exists()  # nothing written, nothing trained
+
+
+BAD_TRACKERS = [  # the run failed at 0 timesteps, its files begun; a node without _target_ logged nowhere, silently
+    (
+        "+logger.mine._target_=raising_module.Tracker",
+        "logger.mine._target_='raising_module.Tracker' cannot be imported as a class (RuntimeError: needs a licence",
+    ),
+    (
+        "+logger.trackers.mine._target_=my_trackers.Jsonl",
+        "logger.trackers has no _target_: logger holds one node per tracker, {_target_: module.Class, its arguments}",
+    ),
+]
+
+
+@pytest.mark.parametrize(("override", "message"), BAD_TRACKERS)
+def test_a_bad_user_tracker_is_refused_before_training(tmp_path: Path, monkeypatch, override: str, message: str):
+    (tmp_path / "raising_module.py").write_text("raise RuntimeError('needs a licence server')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        train(composed(*TINY_CARTPOLE, override), tmp_path / "run")
+    assert not (tmp_path / "run").exists()
 
 
 USER_ENV = """\

@@ -157,16 +157,18 @@ def check_model_keys(cfg: DictConfig) -> None:
 
 
 def check_tracker_keys(cfg: DictConfig) -> None:
-    """Every node of ``logger`` names a tracker (``_target_``), and every key of one (``logger.<name>``) must be a
-    parameter of its class. Importing a class runs
+    """No tracker's node is nested below a ``logger`` node (it built nothing), and every key of a tracker's node
+    (``logger.<name>``) must be a parameter of its class. Importing a class runs
     code: where the service started the run (:func:`lander.config.trust.allowed_prefixes`), only lander's own are
     imported here; another is checked when the run builds it, after :func:`lander.config.trust.check_trusted`."""
-    for key, node in (cfg.get("logger") or {}).items():  # a node of other keys built nothing, without a word
-        if isinstance(node, DictConfig) and "_target_" not in node:
+    for key, node in (cfg.get("logger") or {}).items():  # settings of a tracker not chosen build nothing, but
+        if not isinstance(node, DictConfig) or "_target_" in node:  # trackers nested a level down built nothing,
+            continue  # without a word
+        nested = [f"logger.{key}.{k!s}" for k, v in node.items() if isinstance(v, DictConfig) and "_target_" in v]
+        if nested:
             raise ConfigError(
-                f"logger.{key} has no _target_: logger holds one node per tracker, {{_target_: module.Class, its "
-                f"arguments}} (lander/conf/logger/tensorboard.yaml), so its keys are logger.<tracker>.<key>; "
-                f"logger.{key} has {', '.join(map(str, node)) or 'none'}"
+                f"{nested[0]} names a tracker a level below logger: logger holds the trackers' nodes themselves, "
+                f"logger.<tracker>: {{_target_: module.Class, its arguments}} (lander/conf/logger/tensorboard.yaml)"
             )
     from_terminal = allowed_prefixes() is None
     for key, node in tracker_nodes(cfg).items():

@@ -13,6 +13,7 @@ import pytest
 from stable_baselines3.common.callbacks import BaseCallback
 
 from helpers import composed, lander, read_json, tiny
+from lander.config.checks import checked
 from lander.errors import ConfigError
 from lander.storage.rundir import RunPaths, RunSummary
 from lander.tracking.base import TrackedRun, Tracker
@@ -124,7 +125,7 @@ BAD_TRACKERS = [  # the run failed at 0 timesteps, its files begun; a node witho
     ),
     (
         "+logger.trackers.mine._target_=my_trackers.Jsonl",
-        "logger.trackers has no _target_: logger holds one node per tracker, {_target_: module.Class, its arguments}",
+        "logger.trackers.mine names a tracker a level below logger: logger holds the trackers' nodes themselves",
     ),
 ]
 
@@ -136,6 +137,7 @@ def test_a_bad_user_tracker_is_refused_before_training(tmp_path: Path, monkeypat
     with pytest.raises(ConfigError, match=re.escape(message)):
         train(composed(*TINY_CARTPOLE, override), tmp_path / "run")
     assert not (tmp_path / "run").exists()
+    checked(composed(*TINY_CARTPOLE, "+logger.wandb.project=mine"))  # a preset's settings of a tracker not chosen
 
 
 USER_ENV = """\

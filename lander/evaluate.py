@@ -16,7 +16,7 @@ import hydra
 from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig, OmegaConf
 
-from lander.config.checks import EPISODE_BYTES, MEMORY_SHARE, available_memory, check_renders
+from lander.config.checks import EPISODE_BYTES, MEMORY_SHARE, available_memory, check_env_id, check_renders
 from lander.config.keys import did_you_mean
 from lander.config.precheck import hydra_message
 from lander.config.schema import CONF_DIR, EvaluateConfig, load_saved, register_configs
@@ -52,12 +52,7 @@ def check(cfg: DictConfig) -> None:
     runs = find_run_dirs([Path(cfg.run)])
     if not runs:
         raise ConfigError(f"run={cfg.run!r} holds no lander run (no .hydra/config.yaml)")
-    for run in runs if cfg.video else []:  # an env that cannot render failed at its video, once evaluated
-        try:
-            env_id = load_saved(RunPaths(run).config).env.id
-        except ConfigError:  # a config that is not lander's: evaluate_run says so, run by run
-            continue
-        check_renders(env_id, "video")
+    check_envs(runs, cfg.video)
     if not any(evaluated_model(RunPaths(run), cfg.model).is_file() for run in runs):
         kept = sorted(p.name for p in runs[0].glob("*.zip")) + [
             str(p.relative_to(runs[0])) for _, p in find_checkpoints(RunPaths(runs[0]).checkpoints)
@@ -66,6 +61,22 @@ def check(cfg: DictConfig) -> None:
         raise ConfigError(
             f"model={cfg.model!r}: {which} such file; {runs[0]} has: {', '.join(kept) or 'no model (it saved none)'}"
         )
+
+
+def check_envs(runs: list[Path], video: bool) -> None:
+    """Each run's env can be made here (its ``module:Id``'s module importable from this directory) and, for
+    ``video``, render frames: each failed in a traceback, the second once the run was evaluated."""
+    for run in runs:
+        try:
+            env_id = load_saved(RunPaths(run).config).env.id
+        except ConfigError:  # a config that is not lander's: evaluate_run says so, run by run
+            continue
+        try:
+            check_env_id(env_id)
+            if video:
+                check_renders(env_id, "video")
+        except ConfigError as exc:
+            raise ConfigError(f"{run}: {exc}") from None
 
 
 def check_command(argv: list[str]) -> None:

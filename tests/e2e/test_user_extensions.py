@@ -351,6 +351,10 @@ def test_an_env_with_dict_observations_trains_with_sb3s_multi_input_policy(tmp_p
     assert list(evals["timesteps"]) == [200, 400] and (evals["n"] == 2).all()
     again = lander("run=run", "n_episodes=3", module="lander.evaluate", cwd=tmp_path)
     assert again.returncode == 0, again.stderr[-3000:]
+    (tmp_path / "elsewhere").mkdir()  # where my_envs is not importable: one line (before: Gymnasium's traceback)
+    away = lander(f"run={tmp_path / 'run'}", module="lander.evaluate", cwd=tmp_path / "elsewhere")
+    assert away.returncode == 2 and "Traceback" not in away.stderr, away.stderr[-3000:]
+    assert "env.id='my_envs:GoalCorridor-v0': the module 'my_envs' cannot be imported" in away.stderr
 
 
 def test_a_run_whose_envs_fail_to_be_made_is_recorded_as_failed(tmp_path: Path) -> None:

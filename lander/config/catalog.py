@@ -62,17 +62,24 @@ def options(group: str) -> dict[str, DictConfig]:
     return {name: _load(CONF_DIR / group / f"{name}.yaml") for name in group_options(group)}
 
 
-def algos() -> list[dict[str, Any]]:
+def algos(mine: dict[str, dict[str, DictConfig]] | None = None, user_conf: Path | None = None) -> list[dict[str, Any]]:
     """Each algorithm: ``name``, the model class (``target``), the spaces it acts in, its tuned ``n_envs`` and
-    ``total_timesteps``, its ``model`` keys as written, and the ``envs`` it acts in."""
-    envs = options("env")
+    ``total_timesteps``, its ``model`` keys as written, the ``envs`` it acts in, and whether it is ``mine``.
+
+    :param mine: the root's own options by group (``algo``, ``env``), each composed (its ``defaults`` applied)
+    :param user_conf: the root's ``conf/``, where their files are (their descriptions)
+    """
+    mine = mine or {}
+    envs = options("env") | mine.get("env", {})
     found = []
-    for name, cfg in options("algo").items():
+    for name, cfg in (options("algo") | mine.get("algo", {})).items():
         model = _plain(cfg.get("model", {}))
+        folder = user_conf if user_conf is not None and name in mine.get("algo", {}) else CONF_DIR
         found.append(
             {
                 "name": name,
-                "description": _description(CONF_DIR / "algo" / f"{name}.yaml"),
+                "mine": folder != CONF_DIR,
+                "description": _description(folder / "algo" / f"{name}.yaml"),
                 "target": model.get("_target_"),
                 "action_spaces": _plain(cfg.get("action_spaces", list(ACTION_SPACES))),
                 "observation_spaces": _plain(cfg.get("observation_spaces", list(OBSERVATION_SPACES))),
@@ -85,16 +92,19 @@ def algos() -> list[dict[str, Any]]:
     return found
 
 
-def envs() -> list[dict[str, Any]]:
-    """Each env: ``name``, Gymnasium ``id``, its spaces, policy, ``reward_threshold`` and the ``algos`` that act
-    in it."""
-    algo_options = options("algo")
+def envs(mine: dict[str, dict[str, DictConfig]] | None = None, user_conf: Path | None = None) -> list[dict[str, Any]]:
+    """Each env: ``name``, Gymnasium ``id``, its spaces, policy, ``reward_threshold``, the ``algos`` that act in it,
+    and whether it is ``mine`` (:func:`algos` says what ``mine`` and ``user_conf`` are)."""
+    mine = mine or {}
+    algo_options = options("algo") | mine.get("algo", {})
     found = []
-    for name, cfg in options("env").items():
+    for name, cfg in (options("env") | mine.get("env", {})).items():
+        folder = user_conf if user_conf is not None and name in mine.get("env", {}) else CONF_DIR
         found.append(
             {
                 "name": name,
-                "description": _description(CONF_DIR / "env" / f"{name}.yaml"),
+                "mine": folder != CONF_DIR,
+                "description": _description(folder / "env" / f"{name}.yaml"),
                 "id": cfg.get("id"),
                 "action_space": cfg.get("action_space"),
                 "observation_space": cfg.get("observation_space"),

@@ -179,7 +179,7 @@ function fillEnvs() {
   const algo = catalog.algos.find(a => a.name === field("algo").value);
   const before = field("env").value;
   const envs = catalog.envs.filter(e => !algo || algo.envs.includes(e.name));
-  field("env").replaceChildren(...envs.map(e => option(e.name, `${e.name} (${e.id})`)));
+  field("env").replaceChildren(...envs.map(e => option(e.name, `${e.name} (${e.id})` + (e.mine ? " (yours)" : ""))));
   field("env").value = envs.some(e => e.name === before) ? before : (envs.some(e => e.name === "lunar_lander") ? "lunar_lander" : (envs[0] || {}).name);
 }
 
@@ -195,7 +195,7 @@ function fillPreset() {
 async function loadCatalog() {
   const [algos, envs, presets, keys] = await Promise.all(["/api/algos", "/api/envs", "/api/presets", "/api/config"].map(u => api("GET", u)));
   Object.assign(catalog, {algos, envs, presets: presets.filter(p => !p.error), keys});
-  field("algo").replaceChildren(...algos.map(a => option(a.name, a.name)));
+  field("algo").replaceChildren(...algos.map(a => option(a.name, a.name + (a.mine ? " (yours)" : ""))));
   field("algo").value = "ppo";
   field("preset").replaceChildren(option("", "none"), ...catalog.presets.map(p => option(p.override, p.override + (p.mine ? " (yours)" : ""))));
   fillEnvs(); fillPreset();
@@ -214,7 +214,8 @@ function formOverrides(sweep) {
     if (!item.includes("=") || !key) return `"${item}" is not KEY=VALUE`;
     if (!known(key)) return `unknown key ${key}: the keys are listed at /api/config`;
     const group = catalog.keys.find(k => k.key === key && k.options);
-    const choices = group && (key === "experiment" ? catalog.presets.filter(p => p.group === key).map(p => p.name) : group.options);
+    const listed = {experiment: catalog.presets.filter(p => p.group === key), algo: catalog.algos, env: catalog.envs}[key];  // the root's own too
+    const choices = group && (listed ? listed.map(p => p.name) : group.options);
     const bad = choices ? item.slice(key.length + 1).split(",").filter(v => v && v !== "null" && !choices.includes(v)) : [];
     if (bad.length) return `${key}=${bad.join(",")}: not one of ${choices.join(", ")}`;
   }

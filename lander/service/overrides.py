@@ -153,6 +153,29 @@ def search_path(conf: Path | None) -> str:
     return f"hydra.searchpath=[{hydra_quote(f'file://{conf}')}]" if conf is not None else "hydra.searchpath=[]"
 
 
+def root_options(conf: Path | None) -> dict[str, dict[str, DictConfig]]:
+    """The root's own ``algo`` and ``env`` options (those lander does not ship), each composed as a launch composes
+    it (its ``defaults`` applied), by group; none where the root has no ``conf/``, or one :func:`check_conf` refuses.
+    An option that does not compose is left out (a launch of it says why)."""
+    found: dict[str, dict[str, DictConfig]] = {}
+    try:
+        if conf is None:
+            return found
+        check_conf(conf)
+    except Refused:
+        return found
+    register_configs()
+    for group in ("algo", "env"):
+        for name in sorted(set(options(group, conf)) - set(group_options(group))):
+            try:
+                with _compose_lock, initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+                    cfg = compose(config_name="config", overrides=[search_path(conf), f"{group}={name}"])
+            except (HydraException, OmegaConfBaseException, ValueError):
+                continue
+            found.setdefault(group, {})[name] = cfg[group]
+    return found
+
+
 def options(group: str, conf: Path | None) -> list[str]:
     """A config group's options: lander's, and the root's ``conf/<group>/*.yaml``."""
     mine = {p.stem for p in (conf / group).glob("*.yaml")} if conf is not None and (conf / group).is_dir() else set()

@@ -22,7 +22,7 @@ from lander.config import catalog
 from lander.config.trust import resolve_trusted
 from lander.service import files, store
 from lander.service.launcher import Launcher
-from lander.service.overrides import root_conf
+from lander.service.overrides import root_conf, root_options
 from lander.storage.rundir import RunPaths, SweepPaths, find_run_dirs
 from lander.storage.yamlfile import safe_yaml
 
@@ -64,6 +64,7 @@ class Algo(Open):
     total_timesteps: int | None = Field(None, description="its tuned budget")
     model: dict[str, Any] = Field(description="the model's keyword arguments (algo.model)")
     envs: list[str] = Field(description="the envs whose spaces it acts in")
+    mine: bool = Field(False, description="from the root's conf/, not lander's")
 
 
 class Env(Open):
@@ -77,6 +78,7 @@ class Env(Open):
     policy: str
     reward_threshold: float | None = None
     algos: list[str] = Field(description="the algorithms that act in it")
+    mine: bool = Field(False, description="from the root's conf/, not lander's")
 
 
 class Preset(Open):
@@ -218,19 +220,21 @@ def root_of(request: Request) -> Path:
 @router.get(
     "/api/algos",
     response_model=list[Algo],
-    summary="The algorithms: model class, spaces, tuned budget, model keys, envs they act in",
+    summary="The algorithms (lander's and the root's conf/algo/): model class, spaces, tuned budget, model keys, envs",
 )
-def algos() -> list[dict[str, Any]]:
-    return catalog.algos()
+def algos(request: Request) -> list[dict[str, Any]]:
+    conf = root_conf(root_of(request))
+    return catalog.algos(root_options(conf), conf)
 
 
 @router.get(
     "/api/envs",
     response_model=list[Env],
-    summary="The envs: Gymnasium id, spaces, reward threshold, algorithms that act in them",
+    summary="The envs (lander's and the root's conf/env/): Gymnasium id, spaces, reward threshold, their algorithms",
 )
-def envs() -> list[dict[str, Any]]:
-    return catalog.envs()
+def envs(request: Request) -> list[dict[str, Any]]:
+    conf = root_conf(root_of(request))
+    return catalog.envs(root_options(conf), conf)
 
 
 @router.get(

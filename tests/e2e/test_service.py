@@ -150,6 +150,22 @@ def test_the_roots_own_configs_are_launched_as_they_are_listed(api):
     assert run["status"] == "completed", (root / run["path"] / "service.log").read_text()[-3000:]
     assert run["env"] == "cartpole_brief" and run["gamma"] == 0.9
     assert run["config"]["env"]["kwargs"] == {"max_episode_steps": 30}
+    envs, algos = ({x["name"]: x for x in svc.get(f"/api/{kind}").json()} for kind in ("envs", "algos"))
+    assert envs["cartpole_brief"]["mine"] and not envs["cartpole"]["mine"]  # composed: its defaults' id and spaces
+    assert envs["cartpole_brief"]["id"] == "CartPole-v1" and "a2c" in envs["cartpole_brief"]["algos"]
+    assert "cartpole_brief" in algos["a2c"]["envs"] and "cartpole_brief" not in algos["sac"]["envs"]
+    with open_page(svc.printed_url, offline=False) as (page, visit):  # chosen in the form, as any env
+        page.wait_for_selector("#env option[value=cartpole_brief]", state="attached")
+        page.select_option("#algo", "a2c")
+        shown = page.text_content("#env option[value=cartpole_brief]")
+        typed = ["env=cartpole_brief", "experiment=brief_gamma", "seed=3", *TINY, "logger=none"]  # as a key=value too
+        page.fill("#overrides", " ".join(typed))
+        page.click("#launch-run")
+        page.wait_for_selector("#message.ok")
+    assert shown == "cartpole_brief (CartPole-v1) (yours)" and not visit.errors
+    ran = svc.wait_for("/api/runs", lambda runs: any(r["seed"] == 3 and not r["active"] for r in runs))
+    clicked = next(r for r in ran if r["seed"] == 3)
+    assert (clicked["status"], clicked["env"], clicked["gamma"]) == ("completed", "cartpole_brief", 0.9), clicked
     missing = svc.post("/api/runs", json={"overrides": ["env=cartpole_short"]})  # the repository's, not the root's
     assert (
         missing.status_code == 422

@@ -27,7 +27,7 @@ import re
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import yaml
 from hydra import compose, initialize_config_dir
@@ -57,6 +57,7 @@ MAX_OVERRIDES = 64
 MAX_CHARS = 1000
 MAX_CONF_FILES = 1000  # YAML files in the root's conf/ (lander ships 40)
 MAX_CONF_BYTES = 1_000_000  # one of them (a preset is a few hundred bytes)
+MAX_LISTED = 50  # the root's own envs (and algorithms) the catalog lists: each composed once, 0.15 s
 GROUPS = ("algo", "env", "logger", "experiment", "hparams_search")
 ADDABLE = ("algo.model.", "env.kwargs.")  # where "+key=value" may add a key: the model's and the env's arguments
 REFUSED_KEYS = ("hydra", "resume")  # Hydra's own settings; a run is resumed by its own endpoint
@@ -121,13 +122,14 @@ def root_conf(root: Path) -> Path | None:
     return conf if conf.is_dir() and conf.resolve().is_relative_to(root.resolve()) else None
 
 
-def check_conf(conf: Path) -> None:
+def check_conf(conf: Path) -> tuple[tuple[str, int, int], ...]:
     """The YAML files Hydra may compose from the root's ``conf/`` (a downloaded folder's) are read with bounds
     before it composes any: at most :data:`MAX_CONF_FILES` of at most :data:`MAX_CONF_BYTES` each, none a link out
     of ``conf/``, none whose aliases expand past :data:`lander.storage.yamlfile.MAX_NODES` nodes (a tuned config's
-    alias bomb held the request, and the service's composition lock, until memory ran out)."""
+    alias bomb held the request, and the service's composition lock, until memory ran out). Returns each file's
+    name, modification time and size: what the composed options are cached by (:func:`root_options`)."""
     real = conf.resolve()
-    count = 0
+    count, seen = 0, []
     for folder, dirs, files in os.walk(conf):  # links to folders are not walked, nor followed by Hydra's search
         for name in sorted(f for f in files if f.endswith((".yaml", ".yml"))):
             path, count = Path(folder) / name, count + 1
@@ -136,8 +138,10 @@ def check_conf(conf: Path) -> None:
                 raise Refused(f"the root's conf/ holds more than {MAX_CONF_FILES} YAML files: not read")
             if not path.resolve().is_relative_to(real):
                 raise Refused(f"{where} is a link out of conf/: not read")
-            if path.stat().st_size > MAX_CONF_BYTES:
-                raise Refused(f"{where}: {path.stat().st_size:,} bytes, past {MAX_CONF_BYTES:,}: not read")
+            stat = path.stat()
+            if stat.st_size > MAX_CONF_BYTES:
+                raise Refused(f"{where}: {stat.st_size:,} bytes, past {MAX_CONF_BYTES:,}: not read")
+            seen.append((where, stat.st_mtime_ns, stat.st_size))
             try:
                 check_aliases(path.read_text(errors="replace"), where)
             except YamlBomb as exc:
@@ -145,6 +149,7 @@ def check_conf(conf: Path) -> None:
             except yaml.YAMLError:  # not YAML: Hydra says so if a launch composes it (the dashboard lists why)
                 continue
         dirs.sort()
+    return tuple(seen)
 
 
 def search_path(conf: Path | None) -> str:
@@ -154,26 +159,33 @@ def search_path(conf: Path | None) -> str:
 
 
 def root_options(conf: Path | None) -> dict[str, dict[str, DictConfig]]:
-    """The root's own ``algo`` and ``env`` options (those lander does not ship), each composed as a launch composes
-    it (its ``defaults`` applied), by group; none where the root has no ``conf/``, or one :func:`check_conf` refuses.
-    An option that does not compose is left out (a launch of it says why)."""
+    """The root's own ``algo`` and ``env`` options (those lander does not ship; the first :data:`MAX_LISTED` of
+    each), each composed as a launch composes it (its ``defaults`` applied: 0.15 s), by group, cached until a file
+    of ``conf/`` changes; none where the root has no ``conf/``, or one :func:`check_conf` refuses. An option that
+    does not compose is left out (a launch of it says why)."""
     found: dict[str, dict[str, DictConfig]] = {}
     try:
         if conf is None:
             return found
-        check_conf(conf)
+        files = check_conf(conf)
     except Refused:
         return found
+    if _listed.get("files") == (conf, files):
+        return cast(dict[str, dict[str, DictConfig]], _listed["options"])
     register_configs()
     for group in ("algo", "env"):
-        for name in sorted(set(options(group, conf)) - set(group_options(group))):
+        for name in sorted(set(options(group, conf)) - set(group_options(group)))[:MAX_LISTED]:
             try:
                 with _compose_lock, initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
                     cfg = compose(config_name="config", overrides=[search_path(conf), f"{group}={name}"])
             except (HydraException, OmegaConfBaseException, ValueError):
                 continue
             found.setdefault(group, {})[name] = cfg[group]
+    _listed.update(files=(conf, files), options=found)
     return found
+
+
+_listed: dict[str, Any] = {}  # root_options' last answer, and the files it was composed from
 
 
 def options(group: str, conf: Path | None) -> list[str]:

@@ -19,6 +19,7 @@ import netrc
 import os
 import re
 import resource
+import sys
 import time
 import urllib.error
 import urllib.request
@@ -704,7 +705,9 @@ def check_env_id(env_id: str) -> None:
         try:
             importlib.import_module(module)
         except ImportError as exc:
-            raise ConfigError(f"env.id={env_id!r}: the module {module!r} cannot be imported ({exc})") from exc
+            raise ConfigError(
+                f"env.id={env_id!r}: the module {module!r} cannot be imported ({exc}){not_on_path(module)}"
+            ) from exc
         except Exception as exc:  # the module's own code failed (a SyntaxError, an error it raises): its traceback
             said = f"{type(exc).__name__}: {(str(exc).strip().splitlines() or [''])[0]}"  # was the command's, exit 1
             raise ConfigError(f"env.id={env_id!r}: importing the module {module!r} failed ({said})") from None
@@ -712,6 +715,21 @@ def check_env_id(env_id: str) -> None:
         close = difflib.get_close_matches(name, list(gymnasium.registry), n=3)
         hint = f" (did you mean {', '.join(close)}?)" if close else " (see gymnasium.registry)"
         raise ConfigError(f"env.id={env_id!r}: Gymnasium has no such environment{hint}")
+
+
+def not_on_path(module: str) -> str:
+    """Why a module in the working directory is not imported, where it is not on ``sys.path`` (the service takes
+    its root off, and starts its runs in an empty directory): the advice, or nothing."""
+    here, top = Path.cwd(), module.split(".")[0]
+    if not ((here / f"{top}.py").is_file() or (here / top).is_dir()):
+        return ""
+    if any(Path(entry or ".").resolve() == here.resolve() for entry in sys.path):
+        return ""
+    return (
+        f"; {top} is in the working directory, which this process does not import from: the service and the runs "
+        "it starts import no code from its root (a downloaded folder's neither): install it as a package "
+        "(pip install -e <its project>) and allow it with --allow-target"
+    )
 
 
 def check_device(device: str) -> None:

@@ -126,6 +126,28 @@ def test_a_downloaded_conf_is_read_with_bounds_before_a_launch_composes_it(tmp_p
     assert not (tmp_path / "outputs").exists()
 
 
+def test_a_module_in_the_root_is_not_imported_and_the_refusal_says_why(tmp_path, monkeypatch):
+    """An env of the root's ``conf/`` naming a module beside it (``my_envs.py``), allowed with ``--allow-target``:
+    not imported (the service takes its root off ``sys.path``), refused with why and what to do; it said only "No
+    module named 'my_envs'", after the user had done what the trust check advised."""
+    (tmp_path / "my_envs.py").write_text(f"open({str(tmp_path / 'imported.txt')!r}, 'w').close()\n")
+    (tmp_path / "conf" / "env").mkdir(parents=True)
+    mine = "defaults:\n  - cartpole\nname: mine\nid: my_envs:Corridor-v0\n"
+    (tmp_path / "conf" / "env" / "mine.yaml").write_text(mine)
+    monkeypatch.chdir(tmp_path)  # as lander.serve runs, started in its root: that root off sys.path
+    monkeypatch.setattr(sys, "path", [e for e in sys.path if e and Path(e).resolve() != tmp_path.resolve()])
+    app = create_app(tmp_path, TOKEN, PORT, ["127.0.0.1"], 1, 100, ["my_envs"])
+    with TestClient(app, base_url=f"http://127.0.0.1:{PORT}", headers={"Authorization": f"Bearer {TOKEN}"}) as http:
+        answer = http.post("/api/runs", json={"overrides": ["env=mine", "video.enabled=false"]})
+    assert answer.status_code == 422, answer.text
+    assert (
+        "the module 'my_envs' cannot be imported (No module named 'my_envs'); my_envs is in the working "
+        in (answer.json()["error"])
+    )
+    assert "install it as a package (pip install -e <its project>)" in answer.json()["error"]
+    assert not (tmp_path / "imported.txt").exists() and not (tmp_path / "outputs").exists()
+
+
 @pytest.mark.parametrize("key", ["run_name", "algo.name", "env.name"])
 @pytest.mark.parametrize("value", ["../../../../tmp/x", "/tmp/x", "..", "a/b", "a\\b"])
 def test_values_that_become_paths_are_plain_names(tmp_path, key, value):

@@ -130,7 +130,10 @@ def check_conf(conf: Path) -> tuple[tuple[str, int, int], ...]:
     name, modification time and size: what the composed options are cached by (:func:`root_options`)."""
     real = conf.resolve()
     count, seen = 0, []
-    for folder, dirs, files in os.walk(conf):  # links to folders are not walked, nor followed by Hydra's search
+    for folder, dirs, files in os.walk(conf):  # links to folders are not walked (Hydra's search would follow them)
+        for linked in (Path(folder) / d for d in dirs if (Path(folder) / d).is_symlink()):
+            if not linked.resolve().is_relative_to(real):  # one within conf/ is walked where it really is
+                raise Refused(f"conf/{linked.relative_to(conf)} is a link out of conf/: not read")
         for name in sorted(f for f in files if f.endswith((".yaml", ".yml"))):
             path, count = Path(folder) / name, count + 1
             where = f"conf/{path.relative_to(conf)}"

@@ -120,6 +120,13 @@ def test_a_downloaded_conf_is_read_with_bounds_before_a_launch_composes_it(tmp_p
     bomb = f"its aliases expand past {MAX_NODES:,} nodes (a YAML alias bomb?): not read"
     assert answer.json()["error"] == f"conf/tuned/ppo_lunar_lander.yaml: {bomb}"
     (tmp_path / "conf" / "tuned" / "ppo_lunar_lander.yaml").unlink()
+    (tmp_path / "elsewhere").mkdir()  # the same, in a folder linked in from outside conf/: Hydra's search follows it
+    (tmp_path / "elsewhere" / "ppo_lunar_lander.yaml").write_text("# @package _global_\n" + BOMB)
+    (tmp_path / "conf" / "tuned").rmdir()
+    (tmp_path / "conf" / "tuned").symlink_to(tmp_path / "elsewhere")
+    linked = answered_within(20, lambda: bare.post("/api/runs", json={"overrides": ["algo=ppo"]}))
+    assert linked.status_code == 422 and linked.json()["error"] == "conf/tuned is a link out of conf/: not read"
+    (tmp_path / "conf" / "tuned").unlink()
     with client(tmp_path) as http:
         refused = http.post("/api/runs", json={"overrides": ["algo=ppo", "gamma=2"]})  # composed, then checked
         assert refused.status_code == 422 and "gamma=2.0 is not allowed" in refused.json()["error"], refused.text

@@ -194,6 +194,42 @@ def check_range(override: Any) -> None:
         )
 
 
+def check_chosen(argv: list[str], full: DictConfig, multirun: bool, jobs: list[list[str]]) -> None:
+    """What the command's jobs choose, over all of them: options that are the ones used (:func:`check_shadowed`),
+    and a comparison that can be made (:func:`check_comparison`)."""
+    check_shadowed(full, jobs)
+    check_comparison(argv, full, multirun, jobs)
+
+
+def check_shadowed(full: DictConfig, jobs: list[list[str]]) -> None:
+    """No option a job chooses (``env=cartpole``, or a default: ``env=lunar_lander``) is in a folder of the search
+    path besides lander's (``./conf/env/cartpole.yaml``) as well as in lander's: Hydra finds lander's packaged
+    option first, so that file was not used, without a word (a user editing "their" cartpole trained lander's).
+
+    :param full: the command's config with its ``hydra`` node (the search path's folders, the defaults chosen)
+    :param jobs: each job's overrides (the options a sweep chooses)
+    """
+    folders = [Path(s.path) for s in full.hydra.runtime.config_sources if s.schema == "file" and s.provider != "main"]
+    if not folders:
+        return
+    chosen = {(str(group), str(option)) for group, option in full.hydra.runtime.choices.items() if option is not None}
+    for job in jobs:
+        for override in job:
+            if is_group_choice(override) and "," not in override:
+                group, _, option = override.lstrip("+~").partition("=")
+                chosen.add((group, option))
+    for group, option in sorted(chosen):
+        if group.startswith("hydra/") or not (CONF_DIR / group / f"{option}.yaml").is_file():
+            continue
+        for folder in folders:
+            if (theirs := folder / group / f"{option}.yaml").is_file():
+                raise ConfigError(
+                    f"{group}={option}: {theirs} is not used: lander's own {group}/{option}.yaml is found first on "
+                    f"Hydra's search path, so this would run lander's without a word; give yours another name "
+                    f"({theirs.parent / f'my_{option}.yaml'}) and choose that"
+                )
+
+
 def is_group_choice(override: str) -> bool:
     """``algo=ppo``, ``experiment=x``, ``hydra/launcher=basic``, ``+mygroup=x`` (a group of your ``./conf``): an
     override that chooses config files, composed by Hydra rather than applied as a value."""
@@ -240,7 +276,7 @@ def check_jobs(
             check_output_dir(argv, full, multirun)
             check_sweep_mode(argv, full, multirun, swept)
             jobs = job_overrides([*swept, *overrides] if multirun else overrides, multirun)
-            check_comparison(argv, full, multirun, jobs)
+            check_chosen(argv, full, multirun, jobs)
         composed: dict[tuple[str, ...], DictConfig] = {}
         needs: dict[tuple[str, ...], list[float]] = {}  # the jobs' memory_needed (check_job), for a sweep
         single = not multirun and single_values(overrides) == overrides  # one job: composed above, values and all

@@ -867,3 +867,23 @@ def test_resuming_a_completed_run_without_a_larger_budget_exits_2_and_leaves_the
     RunPaths(run).summary.write_text("{not json")  # read by the precheck now: a traceback before this line was kept
     proc = lander(f"resume={run}", env=env, timeout=120)
     assert proc.returncode == 2 and "summary.json is unreadable" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_an_option_of_ones_own_that_lander_ships_too_is_refused(tmp_path):
+    """``./conf/env/cartpole.yaml`` beside lander's ``env/cartpole.yaml``: Hydra finds lander's first, so a user
+    editing "their" cartpole trained lander's without a word; refused wherever the option is chosen (on the command
+    line, in a sweep, or as a default), naming the file. Another name is used, as the docs say."""
+    from lander.config.precheck import check_command
+
+    (tmp_path / "conf" / "env").mkdir(parents=True)
+    mine = "defaults:\n  - cartpole\nname: cartpole\nreward_threshold: 100\n"
+    (tmp_path / "conf" / "env" / "cartpole.yaml").write_text(mine)
+    search = f"hydra.searchpath=[file://{tmp_path / 'conf'}]"
+    said = f"env=cartpole: {tmp_path / 'conf' / 'env' / 'cartpole.yaml'} is not used: lander's own env/cartpole.yaml is"
+    for command in ([search, "env=cartpole"], ["--multirun", search, "env=lunar_lander,cartpole", "seed=0,1"]):
+        with pytest.raises(ConfigError, match=re.escape(said)):
+            check_command(command)
+    check_command([search, "env=lunar_lander", "logger=none"])
+    (tmp_path / "conf" / "env" / "cartpole.yaml").rename(tmp_path / "conf" / "env" / "lunar_lander.yaml")
+    with pytest.raises(ConfigError, match=re.escape("env=lunar_lander: ")):  # lander's default env
+        check_command([search, "logger=none"])

@@ -30,10 +30,10 @@ from urllib.parse import urlparse
 
 import psutil
 import yaml
-from hydra.utils import get_object, instantiate
+from hydra.utils import instantiate
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from lander.config.keys import check_tracker_keys
+from lander.config.keys import check_tracker_keys, import_target
 from lander.config.schema import (
     ACTION_SPACES,
     CONF_DIR,
@@ -47,7 +47,7 @@ from lander.config.schema import (
     observation_space_kind,
     tracker_nodes,
 )
-from lander.errors import ConfigError
+from lander.errors import ConfigError, root_cause
 from lander.registry import env_creator, render_modes, takes_render_mode
 
 
@@ -709,8 +709,9 @@ def check_env_id(env_id: str) -> None:
                 f"env.id={env_id!r}: the module {module!r} cannot be imported ({exc}){not_on_path(module)}"
             ) from exc
         except Exception as exc:  # the module's own code failed (a SyntaxError, an error it raises): its traceback
-            said = f"{type(exc).__name__}: {(str(exc).strip().splitlines() or [''])[0]}"  # was the command's, exit 1
-            raise ConfigError(f"env.id={env_id!r}: importing the module {module!r} failed ({said})") from None
+            raise ConfigError(  # it was the command's, exit 1
+                f"env.id={env_id!r}: importing the module {module!r} failed ({root_cause(exc)})"
+            ) from None
     if name not in gymnasium.registry:
         close = difflib.get_close_matches(name, list(gymnasium.registry), n=3)
         hint = f" (did you mean {', '.join(close)}?)" if close else " (see gymnasium.registry)"
@@ -759,11 +760,7 @@ def check_env_wrappers(cfg: DictConfig) -> None:
         _check(isinstance(target, str), f"env.wrappers[{index}]", wrapper, allowed)
         if str(target).startswith("lander."):  # lander's own (lander.envs: SB3 and torch, ~2 s): not imported here
             continue
-        try:
-            get_object(str(target))
-        except Exception as exc:  # not found, or its module fails to import
-            reason = str(exc.__cause__ or exc).strip().splitlines()[0]
-            raise ConfigError(f"env.wrappers[{index}]._target_={target!r} cannot be found ({reason})") from None
+        import_target(str(target), f"env.wrappers[{index}]._target_", class_only=False)
     wrapped_spaces(cfg)
 
 
@@ -791,10 +788,8 @@ def _wrap(env_id: str, given_json: str) -> Spaces:
             try:
                 env = instantiate(wrapper, env)
             except Exception as exc:  # Hydra's InstantiationException, the wrapper's own error its cause
-                cause = exc.__cause__ or exc
                 raise ConfigError(
-                    f"env.wrappers[{index}] ({wrapper['_target_']}) cannot wrap {env_id}: "
-                    f"{type(cause).__name__}: {str(cause).strip().splitlines()[0]}"
+                    f"env.wrappers[{index}] ({wrapper['_target_']}) cannot wrap {env_id}: {root_cause(exc)}"
                 ) from None
         return spaces_of(env)
     finally:

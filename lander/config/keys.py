@@ -11,9 +11,10 @@ import difflib
 import inspect
 import logging
 from dataclasses import fields, is_dataclass
+from typing import Any
 
 import yaml
-from hydra.utils import get_class
+from hydra.utils import get_class, get_object
 from omegaconf import DictConfig
 
 from lander.config.schema import CONF_DIR, LanderConfig, group_options, tracker_nodes
@@ -115,20 +116,21 @@ def check_tracker_override(key: str, override: str, parts: list[str]) -> None:
         )
 
 
-def import_class(target: str, key: str) -> type:
-    """The class ``target`` names, imported as Hydra imports a ``_target_`` (its own log of a failure silenced:
-    the one line says it).
+def import_target(target: str, key: str, class_only: bool = True) -> Any:
+    """The class (or, not ``class_only``, any object: a wrapper may be a function) ``target`` names, imported as
+    Hydra imports a ``_target_``, its own log of a failure silenced: the one line says it.
 
     :param key: the config key that names it, for the message
-    :raises ConfigError: naming ``key`` and the error underneath, where it cannot be imported as a class
+    :raises ConfigError: naming ``key`` and the error underneath, where it cannot be imported (as a class)
     """
     hydra_log = logging.getLogger("hydra.utils")
     level = hydra_log.level
     hydra_log.setLevel(logging.CRITICAL)
     try:
-        return get_class(target)
+        return get_class(target) if class_only else get_object(target)
     except (ImportError, ValueError) as exc:  # not found, its module failed, or not a class
-        raise ConfigError(f"{key}={target!r} cannot be imported as a class ({root_cause(exc)})") from None
+        kind = " as a class" if class_only else ""
+        raise ConfigError(f"{key}={target!r} cannot be imported{kind} ({root_cause(exc)})") from None
     finally:
         hydra_log.setLevel(level)
 
@@ -173,7 +175,7 @@ def check_tracker_keys(cfg: DictConfig) -> None:
     from_terminal = allowed_prefixes() is None
     for key, node in tracker_nodes(cfg).items():
         if from_terminal or str(node._target_).startswith("lander."):
-            import_class(str(node._target_), f"logger.{key}._target_")  # the run failed at 0 timesteps
+            import_target(str(node._target_), f"logger.{key}._target_")  # the run failed at 0 timesteps
             check_keys(f"logger.{key}", node, model_parameters(str(node._target_)))
 
 

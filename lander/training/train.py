@@ -23,7 +23,7 @@ from threadpoolctl import threadpool_limits
 
 from lander.algorithms.build import build_model, effective_gamma, model_target
 from lander.config.checks import Checked, checked
-from lander.config.keys import import_class
+from lander.config.keys import import_target
 from lander.config.schema import action_space_kind, budget, observation_space_kind
 from lander.envs import make_train_env, normalized
 from lander.errors import ConfigError
@@ -56,7 +56,7 @@ def check_model_class(cfg: DictConfig) -> None:
     """``algo.model._target_`` is a class that imports, an SB3 algorithm: one that did not failed the run once its
     files were begun (the checks before it import no model class, which imports torch)."""
     target = str(cfg.algo.model._target_)
-    cls = import_class(model_target(cfg), "algo.model._target_")
+    cls = import_target(model_target(cfg), "algo.model._target_")
     if not issubclass(cls, BaseAlgorithm):
         raise ConfigError(f"algo.model._target_={target!r} is a class, not a stable_baselines3 BaseAlgorithm")
 

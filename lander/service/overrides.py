@@ -264,11 +264,8 @@ def values(override: Override, conf: Path | None = None) -> list[Any]:
 def check_value(key: str, value: Any, text: str, conf: Path | None = None) -> None:
     """A value is plain data: a scalar, or lists and dicts of them whose keys do not start with '_'."""
     if key in GROUPS and override_group_option(key, value) not in options(key, conf):
-        mine = " nor conf/" if conf is not None else ""
-        raise Refused(
-            f"{text[:80]!r}: {key}/{value}.yaml is in neither lander/conf/{mine}; {key} options: "
-            f"{', '.join(options(key, conf))}"
-        )
+        where = "is in neither lander/conf/ nor conf/" if conf is not None else "is not in lander/conf/"
+        raise Refused(f"{text[:80]!r}: {key}/{value}.yaml {where}; {key} options: {', '.join(options(key, conf))}")
     if key == "env.id" and ":" in str(value):  # gymnasium imports the module before the ':'
         raise Refused(f"{text[:80]!r}: env ids naming a module to import are not accepted by the service")
     if key == "env.kwargs.render_mode" and value is not None:  # lander.run honours it, for a user at the screen

@@ -44,7 +44,8 @@ def takes_render_mode(env_id: str) -> bool:
     return any(p.name == "render_mode" or p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters)
 
 
-def render_modes(env_id: str) -> list[str] | None:
+@functools.cache
+def render_modes(env_id: str) -> tuple[str, ...] | None:
     """The render modes the class of ``env_id`` lists (``metadata["render_modes"]``, as ``gymnasium.make`` reads
     them; ``[]`` by ``gymnasium.Env``'s default), or None where it lists none to read.
 
@@ -52,4 +53,4 @@ def render_modes(env_id: str) -> list[str] | None:
     """
     metadata = getattr(env_creator(env_id), "metadata", None)
     modes = metadata.get("render_modes") if isinstance(metadata, dict) else None
-    return [str(mode) for mode in modes] if isinstance(modes, list | tuple) else None
+    return tuple(str(mode) for mode in modes) if isinstance(modes, list | tuple) else None

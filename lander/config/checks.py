@@ -460,7 +460,7 @@ def check_renders(env_id: str, key: str) -> None:
     if not takes_render_mode(env_id):
         why = "its constructor takes no render_mode"
     elif modes is not None and "rgb_array" not in modes:
-        why = f"its class's metadata['render_modes'] is {modes}"
+        why = f"its class's metadata['render_modes'] is {list(modes)}"
     else:
         return
     raise ConfigError(

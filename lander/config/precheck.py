@@ -213,11 +213,10 @@ def check_shadowed(full: DictConfig, jobs: list[list[str]]) -> None:
     if not folders:
         return
     chosen = {(str(group), str(option)) for group, option in full.hydra.runtime.choices.items() if option is not None}
-    for job in jobs:
-        for override in job:
-            if is_group_choice(override) and "," not in override:
-                group, _, option = override.lstrip("+~").partition("=")
-                chosen.add((group, option))
+    for override in {override for job in jobs for override in job}:  # a sweep's seeds repeat the rest
+        if is_group_choice(override) and "," not in override:
+            group, _, option = override.lstrip("+~").partition("=")
+            chosen.add((group, option))
     for group, option in sorted(chosen):
         if group.startswith("hydra/") or not (CONF_DIR / group / f"{option}.yaml").is_file():
             continue

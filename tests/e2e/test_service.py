@@ -163,7 +163,11 @@ def test_the_roots_own_configs_are_launched_as_they_are_listed(api):
         page.click("#launch-run")
         page.wait_for_selector("#message.ok")
     assert shown == "cartpole_brief (CartPole-v1) (yours)" and not visit.errors
-    ran = svc.wait_for("/api/runs", lambda runs: any(r["seed"] == 3 and not r["active"] for r in runs))
+
+    def ended(r: dict) -> bool:  # not "created" and inactive: listed, not yet held by its process (a busy machine)
+        return r["seed"] == 3 and r["status"] in ("completed", "failed") and not r["active"]
+
+    ran = svc.wait_for("/api/runs", lambda runs: any(ended(r) for r in runs))
     clicked = next(r for r in ran if r["seed"] == 3)
     assert (clicked["status"], clicked["env"], clicked["gamma"]) == ("completed", "cartpole_brief", 0.9), clicked
     missing = svc.post("/api/runs", json={"overrides": ["env=cartpole_short"]})  # the repository's, not the root's
@@ -176,6 +180,7 @@ def test_the_roots_own_configs_are_launched_as_they_are_listed(api):
 def test_bad_requests_get_clear_errors_and_change_nothing(api, tmp_path):
     svc, root = api
     (root / "outputs").mkdir(exist_ok=True)  # where the symlink below goes (made by the tests before, when they ran)
+    svc.wait_for("/api/launched", lambda rows: not any(r["alive"] for r in rows))  # the tests before's runs ended
     before = sorted(p.relative_to(root) for p in root.rglob("*"))
     cases = [
         (b'{"overrides": [', 400, "malformed JSON"),

@@ -34,6 +34,7 @@ from lander.reports.figures import read_metrics, run_figures, sweep_figures
 from lander.reports.run_report import write_run_report
 from lander.reports.sweep_report import compare
 from lander.storage.rundir import RunPaths, SweepPaths, find_run_dirs, not_a_run, read_json
+from lander.storage.yamlfile import read_yaml
 
 
 @dataclass
@@ -54,7 +55,10 @@ class RunRecord:
     @cached_property
     def config(self) -> DictConfig:
         """The run's composed config (``.hydra/config.yaml``)."""
-        return OmegaConf.load(self.paths.config)  # type: ignore[return-value]
+        config = OmegaConf.create(read_yaml(self.paths.config))  # read with a bound: an alias bomb is refused
+        if not isinstance(config, DictConfig):
+            raise RunSetError(f"{self.paths.config} holds no YAML mapping")
+        return config
 
     def metrics(self, name: str) -> pd.DataFrame:
         """A metrics file by attribute name (``train_episodes``, ``eval``, ``eval_episodes``, ``sb3_progress``,

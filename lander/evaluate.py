@@ -20,6 +20,7 @@ from lander.config.checks import EPISODE_BYTES, MEMORY_SHARE, available_memory, 
 from lander.config.keys import did_you_mean
 from lander.config.precheck import hydra_message
 from lander.config.schema import CONF_DIR, EvaluateConfig, load_saved, register_configs
+from lander.config.trust import check_trusted
 from lander.errors import ConfigError
 from lander.storage.rundir import RunPaths, evaluated_model, find_checkpoints, find_run_dirs
 
@@ -52,7 +53,7 @@ def check(cfg: DictConfig) -> None:
     runs = find_run_dirs([Path(cfg.run)])
     if not runs:
         raise ConfigError(f"run={cfg.run!r} holds no lander run (no .hydra/config.yaml)")
-    check_envs(runs, cfg.video)
+    check_envs(runs, cfg.video, list(cfg.allow_target))
     if not any(evaluated_model(RunPaths(run), cfg.model).is_file() for run in runs):
         kept = sorted(p.name for p in runs[0].glob("*.zip")) + [
             str(p.relative_to(runs[0])) for _, p in find_checkpoints(RunPaths(runs[0]).checkpoints)
@@ -63,15 +64,20 @@ def check(cfg: DictConfig) -> None:
         )
 
 
-def check_envs(runs: list[Path], video: bool) -> None:
-    """Each run's env can be made here (its ``module:Id``'s module importable from this directory) and, for
-    ``video``, render frames: each failed in a traceback, the second once the run was evaluated."""
+def check_envs(runs: list[Path], video: bool, allowed: list[str]) -> None:
+    """Each run's config imports only lander's own targets and ``allowed`` (:func:`check_trusted`, as
+    ``lander.reproduce`` checks it: a run from elsewhere is evaluated without running code its config names, an
+    env's module or a wrapper's ``_target_``, whatever Hydra's own blocklist lets through); its env can be made here
+    (its ``module:Id``'s module importable from this directory) and, for ``video``, render frames: each failed in a
+    traceback, the second once the run was evaluated."""
     for run in runs:
         try:
-            env_id = load_saved(RunPaths(run).config).env.id
+            saved = load_saved(RunPaths(run).config)
         except ConfigError:  # a config that is not lander's: evaluate_run says so, run by run
             continue
         try:
+            check_trusted(saved, allowed, ".hydra/config.yaml", "allow_target=[{}]")
+            env_id = saved.env.id
             check_env_id(env_id)
             if video:
                 check_renders(env_id, "video")

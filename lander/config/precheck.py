@@ -48,7 +48,7 @@ from lander.storage.rundir import (
     foreign_entries,
     not_a_run,
 )
-from lander.storage.yamlfile import safe_yaml
+from lander.storage.yamlfile import YamlBomb, check_aliases, safe_yaml
 
 log = logging.getLogger(__name__)
 
@@ -353,9 +353,10 @@ QUOTES = ("'", '"')
 
 
 def hydra_message(exc: BaseException) -> str:
-    """Hydra's error in one line: the message, the options it lists (not its search path), and the cause."""
+    """Hydra's error in one line: the message, the options it lists (not its search path), and the cause (its
+    type where neither has words: a MemoryError while composing)."""
     text = str(exc).split("Config search path:")[0]
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    lines = [line.strip() for line in text.splitlines() if line.strip()] or [type(exc.__cause__ or exc).__name__]
     message = lines[0] + (
         f"; {lines[1]} {', '.join(lines[2:])}" if len(lines) > 2 else "".join(f"; {line}" for line in lines[1:2])
     )
@@ -895,6 +896,29 @@ def check_ray(addresses: list[str]) -> None:
         raise ConfigError('hydra/launcher=ray needs Ray: pip install -c constraints.txt -e ".[ray]"')
 
 
+def check_own_conf(conf: Path) -> None:
+    """The YAML files of ``conf`` (``./conf``, on Hydra's search path: a cloned repository's too) each read with
+    :func:`lander.storage.yamlfile.check_aliases`'s bound before Hydra composes any: an alias bomb there held the
+    command for minutes, allocating, then ended in a traceback. Links are followed, as Hydra follows them (your own
+    files), each real folder once; a file that is not YAML is left to Hydra, which says so if it composes it."""
+    seen: set[str] = set()
+    for folder, dirs, files in os.walk(conf, followlinks=True):
+        real = os.path.realpath(folder)
+        if real in seen:
+            dirs.clear()
+            continue
+        seen.add(real)
+        dirs.sort()
+        for name in sorted(f for f in files if f.endswith((".yaml", ".yml"))):
+            path = Path(folder) / name
+            try:
+                check_aliases(path.read_text(errors="replace"), str(path))
+            except YamlBomb as exc:
+                raise ConfigError(str(exc)) from None
+            except (yaml.YAMLError, OSError):
+                continue
+
+
 def check_command(
     argv: list[str], lock: AbstractContextManager[Any] = NO_LOCK, allowed: Sequence[str] | None = None
 ) -> list[str]:
@@ -908,6 +932,7 @@ def check_command(
         allowed = allowed_prefixes()
     argv = [a[1:] if a.startswith(("+experiment=", "+hparams_search=")) else a for a in argv]
     check_override_keys(argv)
+    check_own_conf(Path("conf"))
     check_modes(argv)
     check_fixed_hydra_keys(argv)
     check_swept_keys_once(argv)

@@ -184,6 +184,7 @@ class EvaluateConfig:
     n_envs: int = 10
     video: bool = False
     name: str | None = None
+    allow_target: list[str] = field(default_factory=list)
 
 
 def quiet_hydra_warnings() -> None:

@@ -118,24 +118,30 @@ def resolve_trusted(plain: dict[str, Any]) -> dict[str, Any]:
         return plain
 
 
-def check_trusted(cfg: DictConfig | dict[str, Any], prefixes: Sequence[str], where: str = "") -> None:
+ALLOW_HINT = "--allow-target {} (lander.serve and lander.reproduce take it)"  # how a user allows a prefix
+
+
+def check_trusted(
+    cfg: DictConfig | dict[str, Any], prefixes: Sequence[str], where: str = "", allow: str = ALLOW_HINT
+) -> None:
     """Raise :class:`ConfigError` naming the first key whose resolver or import lander does not trust.
 
     :param cfg: a run config (a composed one, or one read from a ``.hydra/config.yaml``)
     :param prefixes: dotted prefixes the user allowed (``--allow-target``), beyond lander's own targets
     :param where: the file it came from, for the message
+    :param allow: how the command checking it allows a prefix, ``{}`` for the prefix (:data:`ALLOW_HINT`)
     """
     source = f"{where}: " if where else ""
     plain = OmegaConf.to_container(cfg, resolve=False) if isinstance(cfg, DictConfig) else cfg
     assert isinstance(plain, dict)
     if isinstance(plain.get("hydra"), dict):  # a config composed with Hydra's node (what a preset can set there)
-        check_hydra_node(plain["hydra"], prefixes, source)
+        check_hydra_node(plain["hydra"], prefixes, source, allow)
         plain = {k: v for k, v in plain.items() if k != "hydra"}
     for key, value, name in untrusted_resolvers(plain):
         raise ConfigError(
-            f"{source}{key}={value!r} calls the resolver {name}, which is not run for a config the "
-            "service starts (only ${now:...} and ${key} interpolations are; --allow-target does not "
-            "change that): run it from a terminal"
+            f"{source}{key}={value!r} calls the resolver {name}, which lander does not run in a config it did not "
+            "compose from your own command (a run directory's, a request's): only ${now:...} and ${key} "
+            "interpolations are, whatever is allowed"
         )
     try:
         resolved = OmegaConf.to_container(OmegaConf.create(plain), resolve=True)
@@ -146,18 +152,18 @@ def check_trusted(cfg: DictConfig | dict[str, Any], prefixes: Sequence[str], whe
             if not is_allowed(name, prefixes):
                 raise ConfigError(
                     f"{source}{key} imports {name!r}, which is not one of lander's own targets: allow it with "
-                    f"--allow-target {name} (lander.serve and lander.reproduce take it)"
+                    + allow.format(name)
                 )
     env = resolved.get("env") if isinstance(resolved, dict) else None
     env_id = str(env.get("id", "")) if isinstance(env, dict) else ""
     if ":" in env_id and not is_allowed(env_id.split(":")[0], prefixes):
         raise ConfigError(
             f"{source}env.id={env_id!r} makes Gymnasium import {env_id.split(':')[0]!r}: allow it with "
-            f"--allow-target {env_id.split(':')[0]} (lander.serve and lander.reproduce take it)"
+            + allow.format(env_id.split(":")[0])
         )
 
 
-def check_hydra_node(hydra: dict[str, Any], prefixes: Sequence[str], source: str) -> None:
+def check_hydra_node(hydra: dict[str, Any], prefixes: Sequence[str], source: str, allow: str = ALLOW_HINT) -> None:
     """The ``hydra`` node of a composed config, as written (it resolves only inside a run): its callbacks, launcher
     and sweeper are instantiated by Hydra before lander's code runs, so each ``_target_`` must be Hydra's own, an
     installed plugin's, lander's or allowed, and no resolver but ``now`` and ``hydra`` is called (and ``lander.claim``,
@@ -171,5 +177,5 @@ def check_hydra_node(hydra: dict[str, Any], prefixes: Sequence[str], source: str
             if not (name.startswith(HYDRA_TARGETS) or is_allowed(name, prefixes)):
                 raise ConfigError(
                     f"{source}{key} makes Hydra import {name!r}, which is not Hydra's, a plugin's or lander's: "
-                    f"allow it with --allow-target {name} (lander.serve and lander.reproduce take it)"
+                    f"allow it with {allow.format(name)}"
                 )

@@ -18,12 +18,13 @@ import yaml
 from omegaconf import OmegaConf
 
 from lander.analysis.curves import X_LABELS
+from lander.config.trust import resolve_trusted
 from lander.errors import RunFileError
 from lander.reports.figures import missing_columns, run_figures
 from lander.reports.html import esc, figure, number, pairs, pre, table, video, write_page
 from lander.storage.csvlog import read_complete
 from lander.storage.rundir import RunPaths, RunSummary, atomic_write, config_facts, read_json
-from lander.storage.yamlfile import check_aliases, safe_yaml
+from lander.storage.yamlfile import safe_yaml
 
 log = logging.getLogger(__name__)
 RESULTS = {  # summary.json field: its name in the report
@@ -53,15 +54,20 @@ def read_text(path: Path, limit: int = 2_000_000) -> str:
 
 
 def resolved_config(paths: RunPaths) -> str:
-    """The run's config with its interpolations resolved (as it trained), or as written if they do not resolve."""
+    """The run's config with its interpolations resolved (as it trained) where they call no resolver but ``now``
+    (:func:`lander.config.trust.resolve_trusted`, as the service shows a config: the report is a file to share, and
+    a copied run's ``${oc.env:...}`` would write this machine's environment into it); as written otherwise."""
     text = read_text(paths.config)
     if not text:
         return "(no .hydra/config.yaml)"
     try:
-        check_aliases(text, ".hydra/config.yaml")
-        return OmegaConf.to_yaml(OmegaConf.create(text), resolve=True)
-    except Exception as exc:  # an interpolation of a resolver not registered here, or a hand-edited file
-        return f"# not resolved ({type(exc).__name__}: {exc}); as written:\n{text}"
+        written = safe_yaml(text, ".hydra/config.yaml")
+    except yaml.YAMLError as exc:  # a hand-edited file, an alias bomb
+        return f"# not read ({str(exc).splitlines()[0]}); as written:\n{text}"
+    resolved = resolve_trusted(written) if isinstance(written, dict) else written
+    if resolved is written:
+        return f"# not resolved (an interpolation calls a resolver, or does not resolve); as written:\n{text}"
+    return OmegaConf.to_yaml(resolved)
 
 
 def header(summary: dict[str, Any], paths: RunPaths) -> str:

@@ -140,3 +140,24 @@ def test_a_pickled_payload_never_runs(ppo_run, tmp_path):
     with pytest.raises(Exception):  # noqa: B017 - whatever the payload raises after running
         PPO.load(known, device="cpu")
     assert marker.exists()
+
+
+def test_a_copied_runs_config_runs_no_code_when_its_model_is_evaluated(ppo_run, tmp_path):
+    """The model is never unpickled (above), and the config beside it names what is built: a wrapper whose
+    argument is a ``_target_`` Hydra instantiates first, here ``shutil.copyfile`` (Hydra 1.3.8's blocklist lets it
+    through: any file of yours written over, ``~/.bashrc`` from a file of the run). Refused in one line naming the
+    key and how to allow it, as ``lander.reproduce`` refuses it (before: the file was written, then a traceback)."""
+    run = tmp_path / "copied"
+    shutil.copytree(ppo_run, run, ignore=shutil.ignore_patterns("evaluations"))  # the tests before evaluated it
+    marker = tmp_path / "written"
+    config = yaml.safe_load((run / ".hydra" / "config.yaml").read_text())
+    copy = {"_target_": "shutil.copyfile", "src": str(run / "run.log"), "dst": str(marker)}
+    config["env"]["wrappers"] = [{"_target_": "gymnasium.wrappers.TimeLimit", "max_episode_steps": copy}]
+    (run / ".hydra" / "config.yaml").write_text(yaml.safe_dump(config))
+    proc = evaluate(f"run={run}", "n_episodes=1")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert ".hydra/config.yaml: env.wrappers.0 imports 'gymnasium.wrappers.TimeLimit'" in proc.stderr
+    assert "allow it with allow_target=[gymnasium.wrappers.TimeLimit]" in proc.stderr
+    allowed = evaluate(f"run={run}", "n_episodes=1", "allow_target=[gymnasium.wrappers.TimeLimit]")
+    assert allowed.returncode == 2 and "env.wrappers.0.max_episode_steps imports 'shutil.copyfile'" in allowed.stderr
+    assert not marker.exists() and not (run / "evaluations").exists()

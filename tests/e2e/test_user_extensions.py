@@ -323,7 +323,9 @@ def test_an_env_of_ones_own_that_cannot_render_trains_and_its_video_is_refused_f
     summary = read_json(tmp_path / "run" / "summary.json")
     assert summary["status"] == "completed" and summary["final_eval_mean"] is not None
     assert summary["timesteps"] >= 512 and not (tmp_path / "run" / "video.mp4").exists()
-    again = lander("run=run", "n_episodes=2", "video=true", module="lander.evaluate", cwd=tmp_path)
+    again = lander(
+        "run=run", "n_episodes=2", "video=true", "allow_target=[my_envs]", module="lander.evaluate", cwd=tmp_path
+    )
     assert again.returncode == 2 and "Traceback" not in again.stderr, again.stderr[-3000:]
     assert f"video=true records the trained agent on env.id={env_id!r}" in again.stderr
     assert not (tmp_path / "run" / "evaluations").exists()  # nothing evaluated, then a traceback at the video
@@ -349,10 +351,16 @@ def test_an_env_with_dict_observations_trains_with_sb3s_multi_input_policy(tmp_p
     assert summary["status"] == "completed" and summary["final_eval_mean"] is not None
     evals = pd.read_csv(tmp_path / "run" / "metrics" / "eval.csv")
     assert list(evals["timesteps"]) == [200, 400] and (evals["n"] == 2).all()
-    again = lander("run=run", "n_episodes=3", module="lander.evaluate", cwd=tmp_path)
+    mine = lander("run=run", "n_episodes=3", module="lander.evaluate", cwd=tmp_path)  # a run's module: allowed by name
+    assert (
+        mine.returncode == 2 and "makes Gymnasium import 'my_envs': allow it with allow_target=[my_envs]" in mine.stderr
+    )
+    again = lander("run=run", "n_episodes=3", "allow_target=[my_envs]", module="lander.evaluate", cwd=tmp_path)
     assert again.returncode == 0, again.stderr[-3000:]
     (tmp_path / "elsewhere").mkdir()  # where my_envs is not importable: one line (before: Gymnasium's traceback)
-    away = lander(f"run={tmp_path / 'run'}", module="lander.evaluate", cwd=tmp_path / "elsewhere")
+    away = lander(
+        f"run={tmp_path / 'run'}", "allow_target=[my_envs]", module="lander.evaluate", cwd=tmp_path / "elsewhere"
+    )
     assert away.returncode == 2 and "Traceback" not in away.stderr, away.stderr[-3000:]
     assert "env.id='my_envs:GoalCorridor-v0': the module 'my_envs' cannot be imported" in away.stderr
 

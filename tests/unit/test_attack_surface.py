@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -17,12 +18,14 @@ from pathlib import Path
 import pytest
 import yaml
 from fastapi.testclient import TestClient
+from hydra.errors import HydraException
 from omegaconf import OmegaConf
 
 from helpers import REPO, composed
+from lander.api import load_run
 from lander.config import catalog
 from lander.config.checks import validate
-from lander.config.precheck import check_command
+from lander.config.precheck import check_command, hydra_message
 from lander.config.schema import load_saved
 from lander.errors import ConfigError
 from lander.process import signals
@@ -102,6 +105,23 @@ def test_a_yaml_alias_bomb_is_one_line_wherever_lander_reads_yaml(tmp_path):
                 resume = f"/api/runs/{store.to_id(tmp_path, run)}/resume"
                 refused = answered_within(20, lambda resume=resume: http.post(resume, json={}))
                 assert refused.status_code == 422 and "expand past" in refused.json()["error"]
+    bombed = load_run(tmp_path / "outputs" / "bomb-config.yaml")  # the notebook API (before: OmegaConf.load, no bound)
+    with pytest.raises(YamlBomb, match="expand past"):
+        answered_within(10, lambda: bombed.config)
+
+
+def test_a_reports_config_resolves_no_resolver_that_reads_the_machine(tmp_path, monkeypatch):
+    """``python -m lander.report`` of a downloaded run: the report is a file to share, and its config section
+    resolved ``${oc.env:...}`` (before: ``note: hunter2``, the environment's value, written into report.html); a
+    config's own ``${key}`` interpolations still resolve, as the service shows them (``resolve_trusted``)."""
+    monkeypatch.setenv("LANDER_TEST_SECRET", "hunter2")
+    run = planted_run(tmp_path)
+    config = run / ".hydra" / "config.yaml"
+    config.write_text(config.read_text() + "note: ${oc.env:LANDER_TEST_SECRET}\n")
+    written = load_run(run).report().read_text()
+    assert "hunter2" not in written and "note: ${oc.env:LANDER_TEST_SECRET}" in written
+    config.write_text(config.read_text().replace("note: ${oc.env:LANDER_TEST_SECRET}", "note: ${algo.name}"))
+    assert "note: ppo" in load_run(run).report().read_text()
 
 
 def test_a_downloaded_conf_is_read_with_bounds_before_a_launch_composes_it(tmp_path, monkeypatch):
@@ -131,6 +151,49 @@ def test_a_downloaded_conf_is_read_with_bounds_before_a_launch_composes_it(tmp_p
         refused = http.post("/api/runs", json={"overrides": ["algo=ppo", "gamma=2"]})  # composed, then checked
         assert refused.status_code == 422 and "gamma=2.0 is not allowed" in refused.json()["error"], refused.text
     assert not (tmp_path / "outputs").exists()
+
+
+def test_a_command_reads_its_own_conf_with_the_bound_before_hydra_composes_it(tmp_path, monkeypatch):
+    """``python -m lander.run`` in a folder whose ``conf/`` (a cloned course repository's) holds the bomb above,
+    in a tuned config composed for every PPO run, or in a folder linked in: one line naming the file, before any
+    composition (before: Hydra composed it for five minutes, 1m45 of system time allocating, then an IndexError
+    from an empty message: a traceback, no line). A file that is not YAML blocks nothing; links are followed (they
+    are your own files), a loop of them once."""
+    (tmp_path / "conf" / "tuned").mkdir(parents=True)
+    (tmp_path / "conf" / "tuned" / "ppo_lunar_lander.yaml").write_text("# @package _global_\n" + BOMB)
+    (tmp_path / "conf" / "experiment").mkdir(parents=True)
+    (tmp_path / "conf" / "experiment" / "draft.yaml").write_text("a: [1,\n")
+    (tmp_path / "conf" / "experiment" / "loop").symlink_to("..")
+    monkeypatch.chdir(tmp_path)
+    bomb = f"its aliases expand past {MAX_NODES:,} nodes (a YAML alias bomb?): not read"
+    with pytest.raises(ConfigError) as refused:
+        answered_within(20, lambda: check_command(["algo=ppo"]))
+    assert str(refused.value) == f"conf/tuned/ppo_lunar_lander.yaml: {bomb}"
+    (tmp_path / "conf" / "tuned" / "ppo_lunar_lander.yaml").unlink()
+    (tmp_path / "conf" / "tuned").rmdir()
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "ppo_lunar_lander.yaml").write_text("# @package _global_\n" + BOMB)
+    (tmp_path / "conf" / "tuned").symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(ConfigError, match=f"conf/tuned/ppo_lunar_lander.yaml: {re.escape(bomb)}"):
+        answered_within(20, lambda: check_command(["algo=ppo"]))
+    (tmp_path / "conf" / "tuned").unlink()
+    assert answered_within(60, lambda: check_command(["algo=ppo", "total_timesteps=1000"])) == [
+        "algo=ppo",
+        "total_timesteps=1000",
+    ]
+    assert not (tmp_path / "outputs").exists()
+
+
+def test_hydras_error_without_words_is_named_by_its_cause():
+    """An error Hydra raises with an empty message (a MemoryError while composing) is still one line: its cause's
+    type (before: an IndexError in the message's making, a traceback)."""
+    try:
+        try:
+            raise MemoryError
+        except MemoryError as cause:
+            raise HydraException("") from cause
+    except HydraException as exc:
+        assert hydra_message(exc) == "MemoryError"
 
 
 def test_a_module_in_the_root_is_not_imported_and_the_refusal_says_why(tmp_path, monkeypatch):
@@ -452,7 +515,7 @@ def test_a_run_with_odd_values_in_its_summary_is_still_listed(tmp_path):
 LIMITED = """
 import resource, sys
 resource.setrlimit(resource.RLIMIT_AS, (4_000_000_000, resource.RLIM_INFINITY))
-from lander.config.precheck import check_command
+from lander.config.precheck import check_command, hydra_message
 from lander.errors import ConfigError
 try:
     check_command(sys.argv[1:])

@@ -26,7 +26,7 @@ LAYERS: dict[str, set[str]] = {
     "evaluation": {"errors", "storage", "config", "envs", "algorithms"},
     "tracking": {"errors", "storage", "config"},
     "analysis": {"errors", "storage", "config"},
-    "reports": {"errors", "storage", "analysis"},
+    "reports": {"errors", "storage", "config", "analysis"},  # config: what of a saved config is resolved
     "training": {
         "errors",
         "faults",

@@ -173,10 +173,15 @@ def versus_baseline(scores: dict[int, float], baseline: dict[int, float]) -> dic
         spread = diffs.std(ddof=1)
         result = stats.ttest_rel([scores[s] for s in sorted(scores)], [baseline[s] for s in sorted(scores)])
         effect = diffs.mean() / spread if spread > 0 else float("nan")
+        same = not diffs.any()
     else:
         result = stats.ttest_ind(x, y, equal_var=False)
         effect = out["cohens_d"]
-    out |= {"test": "paired t" if paired else "Welch t", "p_value": float(result.pvalue)}
+        same = np.ptp(x) == 0 and np.ptp(y) == 0 and x[0] == y[0]
+    p_value = float(result.pvalue)
+    if np.isnan(p_value) and same:
+        p_value = 1.0  # the same score on every seed (t is 0/0): no evidence of a difference
+    out |= {"test": "paired t" if paired else "Welch t", "p_value": p_value}
     out["seeds_needed"] = float(np.ceil(required_n(effect, paired)))
     return out
 

@@ -369,7 +369,23 @@ def hydra_message(exc: BaseException) -> str:
     cause = exc.__cause__
     if cause is not None and str(cause).strip():
         message += f": {str(cause).strip().splitlines()[0]}"  # e.g. "Value 'x' could not be converted to Integer"
-    return message
+    return message + whole_number_hint(message)
+
+
+FLOAT_FOR_INT = re.compile(
+    r"override ([\w.]+)=\S+: Value '([-+0-9.e]+)' of type 'float' could not be converted to Integer"
+)
+
+
+def whole_number_hint(message: str) -> str:
+    """How to write a whole number Hydra read as a float (``total_timesteps=1e6``, as SB3's examples write budgets):
+    an integer key refuses it; empty for any other message."""
+    found = FLOAT_FOR_INT.search(message)
+    if found is None or not float(found[2]).is_integer():
+        return ""
+    key, value = found[1], int(float(found[2]))
+    grouped = f" or {key}={value:_}" if abs(value) >= 10_000 else ""
+    return f"; an integer key: write {key}={value}{grouped}"
 
 
 def trusted(cfg: DictConfig, allowed: Sequence[str] | None) -> None:

@@ -167,7 +167,7 @@ def compare(
     records = {"runs": len(found.runs), "compared": found.compared, "left_out": found.left_out_records()}
     files.append(write_json(out_dir / "left_out.json", records))
     files.append(write_sweep_report(found, out_dir / "report.html", band, x))
-    log.info("comparison of %d runs written to %s", found.compared, out_dir)
+    log.info("comparison of %d run%s written to %s", found.compared, "" if found.compared == 1 else "s", out_dir)
     found.files = files
     return found
 

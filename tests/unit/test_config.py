@@ -115,6 +115,23 @@ def test_wrong_type_is_rejected_by_the_schema():
     assert "could not be converted to Integer" in str(info.value.__cause__)
 
 
+@pytest.mark.parametrize(
+    "value, written", [("1e6", "1000000 or total_timesteps=1_000_000"), ("2.5e5", "250000 or"), ("3.0", "3")]
+)
+def test_a_budget_written_as_a_float_says_how_to_write_it(tmp_path, monkeypatch, value, written):
+    """``total_timesteps=1e6``, as SB3's examples write budgets (``int(1e6)``): Hydra reads a float, which an integer
+    key refuses; the line says how to write it (before: only "could not be converted to Integer")."""
+    from lander.config.precheck import check_command
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigError) as info:
+        check_command([f"total_timesteps={value}"])
+    assert f"an integer key: write total_timesteps={written}" in str(info.value)
+    with pytest.raises(ConfigError) as fraction:
+        check_command(["total_timesteps=1.5"])
+    assert "write" not in str(fraction.value)  # not a whole number: nothing to suggest
+
+
 # (overrides, text the error must contain)
 GET_CLASS, ELU = "hydra.utils.get_class", "torch.nn.ELU"
 BAD_INPUT = [

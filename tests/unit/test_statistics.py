@@ -86,6 +86,20 @@ def test_paired_test_when_seeds_are_shared_welch_otherwise() -> None:
     assert single["test"] == "" and np.isnan(single["p_value"])
 
 
+def test_identical_scores_on_every_seed_are_no_evidence_of_a_difference() -> None:
+    """Two configurations that both score 500 on every seed (CartPole solved by both, a common first comparison):
+    no difference, p = 1 (the t statistic is 0/0: the table's p column was empty beside "paired t", and Holm's
+    adjustment left it out); a constant nonzero difference stays SciPy's p = 0."""
+    solved = dict.fromkeys(range(4), 500.0)
+    for baseline in (dict(solved), {seed + 10: 500.0 for seed in range(3)}):  # paired; Welch
+        same = st.versus_baseline(solved, baseline)
+        assert same["p_value"] == 1.0 and same["diff"] == 0.0 and same["test"] in ("paired t", "Welch t")
+    spread = {seed: 100.0 * seed for seed in range(4)}  # the same score seed by seed, seeds apart
+    assert st.versus_baseline(spread, dict(spread))["p_value"] == 1.0
+    better = st.versus_baseline(dict.fromkeys(range(4), 510.0), solved)
+    assert better["p_value"] == 0.0
+
+
 # --- run directories with known scores ---------------------------------------------------------------------
 
 

@@ -141,7 +141,7 @@ def check_trusted(
         raise ConfigError(
             f"{source}{key}={value!r} calls the resolver {name}, which lander does not run in a config it did not "
             "compose from your own command (a run directory's, a request's): only ${now:...} and ${key} "
-            "interpolations are, whatever is allowed"
+            "interpolations are; allowing a target (--allow-target, allow_target=) does not change that"
         )
     try:
         resolved = OmegaConf.to_container(OmegaConf.create(plain), resolve=True)

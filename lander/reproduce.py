@@ -21,7 +21,7 @@ Exit codes: 0 identical, 1 diverged (or the reproduction failed), 2 bad input (n
 
 from __future__ import annotations
 
-from lander.process.signals import exit_on_signals
+from lander.process.signals import Interrupted, exit_on_signals
 
 if __name__ == "__main__":
     exit_on_signals()
@@ -287,11 +287,6 @@ def verdict(original: RunPaths, copy: RunPaths, steps: int | None, trained: int)
 
 def reproduce(run: Path, steps: int | None, allowed: list[str]) -> int:
     """Train ``run`` again beside it and print the verdict; the exit code (0 identical, 1 diverged)."""
-    # torch, SB3 (~2 s): after the checks, so bad input fails at once
-    from lander.training.callbacks import Interruption
-    from lander.training.resume import resume_config
-    from lander.training.train import train
-
     planned = plan(run, steps, allowed)
     cfg, copy, steps = planned.cfg, planned.copy, planned.steps
     copy.mkdir()
@@ -308,15 +303,16 @@ def reproduce(run: Path, steps: int | None, allowed: list[str]) -> int:
     if planned.grouped > 1:
         log.info("it trained side by side (seeds_per_process=%d): reproduced alone on the same engine", planned.grouped)
     RunLock(copy).acquire()
-    summary = None
-    if planned.replay is not None:
-        with contextlib.suppress(Interruption):  # stopped where the original was (or trained to its first budget)
-            summary = train(cfg, copy)
-        if summary is None or summary.timesteps < planned.replay:  # (one that ended otherwise is compared as it is)
-            cfg = resume_config(copy, planned.replay)  # then resumed as the original was: its checkpoint, that budget
-            cfg.callbacks.pop("lander_reproduce_interrupt", None)  # (none where it was trained to its first budget)
-            summary = None
-    summary = summary or train(cfg, copy)
+    try:
+        cfg, summary = train_again(planned)
+    except Interrupted as stop:  # Ctrl-C, or a kill's SIGTERM: the copy recorded where it stopped (interrupted)
+        recorded = RunSummary.load(RunPaths(copy))
+        at = f"{recorded.timesteps:,}" if recorded is not None else "0"
+        print(
+            f"lander.reproduce: interrupted ({stop}) at step {at}: {copy} is left unfinished, without a verdict",
+            file=sys.stderr,
+        )
+        return stop.exit_code
     # stopped one step of its envs past the update it was to reach (StopAtTimesteps), where it was stopped
     trained = int(summary.timesteps) - (budget(cfg)[1] if "lander_reproduce_steps" in cfg.callbacks else 0)
     found, lines = said(RunPaths(run), RunPaths(copy), steps, summary, trained)
@@ -327,6 +323,27 @@ def reproduce(run: Path, steps: int | None, allowed: list[str]) -> int:
     write_json(RunPaths(copy).reproduction, {"original": str(run), "verdict": found, "lines": lines})
     print("\n".join(lines))
     return 0 if found == "identical" else 1
+
+
+def train_again(planned: Plan) -> tuple[DictConfig, RunSummary]:
+    """Train the reproduction as :func:`plan` planned it; its config as it last trained, and its summary.
+
+    :raises lander.process.signals.Interrupted: a signal stopped it (the copy recorded where)
+    """
+    # torch, SB3 (~2 s): after the checks, so bad input fails at once
+    from lander.training.callbacks import Interruption
+    from lander.training.resume import resume_config
+    from lander.training.train import train
+
+    cfg, copy, summary = planned.cfg, planned.copy, None
+    if planned.replay is not None:
+        with contextlib.suppress(Interruption):  # stopped where the original was (or trained to its first budget)
+            summary = train(cfg, copy)
+        if summary is None or summary.timesteps < planned.replay:  # (one that ended otherwise is compared as it is)
+            cfg = resume_config(copy, planned.replay)  # then resumed as the original was: its checkpoint, that budget
+            cfg.callbacks.pop("lander_reproduce_interrupt", None)  # (none where it was trained to its first budget)
+            summary = None
+    return cfg, summary or train(cfg, copy)
 
 
 def said(

@@ -57,6 +57,9 @@ def evaluate_run(run_dir: Path, args: DictConfig) -> Path:
         raise RunFileError(str(exc)) from None
     seed = cfg.eval.seed if args.seed is None else args.seed
     source = model_file(paths, args.model)
+    mode = "deterministic" if args.deterministic else "stochastic"
+    shown = source.relative_to(paths.root) if source.is_relative_to(paths.root) else source
+    log.info("evaluating %s: %s, %d episodes from seed %d (%s)", run_dir, shown, args.n_episodes, seed, mode)
     env = make_train_env(cfg.env, 1, seed)
     try:
         model = safe_load(cfg, source, env)
@@ -78,10 +81,8 @@ def evaluate_run(run_dir: Path, args: DictConfig) -> Path:
         cfg.env.get("reward_threshold"),
         obs_transform=normalizer,  # the training statistics, frozen; the rewards reported are the env's own
     )
-    mode = "deterministic" if args.deterministic else "stochastic"
     name = args.name or f"{source.stem}_{args.n_episodes}ep_{mode}_seed-{seed}"
     paths.evaluations.mkdir(exist_ok=True)
-    shown = source.relative_to(paths.root) if source.is_relative_to(paths.root) else source
     record = result.to_dict() | {
         "model": str(shown),
         "timesteps": int(model.num_timesteps),

@@ -6,7 +6,9 @@ import base64
 import hashlib
 import json
 import shutil
+import signal
 import subprocess
+import time
 import zipfile
 from pathlib import Path
 
@@ -15,7 +17,7 @@ import imageio.v3 as iio
 import pytest
 import yaml
 
-from helpers import lander, read_json, tiny_run
+from helpers import lander, read_json, start_lander, tiny_run
 
 
 def evaluate(*args: str) -> subprocess.CompletedProcess:
@@ -161,3 +163,20 @@ def test_a_copied_runs_config_runs_no_code_when_its_model_is_evaluated(ppo_run, 
     allowed = evaluate(f"run={run}", "n_episodes=1", "allow_target=[gymnasium.wrappers.TimeLimit]")
     assert allowed.returncode == 2 and "env.wrappers.0.max_episode_steps imports 'shutil.copyfile'" in allowed.stderr
     assert not marker.exists() and not (run / "evaluations").exists()
+
+
+def test_ctrl_c_during_an_evaluation_is_one_line_and_leaves_no_file(ppo_run, tmp_path):
+    """Ctrl-C on a long evaluation (here 100,000 episodes): exit 130 and one line, no traceback (before: 40 lines
+    of torch's traceback), and no file of the evaluation under way, whole or partial."""
+    run = tmp_path / "run"
+    shutil.copytree(ppo_run, run, ignore=shutil.ignore_patterns("evaluations"))
+    proc = start_lander(f"run={run}", "n_episodes=100000", "video=true", module="lander.evaluate")
+    deadline = time.monotonic() + 240
+    while "evaluating" not in proc.stderr and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert f"evaluating {run}: model.zip, 100000 episodes" in proc.stderr, proc.stderr[-3000:]
+    proc.send_signal(signal.SIGINT)
+    done = proc.completed(120)
+    assert done.returncode == 130 and "Traceback" not in done.stderr, done.stderr[-3000:]
+    assert "lander.evaluate: interrupted" in done.stderr
+    assert not (run / "evaluations").exists() or not any((run / "evaluations").iterdir())

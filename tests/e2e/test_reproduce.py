@@ -89,6 +89,22 @@ def test_a_run_trained_further_is_replayed_to_its_first_budget_then_resumed(tmp_
     assert lines[1].startswith("  the run was resumed at step 1024 (summary.json's resumed_at), where a resume re-")
 
 
+def test_ctrl_c_during_a_reproduction_is_one_line_and_leaves_it_unfinished(tmp_path):
+    """SIGINT while the reproduction trains (here at its first checkpoint): exit 130 and one line saying where it
+    stopped and that there is no verdict (before: a traceback ending in ``Interrupted: SIGINT``); the copy keeps
+    what it recorded (``interrupted``) and no ``reproduction.json``, which the dashboard lists as unfinished."""
+    run = tmp_path / "run"
+    made = run_lander(run, *tiny("ppo", checkpoints=500))
+    assert made.returncode == 0, made.stderr[-3000:]
+    stopped = lander(str(run), module="lander.reproduce", env=lander_env(LANDER_FAULT="write:model_@1:INT"))
+    assert stopped.returncode == 130 and "Traceback" not in stopped.stderr, stopped.stderr[-3000:]
+    copy = tmp_path / "run.reproduce-1"
+    line = f"lander.reproduce: interrupted (SIGINT) at step 512: {copy} is left unfinished, without a verdict"
+    assert line in stopped.stderr.splitlines(), stopped.stderr[-3000:]
+    assert json.loads((copy / "summary.json").read_text())["status"] == "interrupted"
+    assert not (copy / "reproduction.json").exists()
+
+
 @pytest.mark.parametrize(
     ("algo", "fault"),
     [

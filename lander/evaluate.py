@@ -31,6 +31,7 @@ from lander.errors import ConfigError
 from lander.storage.rundir import RunPaths, evaluated_model, find_checkpoints, find_run_dirs
 
 register_configs()
+NOT_BUILT = ("callbacks", "logger")  # what an evaluation does not build: a run's own need no allow_target
 NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*")  # name=: a file name under <run>/evaluations/, not a path
 
 
@@ -71,9 +72,10 @@ def check(cfg: DictConfig) -> None:
 
 
 def check_envs(runs: list[Path], video: bool, allowed: list[str]) -> None:
-    """Each run's config imports only lander's own targets and ``allowed`` (:func:`check_trusted`, as
-    ``lander.reproduce`` checks it: a run from elsewhere is evaluated without running code its config names, an
-    env's module or a wrapper's ``_target_``, whatever Hydra's own blocklist lets through); its env can be made here
+    """Each run's config imports only lander's own targets and ``allowed`` where an evaluation builds it (its env
+    and model, not :data:`NOT_BUILT`; :func:`check_trusted`, as ``lander.reproduce`` checks a whole config: a run
+    from elsewhere is evaluated without running code its config names, an env's module or a wrapper's
+    ``_target_``, whatever Hydra's own blocklist lets through); its env can be made here
     (its ``module:Id``'s module importable from this directory) and, for ``video``, render frames: each failed in a
     traceback, the second once the run was evaluated."""
     for run in runs:
@@ -82,7 +84,9 @@ def check_envs(runs: list[Path], video: bool, allowed: list[str]) -> None:
         except ConfigError:  # a config that is not lander's: evaluate_run says so, run by run
             continue
         try:
-            check_trusted(saved, allowed, ".hydra/config.yaml", "allow_target=[{}]")
+            plain = OmegaConf.to_container(saved, resolve=False)
+            built = {str(k): v for k, v in plain.items() if k not in NOT_BUILT} if isinstance(plain, dict) else {}
+            check_trusted(built, allowed, ".hydra/config.yaml", "allow_target=[{}]")
             env_id = saved.env.id
             check_env_id(env_id)
             if video:

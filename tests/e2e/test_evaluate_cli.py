@@ -163,6 +163,10 @@ def test_a_copied_runs_config_runs_no_code_when_its_model_is_evaluated(ppo_run, 
     allowed = evaluate(f"run={run}", "n_episodes=1", "allow_target=[gymnasium.wrappers.TimeLimit]")
     assert allowed.returncode == 2 and "env.wrappers.0.max_episode_steps imports 'shutil.copyfile'" in allowed.stderr
     assert not marker.exists() and not (run / "evaluations").exists()
+    config["env"]["wrappers"] = []  # what an evaluation does not build needs no allowing: the run's own callbacks
+    config["callbacks"] = {"mine": {"_target_": "my_callbacks.Mine"}}
+    (run / ".hydra" / "config.yaml").write_text(yaml.safe_dump(config))
+    assert evaluate(f"run={run}", "n_episodes=1").returncode == 0
 
 
 def test_ctrl_c_during_an_evaluation_is_one_line_and_leaves_no_file(ppo_run, tmp_path):

@@ -9,6 +9,11 @@ steps far, as it stood at its last evaluation up to N.
 
 from __future__ import annotations
 
+from lander.process.signals import exit_on_signals, said_on_exit
+
+if __name__ == "__main__":
+    exit_on_signals()  # Ctrl-C: exit 130 and one line (said_on_exit), the files written whole
+
 import argparse
 import contextlib
 import json
@@ -90,7 +95,8 @@ def main(argv: list[str] | None = None) -> int:
             "directory>"
         )
     try:
-        compare(args.paths, out, args.baseline, args.at_timesteps, args.band, args.x_axis)
+        with said_on_exit(lambda: f"lander.compare: interrupted: {out} holds the files written so far, each whole"):
+            compare(args.paths, out, args.baseline, args.at_timesteps, args.band, args.x_axis)
     except (RunSetError, OSError) as exc:  # OSError: an --out that cannot be made (under a file, a read-only
         # place), a full disk
         log.error("lander.compare: %s", exc if isinstance(exc, RunSetError) else cannot_write(out, exc))

@@ -7,14 +7,13 @@ one line on stderr and exit 2, with nothing loaded or written.
 
 from __future__ import annotations
 
-from lander.process.signals import exit_on_signals
+from lander.process.signals import exit_on_signals, said_on_exit
 
 if __name__ == "__main__":
     exit_on_signals()  # from the first line on, as lander.run: Ctrl-C ends it with 130, no traceback (main says so)
 
 import logging
 import re
-import signal
 import sys
 from pathlib import Path
 
@@ -132,9 +131,5 @@ if __name__ == "__main__":
     except ConfigError as error:
         print(f"lander.evaluate: {error}\nusage: python -m lander.evaluate run=DIR [key=value ...]", file=sys.stderr)
         sys.exit(2)
-    try:
+    with said_on_exit(lambda: "lander.evaluate: interrupted: the evaluation under way wrote nothing"):
         main()
-    except SystemExit as stop:
-        if stop.code in (128 + signal.SIGINT, 128 + signal.SIGTERM):  # exit_on_signals: files are written whole
-            print("lander.evaluate: interrupted: the evaluation under way wrote nothing", file=sys.stderr)
-        raise

@@ -7,6 +7,11 @@ every job its ``report.html``. Nothing is trained and no other file is changed.
 
 from __future__ import annotations
 
+from lander.process.signals import exit_on_signals, said_on_exit
+
+if __name__ == "__main__":
+    exit_on_signals()  # Ctrl-C: exit 130 and one line (said_on_exit), the files written whole
+
 import argparse
 import logging
 import sys
@@ -47,9 +52,10 @@ def main(argv: list[str] | None = None) -> int:
     if missing:
         parser.error(f"not a directory: {', '.join(missing)}")
     try:
-        for path in args.paths:
-            for report in write_reports(path, args.band, args.x_axis):
-                print(report)
+        with said_on_exit(lambda: "lander.report: interrupted: the reports listed above are written, each whole"):
+            for path in args.paths:
+                for report in write_reports(path, args.band, args.x_axis):
+                    print(report)
     except RunSetError as exc:
         log.error("lander.report: %s", exc)
         return 2

@@ -12,6 +12,7 @@ times (wall time, steps per second): it stands still while the run is paused.
 
 from __future__ import annotations
 
+import logging
 import signal
 import time
 from collections.abc import Callable, Iterator
@@ -182,6 +183,18 @@ def exit_on_signals() -> None:
 
 def _exit(signum: int, frame: Any) -> None:
     raise SystemExit(128 + signum)
+
+
+@contextmanager
+def said_on_exit(line: Callable[[], str]) -> Iterator[None]:
+    """Around an entry point's work, once :func:`exit_on_signals` holds SIGINT/SIGTERM: the exit a signal makes
+    (130, 143; the files lander writes are written whole) logs ``line()`` as an error: one line, no traceback."""
+    try:
+        yield
+    except SystemExit as stop:
+        if stop.code in (128 + signal.SIGINT, 128 + signal.SIGTERM):
+            logging.getLogger("lander").error("%s", line())
+        raise
 
 
 @contextmanager

@@ -11,7 +11,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from helpers import lander, read_json, run_lander, start_lander, tiny
+from helpers import lander, lander_env, read_json, run_lander, start_lander, tiny
+from helpers.runs import fake_run
 from helpers.wandb_reader import read_runs
 from lander.storage.lock import RunLock, SweepLock
 
@@ -57,6 +58,26 @@ def test_the_real_budget_is_said_and_counted_and_can_be_rounded_down(tmp_path: P
     assert read_json(tmp_path / "down/summary.json")["timesteps"] == 512  # one whole rollout within 1000
     assert read_json(tmp_path / "down/summary.json")["planned_timesteps"] == 512
     assert pd.read_csv(tmp_path / "down/metrics/eval.csv")["timesteps"].tolist() == [512]
+
+
+@pytest.mark.parametrize(
+    ("module", "fault", "said"),
+    [
+        ("lander.compare", "write:left_out.json", "lander.compare: interrupted: {out} holds the files written"),
+        ("lander.report", "write:report.html@2", "lander.report: interrupted: the reports listed above are"),
+    ],
+)
+def test_ctrl_c_on_compare_or_report_is_one_line(tmp_path: Path, module: str, fault: str, said: str) -> None:
+    """SIGINT while a comparison or the reports are written (here as a file is written, the fault point of its
+    atomic write): exit 130 and one line, no traceback (before: Python's KeyboardInterrupt traceback); every file
+    is whole, none left half-written or as a temporary file."""
+    for seed in range(2):
+        for config in ("algo=ppo", "algo=a2c"):
+            fake_run(tmp_path / "sweep", f"{config[5:]}{seed}", [config], seed, {1000: 10.0 + seed})
+    stopped = lander(str(tmp_path / "sweep"), module=module, env=lander_env(LANDER_FAULT=f"{fault}:INT"))
+    assert stopped.returncode == 130 and "Traceback" not in stopped.stderr, stopped.stderr[-3000:]
+    assert said.format(out=tmp_path / "sweep" / "comparison") in stopped.stderr, stopped.stderr[-3000:]
+    assert not [p for p in (tmp_path / "sweep").rglob("*") if ".tmp" in p.name]  # atomic_write's temporary files
 
 
 def test_ctrl_c_prints_one_block_keeps_a_curve_and_the_checkpoint_can_be_evaluated(tmp_path: Path) -> None:

@@ -218,6 +218,7 @@ def validate(cfg: DictConfig) -> None:
     check_policy(cfg)
     check_net_arch(cfg.algo.model)
     check_env_id(cfg.env.id)
+    warn_without_time_limit(cfg)
     check_env_spaces(cfg)
     check_env_wrappers(cfg)
     check_video(cfg)
@@ -716,6 +717,29 @@ def check_env_id(env_id: str) -> None:
         close = difflib.get_close_matches(name, list(gymnasium.registry), n=3)
         hint = f" (did you mean {', '.join(close)}?)" if close else " (see gymnasium.registry)"
         raise ConfigError(f"env.id={env_id!r}: Gymnasium has no such environment{hint}")
+
+
+def warn_without_time_limit(cfg: DictConfig) -> None:
+    """Warn, once a process, of an env of one's own module (``module:Id``) registered without ``max_episode_steps``
+    and not capped by ``env.kwargs``: an episode that never ends (an untrained greedy policy standing still) holds
+    each evaluation, and the run, for ever. Not refused: an env may end every episode itself, as Blackjack does."""
+    import gymnasium  # imported already by check_env_id
+
+    env_id = str(cfg.env.id)
+    if ":" not in env_id or "max_episode_steps" in (cfg.env.get("kwargs") or {}) or env_id in WARNED_TIME_LIMIT:
+        return
+    spec = gymnasium.registry.get(env_id.rpartition(":")[2])
+    if spec is not None and spec.max_episode_steps is None:
+        WARNED_TIME_LIMIT.add(env_id)
+        logging.getLogger(__name__).warning(
+            "env.id=%r has no time limit (registered without max_episode_steps): an episode that never ends holds "
+            "each evaluation, and the run, for ever; give +env.kwargs.max_episode_steps=N to end its episodes at N "
+            "steps (truncated), or register it with max_episode_steps",
+            env_id,
+        )
+
+
+WARNED_TIME_LIMIT: set[str] = set()  # the env ids warn_without_time_limit warned of in this process
 
 
 def not_on_path(module: str) -> str:

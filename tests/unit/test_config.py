@@ -904,3 +904,52 @@ def test_an_option_of_ones_own_that_lander_ships_too_is_refused(tmp_path):
     (tmp_path / "conf" / "env" / "cartpole.yaml").rename(tmp_path / "conf" / "env" / "lunar_lander.yaml")
     with pytest.raises(ConfigError, match=re.escape("env=lunar_lander: ")):  # lander's default env
         check_command([search, "logger=none"])
+
+
+NO_TIME_LIMIT = '''
+import gymnasium as gym
+import numpy as np
+
+
+class Stay(gym.Env):
+    """Action 0 stays, 1 steps to the end: an untrained greedy policy may stay for ever."""
+
+    observation_space = gym.spaces.Box(0.0, 1.0, (1,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.pos = 0
+        return np.zeros(1, np.float32), {}
+
+    def step(self, action):
+        self.pos += int(action)
+        return np.full(1, self.pos / 5, np.float32), float(self.pos >= 5), self.pos >= 5, False, {}
+
+
+gym.register("Stay-v0", entry_point=Stay)
+'''
+
+
+def test_an_env_of_ones_own_without_a_time_limit_is_warned_of(tmp_path, monkeypatch, caplog):
+    """An env registered without ``max_episode_steps`` (as many envs of one's own are): an episode that never ends
+    held the first evaluation, and the run, for ever, a single Ctrl-C or ``timeout``'s SIGTERM included (waited
+    10 minutes for it). Warned of before training, with what to give; not where ``env.kwargs`` caps it."""
+    (tmp_path / "stay_envs.py").write_text(NO_TIME_LIMIT)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    overrides = [
+        "env=cartpole",
+        "env.id=stay_envs:Stay-v0",
+        "env.name=stay",
+        "env.reward_threshold=null",
+        "video.enabled=false",
+    ]
+    with caplog.at_level("WARNING"):
+        validate(composed(*overrides))
+    said = "env.id='stay_envs:Stay-v0' has no time limit (registered without max_episode_steps)"
+    assert said in caplog.text and "+env.kwargs.max_episode_steps=N" in caplog.text
+    caplog.clear()
+    with caplog.at_level("WARNING"):
+        validate(composed(*overrides, "+env.kwargs.max_episode_steps=50"))
+        validate(composed("env=cartpole"))
+    assert "no time limit" not in caplog.text

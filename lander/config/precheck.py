@@ -912,11 +912,32 @@ def check_ray(addresses: list[str]) -> None:
         raise ConfigError('hydra/launcher=ray needs Ray: pip install -c constraints.txt -e ".[ray]"')
 
 
-def check_own_conf(conf: Path) -> None:
-    """The YAML files of ``conf`` (``./conf``, on Hydra's search path: a cloned repository's too) each read with
-    :func:`lander.storage.yamlfile.check_aliases`'s bound before Hydra composes any: an alias bomb there held the
-    command for minutes, allocating, then ended in a traceback. Links are followed, as Hydra follows them (your own
-    files), each real folder once; a file that is not YAML is left to Hydra, which says so if it composes it."""
+def search_folders(argv: list[str]) -> list[Path]:
+    """The folders of the command's own configs Hydra composes: those of a ``hydra.searchpath=[...]`` it gives (the
+    service gives its root's ``conf/``), else ``./conf`` (``lander/conf/config.yaml``'s search path)."""
+    given = [a for a in argv if a.startswith("hydra.searchpath=")][-1:]
+    if not given:
+        return [Path("conf")]
+    try:
+        entries = OverridesParser.create().parse_overrides(given)[0].value()
+    except HydraException:  # malformed: Hydra says so in one line when the command is composed (check_jobs)
+        return []
+    listed = entries if isinstance(entries, list) else []
+    return [Path(str(e).removeprefix("file://")) for e in listed if str(e).startswith("file://")]
+
+
+def check_own_conf(argv: list[str]) -> None:
+    """The YAML files of the command's own configs (:func:`search_folders`: ``./conf``, a cloned repository's too)
+    each read with :func:`lander.storage.yamlfile.check_aliases`'s bound before Hydra composes any: an alias bomb
+    there held the command for minutes, allocating, then ended in a traceback. Links are followed, as Hydra follows
+    them (your own files), each real folder once; a file that is not YAML is left to Hydra, which says so if it
+    composes it."""
+    for conf in search_folders(argv):
+        check_yaml_folder(conf)
+
+
+def check_yaml_folder(conf: Path) -> None:
+    """:func:`check_own_conf` of one folder."""
     seen: set[str] = set()
     for folder, dirs, files in os.walk(conf, followlinks=True):
         real = os.path.realpath(folder)
@@ -948,7 +969,7 @@ def check_command(
         allowed = allowed_prefixes()
     argv = [a[1:] if a.startswith(("+experiment=", "+hparams_search=")) else a for a in argv]
     check_override_keys(argv)
-    check_own_conf(Path("conf"))
+    check_own_conf(argv)
     check_modes(argv)
     check_fixed_hydra_keys(argv)
     check_swept_keys_once(argv)

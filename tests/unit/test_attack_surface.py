@@ -176,11 +176,18 @@ def test_a_command_reads_its_own_conf_with_the_bound_before_hydra_composes_it(tm
     (tmp_path / "conf" / "tuned").symlink_to(tmp_path / "elsewhere")
     with pytest.raises(ConfigError, match=f"conf/tuned/ppo_lunar_lander.yaml: {re.escape(bomb)}"):
         answered_within(20, lambda: check_command(["algo=ppo"]))
+    given = f"hydra.searchpath=['file://{tmp_path / 'elsewhere'}']"  # the folders Hydra composes: those given
+    with pytest.raises(ConfigError, match=f"elsewhere/ppo_lunar_lander.yaml: {re.escape(bomb)}"):
+        answered_within(20, lambda: check_command(["algo=ppo", given]))
     (tmp_path / "conf" / "tuned").unlink()
     assert answered_within(60, lambda: check_command(["algo=ppo", "total_timesteps=1000"])) == [
         "algo=ppo",
         "total_timesteps=1000",
     ]
+    (tmp_path / "conf" / "tuned").symlink_to(tmp_path / "elsewhere")  # ./conf not on the given search path: not read
+    (tmp_path / "other").mkdir()  # (the service gives its root's conf/ so, and runs in a directory of its own)
+    other = f"hydra.searchpath=['file://{tmp_path / 'other'}']"
+    assert answered_within(60, lambda: check_command(["algo=ppo", "total_timesteps=1000", other]))[-1] == other
     assert not (tmp_path / "outputs").exists()
 
 

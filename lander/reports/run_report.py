@@ -53,19 +53,19 @@ def read_text(path: Path, limit: int = 2_000_000) -> str:
         return handle.read(limit)
 
 
-def resolved_config(paths: RunPaths) -> str:
+def resolved_config(paths: RunPaths, config: dict[str, Any], problem: str | None) -> str:
     """The run's config with its interpolations resolved (as it trained) where they call no resolver but ``now``
     (:func:`lander.config.trust.resolve_trusted`, as the service shows a config: the report is a file to share, and
-    a copied run's ``${oc.env:...}`` would write this machine's environment into it); as written otherwise."""
-    text = read_text(paths.config)
-    if not text:
-        return "(no .hydra/config.yaml)"
-    try:
-        written = safe_yaml(text, ".hydra/config.yaml")
-    except yaml.YAMLError as exc:  # a hand-edited file, an alias bomb
-        return f"# not read ({str(exc).splitlines()[0]}); as written:\n{text}"
-    resolved = resolve_trusted(written) if isinstance(written, dict) else written
-    if resolved is written:
+    a copied run's ``${oc.env:...}`` would write this machine's environment into it); as written otherwise.
+
+    :param config: the config as :func:`saved_config` read it, with what is wrong with it (``problem``)
+    """
+    if problem is not None or not config:
+        text = read_text(paths.config)
+        return f"# not read ({problem}); as written:\n{text}" if problem else text or "(no .hydra/config.yaml)"
+    resolved = resolve_trusted(config)
+    if resolved is config:
+        text = read_text(paths.config)
         return f"# not resolved (an interpolation calls a resolver, or does not resolve); as written:\n{text}"
     return OmegaConf.to_yaml(resolved)
 
@@ -197,7 +197,11 @@ def write_run_report(run_dir: Path) -> Path:
         ("speed", "Speed and memory", figure(figures["speed"], "speed")),
         ("evaluation", "Final evaluation", final_episodes(paths)),
         ("video", "Video", video(paths.video, paths.report)),
-        ("config", "Config", pre(resolved_config(paths)) + pre(read_text(paths.overrides), "command-line overrides")),
+        (
+            "config",
+            "Config",
+            pre(resolved_config(paths, config, problem)) + pre(read_text(paths.overrides), "command-line overrides"),
+        ),
         ("environment", "Environment", environment(paths)),
         ("files", "Files", files(paths)),
     ]

@@ -123,8 +123,10 @@ def required_n(effect: float, paired: bool, alpha: float = ALPHA, target: float 
     from scipy import optimize  # on use: SciPy takes 0.5 s to import, a run's plot none of it
 
     effect = abs(effect)
-    if not np.isfinite(effect) or effect == 0:
+    if np.isnan(effect) or effect == 0:
         return float("inf")
+    if np.isinf(effect):  # a difference without spread: the least runs a test takes show it
+        return 2.0
     low, high = 2.0, 4.0
     if power(effect, low, paired, alpha) >= target:
         return low
@@ -163,24 +165,27 @@ def versus_baseline(scores: dict[int, float], baseline: dict[int, float]) -> dic
 
     x, y = np.array(list(scores.values())), np.array(list(baseline.values()))
     out: dict[str, float | str] = {"test": "", "p_value": float("nan"), "diff": float(x.mean() - y.mean())}
-    out["cohens_d"] = cohens_d(x, y)
+    out["cohens_d"] = d = cohens_d(x, y)
     out["seeds_needed"] = float("nan")
     if len(x) < 2 or len(y) < 2:
         return out
     paired = sorted(scores) == sorted(baseline)
-    if paired:
+    rounding = 1e-12 * max(np.abs(x).max(), np.abs(y).max())  # what float subtraction leaves of equal differences
+    if paired:  # the test is on each seed's difference; without spread in them it is certain, or there is none
         diffs = np.array([scores[s] - baseline[s] for s in sorted(scores)])
-        spread = diffs.std(ddof=1)
-        result = stats.ttest_rel([scores[s] for s in sorted(scores)], [baseline[s] for s in sorted(scores)])
-        effect = diffs.mean() / spread if spread > 0 else float("nan")
-        same = not diffs.any()
+        flat = np.ptp(diffs) <= rounding
     else:
-        result = stats.ttest_ind(x, y, equal_var=False)
-        effect = out["cohens_d"]
-        same = np.ptp(x) == 0 and np.ptp(y) == 0 and x[0] == y[0]
-    p_value = float(result.pvalue)
-    if np.isnan(p_value) and same:
-        p_value = 1.0  # the same score on every seed (t is 0/0): no evidence of a difference
+        diffs = np.array([out["diff"]])
+        flat = np.ptp(x) <= rounding and np.ptp(y) <= rounding
+    if flat:  # SciPy's t is d/0 (p 0) or 0/0 (nan), with a warning of moments of equal values: said here instead
+        p_value, effect = (0.0, float("inf")) if np.abs(diffs).max() > rounding else (1.0, float("nan"))
+    elif paired:
+        p_value = float(
+            stats.ttest_rel([scores[s] for s in sorted(scores)], [baseline[s] for s in sorted(scores)]).pvalue
+        )
+        effect = diffs.mean() / diffs.std(ddof=1)
+    else:
+        p_value, effect = float(stats.ttest_ind(x, y, equal_var=False).pvalue), d
     out |= {"test": "paired t" if paired else "Welch t", "p_value": p_value}
     out["seeds_needed"] = float(np.ceil(required_n(effect, paired)))
     return out

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -173,6 +174,23 @@ def test_few_seeds_report_how_many_the_difference_would_need(tmp_path: Path) -> 
     diffs = np.array([1.0, 2.5, 0.5])
     assert row["seeds_needed"] == np.ceil(st.required_n(diffs.mean() / diffs.std(ddof=1), paired=True))
     assert f"would need about {int(row['seeds_needed'])} seeds" in (tmp_path / "out/report.md").read_text()
+
+
+@pytest.mark.parametrize("seeds", [(0, 1, 2), (10, 11, 12)], ids=["paired", "welch"])
+def test_a_difference_every_seed_shows_alike_is_not_called_too_small_to_detect(tmp_path: Path, seeds) -> None:
+    """Scores without spread that differ from the baseline's (a deterministic env: FrozenLake's success rate 1.0
+    on every seed against 0.0, CartPole's 500 against 200): the test says p = 0, and the note said the difference
+    was "too small to detect with 1000 seeds" (the standardised effect, a difference over a spread of 0, was
+    taken for none). Two seeds show it; SciPy's warning of a moment computed from equal values is not printed."""
+    for seed, other in zip(range(3), seeds, strict=True):
+        fake_run(tmp_path, f"a{seed}", ["lr=1"], seed, {100: 0.0})
+        fake_run(tmp_path, f"b{other}", ["lr=2"], other, {100: 1.0})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # SciPy's RuntimeWarning "Precision loss ... nearly identical" raised
+        row = compare([tmp_path], tmp_path / "out").table.set_index("config").loc["lr=2"]
+    assert row["p_value"] == 0.0 and row["seeds_needed"] == 2
+    report = (tmp_path / "out/report.md").read_text()
+    assert "too small to detect" not in report and "would need about 2 seeds per configuration" in report
 
 
 def test_holm_adjusts_the_configurations_tested_against_one_baseline(tmp_path: Path) -> None:

@@ -26,7 +26,7 @@ from omegaconf import DictConfig, open_dict, read_write
 from lander.config.schema import quiet_hydra_warnings
 from lander.errors import RunFileError
 from lander.execution.isolate import GRACE_SECONDS, record_killed, run_in_child
-from lander.storage.rundir import RunPaths, RunSummary, Status
+from lander.storage.rundir import RunPaths, RunSummary, Status, remove_unstarted
 from lander.sweeps.rerun import rerun_command
 
 log = logging.getLogger("lander")
@@ -45,8 +45,9 @@ def run_sweep_job(
     target = str(launcher.get("_target_", ""))
     if getattr(get_class(target) if target else None, "forks_its_jobs", False):
         return job()
-    if worker_stopped():  # a joblib worker (JoblibLauncher) of a stopped sweep
+    if worker_stopped():  # a joblib worker (JoblibLauncher) of a stopped sweep, given a job after the stop
         log.warning("job not started: the sweep was stopped")
+        remove_unstarted(paths.root)  # the directory Hydra made for it, as lander's launcher makes none
         return None
     import_for_jobs()  # once here, shared by every job's forked process
     try:

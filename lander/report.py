@@ -17,6 +17,7 @@ import logging
 import sys
 from pathlib import Path
 
+from lander.analysis.comparison import analyse
 from lander.errors import RunSetError
 from lander.reports.run_report import write_run_report
 from lander.reports.sweep_report import compare
@@ -29,9 +30,11 @@ def write_reports(path: Path, band: str = "seeds", x: str = "timesteps") -> list
     """The reports of one run directory, or of every run under ``path`` and their comparison; their paths."""
     if RunPaths(path).is_run():
         return [write_run_report(path)]
-    written = [write_run_report(run) for run in find_run_dirs([path])]
-    if not written:
+    runs = find_run_dirs([path])
+    if not runs:
         raise RunSetError(f"no run directories (with .hydra/config.yaml) under {path}")
+    analyse([path])  # runs the comparison refuses (of several envs, none finished) get no report either
+    written = [write_run_report(run) for run in runs]  # before the comparison, whose report links to them
     found = compare([path], SweepPaths(path).comparison, band=band, x=x)
     return written + [p for p in found.files if p.suffix == ".html"]
 

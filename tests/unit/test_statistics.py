@@ -286,6 +286,20 @@ def test_bad_input_is_named_and_nothing_is_written(tmp_path: Path, make, message
     assert not (tmp_path / "out").exists()
 
 
+def test_lander_report_of_runs_it_cannot_compare_writes_nothing(tmp_path: Path, caplog) -> None:
+    """``python -m lander.report <folder>`` of runs of two envs (a project's ``outputs/``): it rewrote every run's
+    ``report.html``, then refused their comparison, exit 2. The comparison is checked first: one line, exit 2,
+    nothing written."""
+    from lander.report import main as report_main
+
+    runs = [fake_run(tmp_path, "a", ["env=x"], 0, {1: 1.0}, env="x"), fake_run(tmp_path, "b", ["algo=q"], 0, {1: 1.0})]
+    assert report_main([str(tmp_path)]) == 2
+    assert "runs of different envs mixed" in caplog.text
+    assert [p for run in runs for p in run.iterdir() if p.suffix == ".html"] == []
+    assert not (tmp_path / "comparison").exists()
+    assert report_main([str(runs[0])]) == 0 and (runs[0] / "report.html").is_file()  # a run alone: its report
+
+
 def test_the_command_line_names_a_baseline_that_is_not_there(tmp_path: Path, caplog) -> None:
     for seed in range(2):
         fake_run(tmp_path / "runs", f"a{seed}", ["gamma=0.9"], seed, {100: 1.0})

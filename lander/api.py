@@ -32,7 +32,7 @@ from lander.analysis.sequential import decision_matrix
 from lander.errors import RunSetError
 from lander.reports.figures import read_metrics, run_figures, sweep_figures
 from lander.reports.run_report import write_run_report
-from lander.reports.sweep_report import compare
+from lander.reports.sweep_report import write_comparison
 from lander.storage.rundir import RunPaths, SweepPaths, find_run_dirs, not_a_run, read_json
 from lander.storage.yamlfile import read_yaml
 
@@ -102,7 +102,7 @@ class RunRecord:
 class SweepRecord:
     """Runs compared as :mod:`lander.compare` compares them (equal budgets, statistics over seeds).
 
-    :param comparison: what :func:`lander.compare.analyse` found (groups of runs, tables, runs left out)
+    :param comparison: what :func:`lander.analysis.comparison.analyse` found (groups of runs, tables, runs left out)
     """
 
     path: Path
@@ -157,9 +157,10 @@ class SweepRecord:
         return {env: sweep_figures(by_label, env, band, found.budget(env), x) for env, by_label in found.groups.items()}
 
     def report(self, band: str = "seeds", x: str = "timesteps") -> Path:
-        """Write ``comparison/`` (tables, plots, ``report.html``) anew; return the HTML report's path."""
+        """Write ``comparison/`` (tables, plots, ``report.html``) anew, as :attr:`table` compares the runs (the
+        ``baseline`` and ``at_timesteps`` :func:`load_sweep` was given); return the HTML report's path."""
         paths = SweepPaths(self.path)
-        compare([self.path], paths.comparison, band=band, x=x)
+        write_comparison(self.comparison, paths.comparison, band=band, x=x)
         return paths.report
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from lander.analysis.comparison import analyse
 from lander.errors import RunSetError
 from lander.reports.run_report import write_run_report
-from lander.reports.sweep_report import compare
+from lander.reports.sweep_report import write_comparison
 from lander.storage.rundir import RunPaths, SweepPaths, find_run_dirs
 
 log = logging.getLogger(__name__)
@@ -33,9 +33,9 @@ def write_reports(path: Path, band: str = "seeds", x: str = "timesteps") -> list
     runs = find_run_dirs([path])
     if not runs:
         raise RunSetError(f"no run directories (with .hydra/config.yaml) under {path}")
-    analyse([path])  # runs the comparison refuses (of several envs, none finished) get no report either
+    found = analyse([path])  # runs the comparison refuses (of several envs, none finished) get no report either
     written = [write_run_report(run) for run in runs]  # before the comparison, whose report links to them
-    found = compare([path], SweepPaths(path).comparison, band=band, x=x)
+    write_comparison(found, SweepPaths(path).comparison, band=band, x=x)
     return written + [p for p in found.files if p.suffix == ".html"]
 
 

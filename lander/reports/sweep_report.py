@@ -149,7 +149,12 @@ def compare(
     :param x: the curves' x axis, ``"timesteps"`` or ``"episodes"`` (training episodes ended by each evaluation)
     :return: what was compared (:class:`Comparison`), with the files written in ``files``
     """
-    found = analyse(paths, baseline, at_timesteps)
+    return write_comparison(analyse(paths, baseline, at_timesteps), out_dir, band, x)
+
+
+def write_comparison(found: Comparison, out_dir: Path, band: str = "seeds", x: str = "timesteps") -> Comparison:
+    """Write what :func:`lander.analysis.comparison.analyse` found (its baseline and budget) to ``out_dir``: the
+    tables, plots and reports of :func:`compare`; return it, with the files written in ``files``."""
     out_dir.mkdir(parents=True, exist_ok=True)
     files: list[Path] = []
     for env, by_label in found.groups.items():
@@ -161,7 +166,7 @@ def compare(
             files.append(out_dir / f"{name}_{env}.png")
             plot(by_label, env, files[-1])
     report = report_lines(
-        found.runs, found.groups, found.tables, found.spanning, found.left_out, at_timesteps, found.sequential
+        found.runs, found.groups, found.tables, found.spanning, found.left_out, found.at_timesteps, found.sequential
     )
     files += write_tables(found.table, found.spanning, out_dir, report)
     records = {"runs": len(found.runs), "compared": found.compared, "left_out": found.left_out_records()}

@@ -300,6 +300,23 @@ def test_lander_report_of_runs_it_cannot_compare_writes_nothing(tmp_path: Path, 
     assert report_main([str(runs[0])]) == 0 and (runs[0] / "report.html").is_file()  # a run alone: its report
 
 
+def test_the_apis_report_is_the_comparison_it_was_loaded_as(tmp_path: Path) -> None:
+    """``load_sweep(path, baseline=..., at_timesteps=...).report()`` wrote ``comparison/`` against the first
+    configuration at the common budget, whatever ``sweep.table`` showed: the report is now the table's."""
+    from lander.api import load_sweep
+
+    for seed in range(2):
+        fake_run(tmp_path, f"a{seed}", ["gamma=0.9"], seed, {100: 1.0 + seed, 200: 5.0 + seed})
+        fake_run(tmp_path, f"b{seed}", ["gamma=0.99"], seed, {100: 2.0 + seed, 200: 3.0 + seed})
+    sweep = load_sweep(tmp_path, baseline="gamma=0.99", at_timesteps=100)
+    written = pd.read_csv(sweep.report().parent / "table.csv")
+    assert list(written["baseline"]) == ["gamma=0.99"] * 2 and list(written["timesteps"]) == [100, 100]
+    assert written.set_index("config")["diff"].to_dict() == pytest.approx(
+        {"gamma=0.99": np.nan, "gamma=0.9": -1.0}, nan_ok=True
+    )
+    assert "Baseline: `gamma=0.99`" in (tmp_path / "comparison/report.md").read_text()
+
+
 def test_the_command_line_names_a_baseline_that_is_not_there(tmp_path: Path, caplog) -> None:
     for seed in range(2):
         fake_run(tmp_path / "runs", f"a{seed}", ["gamma=0.9"], seed, {100: 1.0})

@@ -150,13 +150,15 @@ class SweepRecord:
                 ]
         return pd.DataFrame(rows)
 
-    def figures(self, band: str = "seeds", x: str = "timesteps") -> dict[str, dict[str, Any]]:
+    def figures(self, band: str | None = None, x: str | None = None) -> dict[str, dict[str, Any]]:
         """Per env, the Plotly figures by name: ``learning_curves`` (against ``x``: timesteps or episodes),
-        ``final_scores``, ``performance_profile``."""
+        ``final_scores``, ``performance_profile``; ``band`` and ``x`` default to the sweep's ``comparison_band``
+        and ``x_axis`` (else seeds, timesteps)."""
         found = self.comparison
+        band, x = band or found.saved("comparison_band") or "seeds", x or found.saved("x_axis") or "timesteps"
         return {env: sweep_figures(by_label, env, band, found.budget(env), x) for env, by_label in found.groups.items()}
 
-    def report(self, band: str = "seeds", x: str = "timesteps") -> Path:
+    def report(self, band: str | None = None, x: str | None = None) -> Path:
         """Write ``comparison/`` (tables, plots, ``report.html``) anew, as :attr:`table` compares the runs (the
         ``baseline`` and ``at_timesteps`` :func:`load_sweep` was given); return the HTML report's path."""
         paths = SweepPaths(self.path)

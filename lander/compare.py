@@ -40,7 +40,11 @@ def main(argv: list[str] | None = None) -> int:
         help="output directory (default: <first path>/comparison for a sweep or a folder of runs; "
         "comparisons/<date>/<time> for run directories, as the service names its comparisons)",
     )
-    parser.add_argument("--baseline", help="configuration label to test the others against (default: the first)")
+    parser.add_argument(
+        "--baseline",
+        help="configuration label to test the others against (default: the runs' own baseline=, as their sweep "
+        "was configured, else the first)",
+    )
     parser.add_argument(
         "--at-timesteps",
         type=int,
@@ -50,16 +54,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--band",
         choices=("seeds", "episodes"),
-        default="seeds",
         help="band of the curves: 95%% bootstrap interval of the mean over seeds (seeds), or the standard error "
-        "over all evaluation episodes of all seeds (episodes)",
+        "over all evaluation episodes of all seeds (episodes); default: the runs' comparison_band, else seeds",
     )
     parser.add_argument(
         "--x-axis",
         choices=("timesteps", "episodes"),
-        default="timesteps",
         help="x axis of the curves: env steps (timesteps), or the training episodes each run had ended by each "
-        "evaluation (episodes)",
+        "evaluation (episodes); default: the runs' x_axis, else timesteps",
     )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")

@@ -26,7 +26,7 @@ from lander.storage.rundir import RunPaths, SweepPaths, find_run_dirs
 log = logging.getLogger(__name__)
 
 
-def write_reports(path: Path, band: str = "seeds", x: str = "timesteps") -> list[Path]:
+def write_reports(path: Path, band: str | None = None, x: str | None = None) -> list[Path]:
     """The reports of one run directory, or of every run under ``path`` and their comparison; their paths."""
     if RunPaths(path).is_run():
         return [write_run_report(path)]
@@ -45,9 +45,11 @@ def main(argv: list[str] | None = None) -> int:
         description="Write the HTML reports of runs and sweeps anew from the files there.",
     )
     parser.add_argument("paths", nargs="+", type=Path, help="run directories and/or sweep directories")
-    parser.add_argument("--band", choices=("seeds", "episodes"), default="seeds", help="band of a sweep's curves")
     parser.add_argument(
-        "--x-axis", choices=("timesteps", "episodes"), default="timesteps", help="x axis of a sweep's curves"
+        "--band", choices=("seeds", "episodes"), help="band of a sweep's curves (default: its comparison_band)"
+    )
+    parser.add_argument(
+        "--x-axis", choices=("timesteps", "episodes"), help="x axis of a sweep's curves (default: its x_axis)"
     )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")

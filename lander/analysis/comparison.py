@@ -91,9 +91,36 @@ class Comparison:
             return f"{run.status}, evaluated up to {run.reached:,} of the {self.at_timesteps:,} timesteps compared"
         return str(run.status)
 
+    def saved(self, key: str) -> str | None:
+        """What every compared run's saved config gives ``key`` (``baseline``, ``comparison_band``, ``x_axis``:
+        their sweep's settings, :data:`lander.analysis.runset.SETTINGS`), or None where they differ or give none."""
+        return saved(self.runs_compared, key)
+
+    @property
+    def runs_compared(self) -> list[Run]:
+        """The compared runs, every env's."""
+        return [r for by_label in self.groups.values() for runs in by_label.values() for r in runs]
+
     def budget(self, env: str) -> int:
         """The timestep ``env``'s runs are compared at."""
         return max(r.timesteps for runs in self.groups[env].values() for r in runs)
+
+
+def saved_baseline(runs: list[Run], groups: dict[str, dict[str, list[Run]]]) -> str | None:
+    """The baseline the runs' sweep was configured with (``baseline=``), where every run gives the same and it names a
+    configuration; a sweep's comparison written anew (``lander.report``, ``lander.compare`` without ``--baseline``)
+    tests against it as the sweep's end did."""
+    named = saved(runs, "baseline")
+    if named is None or any(named in by_label for by_label in groups.values()):
+        return named
+    log.warning("the runs' baseline=%r is not a configuration compared here: the first is the baseline", named)
+    return None
+
+
+def saved(runs: list[Run], key: str) -> str | None:
+    """The value of ``key`` every run of ``runs`` was configured with (:attr:`Run.settings`); None if they differ."""
+    values = {r.settings.get(key) for r in runs}
+    return values.pop() if len(values) == 1 else None
 
 
 def ended(runs: list[Run]) -> str:
@@ -122,7 +149,7 @@ def analyse(paths: list[Path], baseline: str | None = None, at_timesteps: int | 
         )
     compared, duplicates = drop_duplicates(compared)
     groups = {env: configurations(runs, compared, env) for env in sorted({r.env for r in compared})}
-    base = baseline or next((next(iter(g)) for g in groups.values()), None)
+    base = baseline or saved_baseline(compared, groups) or next((next(iter(g)) for g in groups.values()), None)
     for env, by_label in groups.items():
         if baseline is not None and baseline not in by_label:
             raise RunSetError(

@@ -45,6 +45,7 @@ class Run:
     timesteps: int = 0  # the evaluation compared (its step count)
     reached: int = 0  # the last evaluated timestep
     step: int = 1  # env steps per step of its envs (n_envs): how far whole steps carry it past a budget
+    settings: dict[str, str] = field(default_factory=dict)  # its comparison's keys, as its config gives them
 
     @property
     def paths(self) -> RunPaths:
@@ -54,6 +55,22 @@ class Run:
     def key(self) -> tuple[str, ...]:
         """The configuration: every override except the seed and those that do not change training."""
         return configuration_key(self.overrides)
+
+
+SETTINGS = {  # the keys of a run's config that set its sweep's comparison, and the values each takes
+    "baseline": None,  # any configuration's label
+    "comparison_band": ("seeds", "episodes"),
+    "x_axis": ("timesteps", "episodes"),
+}
+
+
+def settings_of(cfg: dict[str, Any]) -> dict[str, str]:
+    """The comparison's keys (:data:`SETTINGS`) a run's saved config sets, those of the values they take."""
+    return {
+        key: value
+        for key, allowed in SETTINGS.items()
+        if isinstance(value := cfg.get(key), str) and (allowed is None or value in allowed)
+    }
 
 
 def read_evals(path: Path, strict: bool = True) -> pd.DataFrame | None:
@@ -142,6 +159,7 @@ def read_run(path: Path) -> Run:
         threshold=cfg["env"].get("reward_threshold"),
         reached=int(evals["timesteps"].max()) if evals is not None and len(evals) else 0,
         step=step,
+        settings=settings_of(cfg),
     )
 
 

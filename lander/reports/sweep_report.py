@@ -133,8 +133,8 @@ def compare(
     out_dir: Path,
     baseline: str | None = None,
     at_timesteps: int | None = None,
-    band: str = "seeds",
-    x: str = "timesteps",
+    band: str | None = None,
+    x: str | None = None,
 ) -> Comparison:
     """Write the comparison of the runs under ``paths`` to ``out_dir``; return what it found.
 
@@ -143,18 +143,23 @@ def compare(
 
     :param paths: a sweep directory, run directories, or both
     :param out_dir: where ``table.csv``, ``table.md``, ``report.md``, ``report.html`` and the plots go
-    :param baseline: the configuration label the others are tested against (default: the first)
+    :param baseline: the configuration label the others are tested against (default: the one the runs were
+        configured with, ``baseline=`` of their sweep, else the first)
     :param at_timesteps: compare the runs as they stood at this many steps (default: each env's common budget)
-    :param band: the curves' band, ``"seeds"`` (bootstrap over seeds) or ``"episodes"`` (s.e. over episodes)
-    :param x: the curves' x axis, ``"timesteps"`` or ``"episodes"`` (training episodes ended by each evaluation)
+    :param band: the curves' band, ``"seeds"`` (bootstrap over seeds) or ``"episodes"`` (s.e. over episodes);
+        default: the runs' ``comparison_band``, else seeds
+    :param x: the curves' x axis, ``"timesteps"`` or ``"episodes"`` (training episodes ended by each evaluation);
+        default: the runs' ``x_axis``, else timesteps
     :return: what was compared (:class:`Comparison`), with the files written in ``files``
     """
     return write_comparison(analyse(paths, baseline, at_timesteps), out_dir, band, x)
 
 
-def write_comparison(found: Comparison, out_dir: Path, band: str = "seeds", x: str = "timesteps") -> Comparison:
+def write_comparison(found: Comparison, out_dir: Path, band: str | None = None, x: str | None = None) -> Comparison:
     """Write what :func:`lander.analysis.comparison.analyse` found (its baseline and budget) to ``out_dir``: the
-    tables, plots and reports of :func:`compare`; return it, with the files written in ``files``."""
+    tables, plots and reports of :func:`compare` (``band`` and ``x`` as there); return it, with the files written
+    in ``files``."""
+    band, x = band or found.saved("comparison_band") or "seeds", x or found.saved("x_axis") or "timesteps"
     out_dir.mkdir(parents=True, exist_ok=True)
     files: list[Path] = []
     for env, by_label in found.groups.items():

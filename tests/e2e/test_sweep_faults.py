@@ -65,7 +65,7 @@ def test_a_killed_job_leaves_the_other_jobs_and_the_comparison(tmp_path, launche
     [
         (signal.SIGINT, "group", "parallel"),  # lander's, the default
         (signal.SIGTERM, "sweep", "parallel"),
-        (signal.SIGINT, "group", "joblib"),  # joblib in the default suite too: its stop left a folder, seen in -m slow only
+        (signal.SIGINT, "group", "joblib"),  # joblib by default too: its stop left a folder, seen in -m slow only
         pytest.param(signal.SIGTERM, "group", "joblib", marks=pytest.mark.slow),
         pytest.param(signal.SIGINT, "group", "submitit_local", marks=pytest.mark.slow),
     ],

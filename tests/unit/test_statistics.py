@@ -20,7 +20,7 @@ from lander.analysis import statistics as st
 from lander.compare import main as compare_main
 from lander.errors import RunSetError
 from lander.reports.sweep_report import compare
-from lander.storage.rundir import Status
+from lander.storage.rundir import RunPaths, Status
 
 REFERENCE = json.loads((Path(__file__).parents[1] / "fixtures/rliable/reference.json").read_text())
 SEED, REPS = REFERENCE["seed"], REFERENCE["reps"]
@@ -315,6 +315,33 @@ def test_the_apis_report_is_the_comparison_it_was_loaded_as(tmp_path: Path) -> N
         {"gamma=0.99": np.nan, "gamma=0.9": -1.0}, nan_ok=True
     )
     assert "Baseline: `gamma=0.99`" in (tmp_path / "comparison/report.md").read_text()
+
+
+def test_a_sweeps_comparison_written_anew_is_the_one_its_end_wrote(tmp_path: Path, caplog) -> None:
+    """``python -m lander.report <sweep>`` ("the sweep's comparison anew") and ``lander.compare <sweep>`` compared
+    against the first configuration with the seeds' band, whatever the sweep was configured with: a
+    ``gamma_sweep``'s table (``baseline=gamma=0.99``) was rewritten against gamma=0.98, a ``qcritic`` sweep's
+    episode bands (``comparison_band=episodes``) redrawn over seeds. The runs' own ``baseline``,
+    ``comparison_band`` and ``x_axis`` are now the defaults; flags still win."""
+    import yaml
+
+    from lander.report import main as report_main
+
+    for seed in range(2):
+        for gamma in (0.98, 0.99):
+            run = fake_run(tmp_path, f"{gamma}_{seed}", [f"gamma={gamma}"], seed, {100: gamma + seed})
+            config = RunPaths(run).config
+            saved = yaml.safe_load(config.read_text()) | {"baseline": "gamma=0.99", "comparison_band": "episodes"}
+            config.write_text(yaml.safe_dump(saved))
+    assert report_main([str(tmp_path)]) == 0
+    assert set(pd.read_csv(tmp_path / "comparison/table.csv")["baseline"]) == {"gamma=0.99"}
+    assert "s.e. over all evaluation episodes" in (tmp_path / "comparison/report.html").read_text()
+    assert compare_main([str(tmp_path), "--baseline", "gamma=0.98", "--band", "seeds"]) == 0
+    assert set(pd.read_csv(tmp_path / "comparison/table.csv")["baseline"]) == {"gamma=0.98"}
+    assert "95% bootstrap CI over seeds" in (tmp_path / "comparison/report.html").read_text()
+    config.write_text(yaml.safe_dump(saved | {"baseline": "gamma=0.5"}))  # one run says another: the first
+    assert compare_main([str(tmp_path)]) == 0 and "not a configuration" not in caplog.text
+    assert set(pd.read_csv(tmp_path / "comparison/table.csv")["baseline"]) == {"gamma=0.98"}
 
 
 def test_the_command_line_names_a_baseline_that_is_not_there(tmp_path: Path, caplog) -> None:

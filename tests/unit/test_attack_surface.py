@@ -153,6 +153,37 @@ def test_a_downloaded_conf_is_read_with_bounds_before_a_launch_composes_it(tmp_p
     assert not (tmp_path / "outputs").exists()
 
 
+@pytest.mark.parametrize(
+    "plant,said",
+    [
+        (
+            lambda conf: (conf / "tuned/ppo_lunar_lander.yaml").symlink_to(conf.parent / "mine.yaml"),
+            "tuned/ppo_lunar_lander.yaml is a link out of conf/",
+        ),
+        (
+            lambda conf: (conf / "tuned/big.yaml").write_text("a: " + "x" * 1_000_000),
+            "tuned/big.yaml: 1,000,003 bytes, past 1,000,000",
+        ),
+        (
+            lambda conf: [(conf / f"tuned/{i}.yaml").write_text("a: 1") for i in range(1001)],
+            "holds more than 1000 YAML files",
+        ),
+    ],
+    ids=["file-link-out", "too-large", "too-many"],
+)
+def test_a_roots_conf_is_read_within_its_bounds_or_refused(tmp_path, plant, said):
+    """The service's bounds on the root's ``conf/`` beyond the alias bomb and a linked folder (above), each refused
+    in one line before Hydra composes anything: a YAML file linked to one of yours, one past 1 MB, a folder of more
+    than 1,000 (the checks no test reached: coverage)."""
+    from lander.service.overrides import Refused, check_conf
+
+    (tmp_path / "conf" / "tuned").mkdir(parents=True)
+    (tmp_path / "mine.yaml").write_text("secret: 1")
+    plant(tmp_path / "conf")
+    with pytest.raises(Refused, match=re.escape(said)):
+        check_conf(tmp_path / "conf")
+
+
 def test_a_command_reads_its_own_conf_with_the_bound_before_hydra_composes_it(tmp_path, monkeypatch):
     """``python -m lander.run`` in a folder whose ``conf/`` (a cloned course repository's) holds the bomb above,
     in a tuned config composed for every PPO run, or in a folder linked in: one line naming the file, before any

@@ -2,7 +2,8 @@
 
 A run directory gets its ``report.html`` (also a run killed by ``kill -9``, which could not write its own); a
 sweep directory gets ``comparison/report.html`` (with the rest of ``python -m lander.compare``'s output) and
-every job its ``report.html``. Nothing is trained and no other file is changed.
+every job its ``report.html``; runs that cannot be compared (of several envs, none finished: a killed sweep) get
+their reports and one line says why there is no comparison, exit 1. Nothing is trained and no other file is changed.
 """
 
 from __future__ import annotations
@@ -26,17 +27,22 @@ from lander.storage.rundir import RunPaths, SweepPaths, find_run_dirs
 log = logging.getLogger(__name__)
 
 
-def write_reports(path: Path, band: str | None = None, x: str | None = None) -> list[Path]:
-    """The reports of one run directory, or of every run under ``path`` and their comparison; their paths."""
+def write_reports(path: Path, band: str | None = None, x: str | None = None) -> tuple[list[Path], str | None]:
+    """The reports of one run directory, or of every run under ``path`` and their comparison: their paths, and why
+    there is no comparison where the runs cannot be compared (of several envs, none finished: a killed sweep's runs
+    still get their reports)."""
     if RunPaths(path).is_run():
-        return [write_run_report(path)]
+        return [write_run_report(path)], None
     runs = find_run_dirs([path])
     if not runs:
         raise RunSetError(f"no run directories (with .hydra/config.yaml) under {path}")
-    found = analyse([path])  # runs the comparison refuses (of several envs, none finished) get no report either
+    try:
+        found = analyse([path])
+    except RunSetError as exc:
+        return [write_run_report(run) for run in runs], str(exc)
     written = [write_run_report(run) for run in runs]  # before the comparison, whose report links to them
     write_comparison(found, SweepPaths(path).comparison, band=band, x=x)
-    return written + [p for p in found.files if p.suffix == ".html"]
+    return written + [p for p in found.files if p.suffix == ".html"], None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -56,15 +62,19 @@ def main(argv: list[str] | None = None) -> int:
     missing = [str(p) for p in args.paths if not p.is_dir()]
     if missing:
         parser.error(f"not a directory: {', '.join(missing)}")
+    uncompared = 0
     try:
         with said_on_exit(lambda: "lander.report: interrupted: the reports listed above are written, each whole"):
             for path in args.paths:
-                for report in write_reports(path, args.band, args.x_axis):
-                    print(report)
+                written, problem = write_reports(path, args.band, args.x_axis)
+                print("\n".join(map(str, written)))
+                if problem:
+                    log.error("lander.report: %s: its runs' reports are written, no comparison: %s", path, problem)
+                    uncompared += 1
     except RunSetError as exc:
         log.error("lander.report: %s", exc)
         return 2
-    return 0
+    return 1 if uncompared else 0
 
 
 if __name__ == "__main__":

@@ -286,18 +286,20 @@ def test_bad_input_is_named_and_nothing_is_written(tmp_path: Path, make, message
     assert not (tmp_path / "out").exists()
 
 
-def test_lander_report_of_runs_it_cannot_compare_writes_nothing(tmp_path: Path, caplog) -> None:
-    """``python -m lander.report <folder>`` of runs of two envs (a project's ``outputs/``): it rewrote every run's
-    ``report.html``, then refused their comparison, exit 2. The comparison is checked first: one line, exit 2,
-    nothing written."""
+def test_lander_report_of_runs_it_cannot_compare_writes_their_reports_and_says_why(tmp_path: Path, caplog) -> None:
+    """``python -m lander.report <folder>`` of runs it cannot compare (of two envs; a killed sweep's, none
+    finished): it wrote every run's report silently (none listed), then the comparison's refusal, exit 2, as if
+    nothing had been written. Now the reports are listed, one line says there is no comparison and why, exit 1."""
     from lander.report import main as report_main
 
     runs = [fake_run(tmp_path, "a", ["env=x"], 0, {1: 1.0}, env="x"), fake_run(tmp_path, "b", ["algo=q"], 0, {1: 1.0})]
-    assert report_main([str(tmp_path)]) == 2
-    assert "runs of different envs mixed" in caplog.text
-    assert [p for run in runs for p in run.iterdir() if p.suffix == ".html"] == []
-    assert not (tmp_path / "comparison").exists()
-    assert report_main([str(runs[0])]) == 0 and (runs[0] / "report.html").is_file()  # a run alone: its report
+    assert report_main([str(tmp_path)]) == 1
+    assert f"{tmp_path}: its runs' reports are written, no comparison: runs of different envs mixed" in caplog.text
+    assert all((run / "report.html").is_file() for run in runs) and not (tmp_path / "comparison").exists()
+    killed = [fake_run(tmp_path / "sweep", str(s), [], s, {1: 1.0}, status=Status.INTERRUPTED) for s in (0, 1)]
+    assert report_main([str(tmp_path / "sweep")]) == 1 and "nothing to compare" in caplog.text
+    assert all((run / "report.html").is_file() for run in killed)
+    assert report_main([str(runs[0])]) == 0  # a run alone: its report
 
 
 def test_the_apis_report_is_the_comparison_it_was_loaded_as(tmp_path: Path) -> None:

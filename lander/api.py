@@ -28,6 +28,7 @@ import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 
 from lander.analysis.comparison import Comparison, analyse
+from lander.analysis.curves import X_LABELS
 from lander.analysis.sequential import decision_matrix
 from lander.errors import RunSetError
 from lander.reports.figures import read_metrics, run_figures, sweep_figures
@@ -88,9 +89,12 @@ class RunRecord:
         """SB3's own logger records (``train/loss``, ``train/entropy_loss``, ``time/fps``, ...)."""
         return self.metrics("sb3_progress")
 
-    def figures(self) -> dict[str, Any]:
-        """The run's Plotly figures by name: ``returns``, ``eval_episodes``, ``training``, ``speed``."""
-        return run_figures(self.paths, self.config.env.get("reward_threshold"))
+    def figures(self, x: str | None = None) -> dict[str, Any]:
+        """The run's Plotly figures by name: ``returns``, ``eval_episodes``, ``training``, ``speed``; its curves
+        against ``x`` (``timesteps`` or ``episodes``), by default the run's ``x_axis``, as its report draws them."""
+        saved = self.config.get("x_axis")
+        x = x or (str(saved) if saved in X_LABELS else "timesteps")
+        return run_figures(self.paths, self.config.env.get("reward_threshold"), x)
 
     def report(self) -> Path:
         """Write the run's ``report.html`` anew; return its path."""

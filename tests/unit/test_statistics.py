@@ -346,6 +346,21 @@ def test_a_sweeps_comparison_written_anew_is_the_one_its_end_wrote(tmp_path: Pat
     assert set(pd.read_csv(tmp_path / "comparison/table.csv")["baseline"]) == {"gamma=0.98"}
 
 
+def test_the_apis_run_figures_are_drawn_as_its_report_draws_them(tmp_path: Path) -> None:
+    """``load_run(run).figures()`` of a run configured ``x_axis=episodes`` (the ``reinforce_cartpole`` preset's)
+    drew its returns against timesteps, where its ``report.html`` draws them against training episodes."""
+    import yaml
+
+    from lander.api import load_run
+
+    run = fake_run(tmp_path, "a", [], 0, {100: 1.0, 200: 2.0})
+    config = RunPaths(run).config
+    config.write_text(yaml.safe_dump(yaml.safe_load(config.read_text()) | {"x_axis": "episodes"}))
+    (run / "metrics/train_episodes.csv").write_text("timesteps,episode,return,length,wall_time\n50,1,-3,50,0.1\n")
+    assert load_run(run).figures()["returns"].layout.xaxis.title.text == "training episodes"
+    assert load_run(run).figures("timesteps")["returns"].layout.xaxis.title.text == "timesteps"
+
+
 def test_the_command_line_names_a_baseline_that_is_not_there(tmp_path: Path, caplog) -> None:
     for seed in range(2):
         fake_run(tmp_path / "runs", f"a{seed}", ["gamma=0.9"], seed, {100: 1.0})

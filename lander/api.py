@@ -28,7 +28,7 @@ import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 
 from lander.analysis.comparison import Comparison, analyse
-from lander.analysis.curves import X_LABELS
+from lander.analysis.runset import settings_of
 from lander.analysis.sequential import decision_matrix
 from lander.errors import RunSetError
 from lander.reports.figures import read_metrics, run_figures, sweep_figures
@@ -92,8 +92,7 @@ class RunRecord:
     def figures(self, x: str | None = None) -> dict[str, Any]:
         """The run's Plotly figures by name: ``returns``, ``eval_episodes``, ``training``, ``speed``; its curves
         against ``x`` (``timesteps`` or ``episodes``), by default the run's ``x_axis``, as its report draws them."""
-        saved = self.config.get("x_axis")
-        x = x or (str(saved) if saved in X_LABELS else "timesteps")
+        x = x or settings_of(self.config).get("x_axis", "timesteps")
         return run_figures(self.paths, self.config.env.get("reward_threshold"), x)
 
     def report(self) -> Path:
@@ -159,7 +158,7 @@ class SweepRecord:
         ``final_scores``, ``performance_profile``; ``band`` and ``x`` default to the sweep's ``comparison_band``
         and ``x_axis`` (else seeds, timesteps)."""
         found = self.comparison
-        band, x = band or found.saved("comparison_band") or "seeds", x or found.saved("x_axis") or "timesteps"
+        band, x = found.curve_settings(band, x)
         return {env: sweep_figures(by_label, env, band, found.budget(env), x) for env, by_label in found.groups.items()}
 
     def report(self, band: str | None = None, x: str | None = None) -> Path:

@@ -37,12 +37,14 @@ def write_reports(path: Path, band: str | None = None, x: str | None = None) -> 
     if not runs:
         raise RunSetError(f"no run directories (with .hydra/config.yaml) under {path}")
     try:
-        found = analyse([path])
+        found, problem = analyse([path]), None
     except RunSetError as exc:
-        return [write_run_report(run) for run in runs], str(exc)
+        found, problem = None, str(exc)
     written = [write_run_report(run) for run in runs]  # before the comparison, whose report links to them
-    write_comparison(found, SweepPaths(path).comparison, band=band, x=x)
-    return written + [p for p in found.files if p.suffix == ".html"], None
+    if found is not None:
+        write_comparison(found, SweepPaths(path).comparison, band=band, x=x)
+        written += [p for p in found.files if p.suffix == ".html"]
+    return written, problem
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -96,6 +96,11 @@ class Comparison:
         their sweep's settings, :data:`lander.analysis.runset.SETTINGS`), or None where they differ or give none."""
         return saved(self.runs_compared, key)
 
+    def curve_settings(self, band: str | None, x: str | None) -> tuple[str, str]:
+        """The curves' band and x axis: ``band`` and ``x`` where given, else the runs' ``comparison_band`` and
+        ``x_axis`` (:meth:`saved`), else over seeds and against timesteps."""
+        return band or self.saved("comparison_band") or "seeds", x or self.saved("x_axis") or "timesteps"
+
     @property
     def runs_compared(self) -> list[Run]:
         """The compared runs, every env's."""

@@ -10,6 +10,7 @@ before. A (configuration, seed) found twice counts once (:func:`drop_duplicates`
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -17,7 +18,9 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 import yaml
+from omegaconf import DictConfig
 
+from lander.config.checks import CHOICES
 from lander.config.schema import configuration_key, labels
 from lander.errors import RunFileError, RunSetError
 from lander.storage.csvlog import read_complete
@@ -59,12 +62,12 @@ class Run:
 
 SETTINGS = {  # the keys of a run's config that set its sweep's comparison, and the values each takes
     "baseline": None,  # any configuration's label
-    "comparison_band": ("seeds", "episodes"),
-    "x_axis": ("timesteps", "episodes"),
+    "comparison_band": CHOICES["comparison_band"],
+    "x_axis": CHOICES["x_axis"],
 }
 
 
-def settings_of(cfg: dict[str, Any]) -> dict[str, str]:
+def settings_of(cfg: Mapping[str, Any] | DictConfig) -> dict[str, str]:
     """The comparison's keys (:data:`SETTINGS`) a run's saved config sets, those of the values they take."""
     return {
         key: value

@@ -17,7 +17,7 @@ import pandas as pd
 import yaml
 from omegaconf import OmegaConf
 
-from lander.analysis.curves import X_LABELS
+from lander.analysis.runset import settings_of
 from lander.config.trust import resolve_trusted
 from lander.errors import RunFileError
 from lander.reports.figures import missing_columns, run_figures
@@ -183,7 +183,7 @@ def write_run_report(run_dir: Path) -> Path:
         summary = {"status": "unreadable", "error": str(exc)}
     config, problem = saved_config(paths)
     threshold = (config.get("env") or {}).get("reward_threshold")
-    x = str(config.get("x_axis")) if config.get("x_axis") in X_LABELS else "timesteps"  # a saved value, checked
+    x = settings_of(config).get("x_axis", "timesteps")  # a saved value, checked
     figures = run_figures(paths, threshold, x)
     results = {name: summary[key] for key, name in RESULTS.items() if summary.get(key) not in (None, [])}
     sections = [

@@ -159,7 +159,7 @@ def write_comparison(found: Comparison, out_dir: Path, band: str | None = None, 
     """Write what :func:`lander.analysis.comparison.analyse` found (its baseline and budget) to ``out_dir``: the
     tables, plots and reports of :func:`compare` (``band`` and ``x`` as there); return it, with the files written
     in ``files``."""
-    band, x = band or found.saved("comparison_band") or "seeds", x or found.saved("x_axis") or "timesteps"
+    band, x = found.curve_settings(band, x)
     out_dir.mkdir(parents=True, exist_ok=True)
     files: list[Path] = []
     for env, by_label in found.groups.items():

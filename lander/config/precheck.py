@@ -34,7 +34,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from lander.config.checks import check_threads, check_trackers, memory_needed, sweep_memory_warning, validate
 from lander.config.keys import check_model_keys, check_override_keys
-from lander.config.schema import CONF_DIR, configuration_key, labels, register_configs
+from lander.config.schema import CONF_DIR, configuration_key, labels, load_saved, register_configs
 from lander.config.trust import allowed_prefixes, check_trusted
 from lander.errors import ConfigError, RunFileError
 from lander.storage.lock import SweepLock, check_free
@@ -96,8 +96,11 @@ def check_resumable(run_dir: Path, total_timesteps: int | None) -> None:
         )
 
 
-def resume_arguments(argv: list[str]) -> list[str]:
-    """For ``resume=<run dir>``: Hydra's output goes to that directory, and nothing else may be overridden."""
+def resume_arguments(argv: list[str], allowed: Sequence[str] = ()) -> list[str]:
+    """For ``resume=<run dir>``: Hydra's output goes to that directory, and nothing else may be overridden. The run's
+    saved config imports only lander's own targets and ``allowed`` (:func:`lander.config.trust.check_trusted`): a run
+    from elsewhere is resumed without running code its config names, as ``lander.evaluate`` and ``lander.reproduce``
+    read one."""
     resume = [a for a in argv if a.startswith("resume=")]
     if not resume:
         return argv
@@ -112,7 +115,7 @@ def resume_arguments(argv: list[str]) -> list[str]:
     if others:
         raise ConfigError(
             f"resume= continues a run with its own saved config; remove {' '.join(others)} (the keys it takes "
-            "are total_timesteps=N, to train a run further, and memory_limit_mb=M)"
+            "are total_timesteps=N, to train a run further, memory_limit_mb=M and allow_target=[PREFIX])"
         )
     if "${" in str(run_dir.resolve()):
         raise ConfigError(
@@ -122,6 +125,7 @@ def resume_arguments(argv: list[str]) -> list[str]:
     check_contained(run_dir, "resume")  # before its summary.json is read: a link out of the run, a FIFO
     budget = [int(a.split("=", 1)[1]) for a in argv if a.startswith("total_timesteps=")][-1:]
     check_resumable(run_dir, budget[0] if budget else None)  # before Hydra logs to the run's run.log
+    check_trusted(load_saved(RunPaths(run_dir).config), allowed, str(RunPaths(run_dir).config), ALLOW_TARGET)
     quoted = hydra_quote(str(run_dir.resolve()))
     kept = [a for a in argv if not a.startswith("resume=")]
     return [*kept, f"resume={quoted}", f"hydra.run.dir={quoted}", "hydra.output_subdir=null"]
@@ -964,7 +968,9 @@ def check_command(
     :param lock: held around each composition of a job's config (see :func:`check_jobs`)
     :param allowed: the trusted target prefixes (:func:`check_jobs`); None: those of
         :data:`lander.config.trust.ALLOW_ENV` where it is set (a run the service started), else no trust check
+        but a resume's (its run's saved config, with the ``allow_target=`` prefixes: :func:`allowed_targets`)
     """
+    argv, given = allowed_targets(argv)
     if allowed is None:
         allowed = allowed_prefixes()
     argv = [a[1:] if a.startswith(("+experiment=", "+hparams_search=")) else a for a in argv]
@@ -974,7 +980,7 @@ def check_command(
     check_fixed_hydra_keys(argv)
     check_swept_keys_once(argv)
     if any(a.startswith("resume=") for a in argv):
-        return resume_arguments(argv)
+        return resume_arguments(argv, given if allowed is None else allowed)
     if set(argv) & set(PRINT_ONLY):  # Hydra prints the config or its help and runs nothing
         return argv
     if "-m" not in argv and "--multirun" not in argv:
@@ -982,6 +988,33 @@ def check_command(
             check_free(Path(run_dir))
     check_jobs(argv, lock, allowed)
     return argv
+
+
+ALLOW_TARGET = "allow_target=[{}]"  # how lander.run resume= allows a prefix (lander.config.trust.check_trusted)
+
+
+def allowed_targets(argv: list[str]) -> tuple[list[str], list[str]]:
+    """``argv`` without its ``allow_target=`` overrides, and the prefixes they allow: with ``resume=`` only, what a
+    resumed run's saved config may import beyond lander's own targets (``allow_target=[my_envs]``, a list or one)."""
+    given = [a for a in argv if a.startswith("allow_target=")]
+    if not given:
+        return argv, []
+    if not any(a.startswith("resume=") for a in argv):
+        raise ConfigError(
+            f"{given[0]}: allow_target is taken with resume= only (what a resumed run's saved config may import); "
+            "a run you compose on the command line imports what you name"
+        )
+    prefixes: list[str] = []
+    for arg in given:
+        try:
+            value = OverridesParser.create().parse_override(arg).value()
+        except HydraException as exc:  # Hydra's grammar: an unclosed bracket, an interpolation
+            raise ConfigError(f"{arg}: a module prefix or a list of them, e.g. allow_target=[my_envs]") from exc
+        values = value if isinstance(value, list) else [value]
+        if not all(isinstance(v, str) and re.fullmatch(r"[\w.]+", v) for v in values):
+            raise ConfigError(f"{arg}: a module prefix or a list of them, e.g. allow_target=[my_envs]")
+        prefixes += [str(v) for v in values]
+    return [a for a in argv if not a.startswith("allow_target=")], prefixes
 
 
 def check_main_command(argv: list[str]) -> list[str]:

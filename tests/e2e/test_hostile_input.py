@@ -284,6 +284,36 @@ def test_an_edited_saved_config_is_validated_on_resume(stopped_run, tmp_path, ed
     assert (run_dir / "summary.json").read_bytes() == before
 
 
+def test_a_copied_runs_config_runs_no_code_on_resume(stopped_run, tmp_path):
+    """``resume=`` of a run from elsewhere builds what its saved config names, as ``lander.evaluate`` and
+    ``lander.reproduce`` do: a wrapper whose argument is a ``_target_`` Hydra instantiates first (``shutil.copyfile``
+    passes Hydra 1.3.8's blocklist) wrote over any file of yours (before: the file was written by the run's checks,
+    then "invalid configuration"). Refused in one line naming the key and how to allow it, the run unchanged; an
+    allowed prefix (a wrapper of your own) resumes."""
+    import yaml
+
+    run_dir = tmp_path / "copied"
+    shutil.copytree(stopped_run, run_dir)
+    marker = tmp_path / "written"
+    config = yaml.safe_load((run_dir / ".hydra/config.yaml").read_text())
+    copy = {"_target_": "shutil.copyfile", "src": str(run_dir / "run.log"), "dst": str(marker)}
+    config["env"]["wrappers"] = [{"_target_": "gymnasium.wrappers.TimeLimit", "max_episode_steps": copy}]
+    (run_dir / ".hydra/config.yaml").write_text(yaml.safe_dump(config))
+    before = snapshot(run_dir)
+    proc = lander(f"resume={run_dir}", timeout=120)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert ".hydra/config.yaml: env.wrappers.0 imports 'gymnasium.wrappers.TimeLimit'" in proc.stderr
+    assert "allow it with allow_target=[gymnasium.wrappers.TimeLimit]" in proc.stderr
+    proc = lander(f"resume={run_dir}", "allow_target=[gymnasium.wrappers.TimeLimit]", timeout=120)
+    assert proc.returncode == 2 and "env.wrappers.0.max_episode_steps imports 'shutil.copyfile'" in proc.stderr
+    assert not marker.exists() and snapshot(run_dir) == before
+    config["env"]["wrappers"] = [{"_target_": "gymnasium.wrappers.TimeLimit", "max_episode_steps": 1000}]
+    (run_dir / ".hydra/config.yaml").write_text(yaml.safe_dump(config))
+    proc = lander(f"resume={run_dir}", "allow_target=[gymnasium.wrappers]", timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert read_json(run_dir / "summary.json")["status"] == "completed"
+
+
 def test_a_run_directory_with_any_characters_resumes(stopped_run, tmp_path):
     run_dir = tmp_path / "a,b 'c' \"d\" [e] {f} =g 😀"
     shutil.copytree(stopped_run, run_dir)

@@ -140,12 +140,18 @@ def across_envs(groups_by_env: dict[str, dict[str, list[Run]]], baseline: str) -
 
 
 def seed_notes(table: pd.DataFrame) -> list[str]:
-    """What the rows' numbers of seeds allow: nothing across seeds for n=1, wide intervals for 2-4 seeds."""
+    """What the rows' numbers of seeds allow: nothing across seeds for n=1, wide intervals for 2-4 seeds (a point
+    where they scored alike)."""
     notes = []
     for _, row in table.iterrows():
         n = int(row["seeds"])
         if n == 1:
             notes.append(f"`{row['config']}`: n=1 seed, so no interval, test or P(improvement) across seeds.")
+        elif n < 5 and row["ci95_low"] == row["ci95_high"]:  # every seed scored the same: no spread to widen it
+            notes.append(
+                f"`{row['config']}`: only {n} seeds, each scoring {row['final_mean']:.4g}: the interval over seeds is "
+                f"that point, which more seeds may widen.{needed_note(row)}"
+            )
         elif n < 5:
             notes.append(
                 f"`{row['config']}`: only {n} seeds: the interval over seeds is wide (with 3 seeds it is "

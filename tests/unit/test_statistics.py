@@ -191,6 +191,9 @@ def test_a_difference_every_seed_shows_alike_is_not_called_too_small_to_detect(t
     assert row["p_value"] == 0.0 and row["seeds_needed"] == 2
     report = (tmp_path / "out/report.md").read_text()
     assert "too small to detect" not in report and "would need about 2 seeds per configuration" in report
+    # three seeds alike: their interval is a point, not "wide"
+    assert "`lr=2`: only 3 seeds, each scoring 1: the interval over seeds is that point" in report
+    assert "interval over seeds is wide" not in report
 
 
 def test_holm_adjusts_the_configurations_tested_against_one_baseline(tmp_path: Path) -> None:

@@ -150,8 +150,9 @@ def eval_episodes_figure(paths: RunPaths) -> go.Figure:
 
 def small_multiples(table: pd.DataFrame, x: str, columns: list[str], title: str, per_row: int = 3) -> go.Figure:
     """One small plot per column of ``table`` against ``x``, each with its own y scale."""
-    if not columns:
-        return go.Figure().update_layout(title=f"{title}: nothing recorded", **LAYOUT)
+    if not columns:  # a title alone: no empty plot with axes of nothing
+        fig = go.Figure().update_layout(title=f"{title}: nothing recorded", **(LAYOUT | {"height": 100}))
+        return fig.update_xaxes(visible=False).update_yaxes(visible=False)
     rows = ceil(len(columns) / per_row)
     fig = make_subplots(rows=rows, cols=per_row, subplot_titles=columns, vertical_spacing=min(0.12, 0.5 / rows))
     for i, column in enumerate(columns):

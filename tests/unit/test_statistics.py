@@ -364,6 +364,18 @@ def test_the_apis_run_figures_are_drawn_as_its_report_draws_them(tmp_path: Path)
     assert load_run(run).figures("timesteps")["returns"].layout.xaxis.title.text == "timesteps"
 
 
+def test_a_figure_with_nothing_recorded_says_so_without_empty_axes(tmp_path: Path) -> None:
+    """A run too short for a resource sample (1,024 steps: ``metrics/resources.csv`` holds its header only) showed
+    "Speed and memory: nothing recorded" above an empty 450 px plot with axes from -1 to 6."""
+    from lander.api import load_run
+
+    run = fake_run(tmp_path, "a", [], 0, {100: 1.0, 200: 2.0})
+    (run / "metrics/resources.csv").write_text("timesteps,steps_per_second,rss_mb,wall_time\n")
+    speed = load_run(run).figures()["speed"]
+    assert speed.layout.title.text == "Speed and memory: nothing recorded"
+    assert speed.layout.xaxis.visible is False and speed.layout.yaxis.visible is False and speed.layout.height <= 120
+
+
 def test_the_command_line_names_a_baseline_that_is_not_there(tmp_path: Path, caplog) -> None:
     for seed in range(2):
         fake_run(tmp_path / "runs", f"a{seed}", ["gamma=0.9"], seed, {100: 1.0})

@@ -21,7 +21,14 @@ import hydra
 from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig, OmegaConf
 
-from lander.config.checks import EPISODE_BYTES, MEMORY_SHARE, available_memory, check_env_id, check_renders
+from lander.config.checks import (
+    EPISODE_BYTES,
+    MEMORY_SHARE,
+    NAME_BYTES,
+    available_memory,
+    check_env_id,
+    check_renders,
+)
 from lander.config.keys import did_you_mean
 from lander.config.precheck import hydra_message
 from lander.config.schema import CONF_DIR, EvaluateConfig, load_saved, register_configs
@@ -51,10 +58,10 @@ def check(cfg: DictConfig) -> None:
         )
     if cfg.seed is not None and cfg.seed < 0:
         raise ConfigError(f"seed={cfg.seed}: must be null (the run's eval.seed) or an integer >= 0")
-    if cfg.name is not None and not NAME.fullmatch(cfg.name):
+    if cfg.name is not None and not (NAME.fullmatch(cfg.name) and len(cfg.name) <= NAME_BYTES):
         raise ConfigError(
             f"name={cfg.name!r}: a file name of letters, digits and _ . + - (written as "
-            "<run>/evaluations/<name>.json), not a path"
+            f"<run>/evaluations/<name>.json), not a path, at most {NAME_BYTES} characters"
         )
     runs = find_run_dirs([Path(cfg.run)])
     if not runs:

@@ -6,6 +6,7 @@ Train, resume, evaluate and compare all go through this module, so a file is nam
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import errno
 import glob
@@ -42,7 +43,8 @@ def atomic_write(path: Path, write: Callable[[Path], Any]) -> Path:
         os.replace(tmp, path)
         fsync_directory(path.parent)
     except BaseException:
-        tmp.unlink(missing_ok=True)  # a failed write (a full disk, an error, a signal) leaves nothing behind
+        with contextlib.suppress(OSError):  # the write's own error is raised, not one of this clean-up's
+            tmp.unlink(missing_ok=True)  # a failed write (a full disk, an error, a signal) leaves nothing behind
         raise
     return path
 

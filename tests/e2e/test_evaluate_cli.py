@@ -69,10 +69,10 @@ def test_bad_arguments_are_named(ppo_run, tmp_path):
 
 def test_an_output_name_stays_inside_the_run(ppo_run, tmp_path):
     """``name=`` names a file under ``<run>/evaluations/``: a path there would overwrite the run's own files or
-    write anywhere."""
+    write anywhere; a name too long for a file was a traceback once the evaluation had run."""
     before = digest(ppo_run)
     outside = tmp_path / "x"
-    for name in ("../summary", f"../../../{outside.name}", str(outside), ".hidden", "a/b"):
+    for name in ("../summary", f"../../../{outside.name}", str(outside), ".hidden", "a/b", "a" * 300):
         proc = evaluate(f"run={ppo_run}", f"name={name}", "n_episodes=1")
         assert proc.returncode == 2 and "name=" in proc.stderr, (name, proc.stderr[-1000:])
     assert digest(ppo_run) == before and not list(tmp_path.glob("x*"))

@@ -67,6 +67,10 @@ def test_atomic_write_replaces_whole_files_and_leaves_no_temporary(tmp_path: Pat
     write_json(target, {"v": 3})
     assert json.loads(target.read_text()) == {"v": 3}
     assert [p.name for p in tmp_path.iterdir()] == ["a.json"]
+    # a file whose temporary's name is too long: the write's own error, not a second one from the clean-up
+    with pytest.raises(OSError, match="File name too long") as failed:
+        write_json(tmp_path / f"{'a' * 240}.json", {"v": 4})
+    assert failed.value.__context__ is None
 
 
 def test_run_discovery_orders_jobs_by_number_and_skips_the_comparison_and_reproductions(tmp_path: Path) -> None:

@@ -280,24 +280,11 @@ def check_jobs(
             check_sweep_mode(argv, full, multirun, swept)
             jobs = job_overrides([*swept, *overrides] if multirun else overrides, multirun)
             check_chosen(argv, full, multirun, jobs)
-        composed: dict[tuple[str, ...], DictConfig] = {}
-        needs: dict[tuple[str, ...], list[float]] = {}  # the jobs' memory_needed (check_job), for a sweep
         single = not multirun and single_values(overrides) == overrides  # one job: composed above, values and all
         if single:
             with open_dict(full):
                 del full["hydra"]
-        for i, job in enumerate(jobs):
-            groups = tuple(o for o in job if is_group_choice(o))
-            if not single and groups not in composed:  # Hydra composes once for each choice of config files (~0.1 s)
-                with lock, initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-                    composed[groups] = compose(config_name="config", overrides=[*search, *groups])
-            cfg = full if single else with_values(composed[groups], [o for o in job if o not in groups])
-            if not single:
-                trusted(cfg, allowed)
-            check_job(cfg, job, needs, here=not multirun or launcher_choice(full) not in REMOTE_LAUNCHERS)
-            if i == 0:
-                check_trackers(cfg)  # online W&B that cannot be reached fails now, not after a minute
-                check_grouping(argv, full, cfg, multirun)
+        composed, needs = check_each_job(argv, jobs, full, single, search, lock, allowed)
         if multirun:  # each choice of config files composed once: the envs of the jobs are theirs
             check_jobs_at_once(argv, full, needs, list(dict.fromkeys(str(c.env.name) for c in composed.values())))
     except (HydraException, OmegaConfBaseException, ValueError) as exc:
@@ -329,6 +316,85 @@ def check_job(cfg: DictConfig, job: list[str], needs: dict[tuple[str, ...], list
     key = tuple(o for o in job if not o.lstrip("+").startswith(MEMORY_NEUTRAL))
     found = needs.setdefault(key, [])
     found.append(found[0] if found else sum(memory_needed(cfg).values()))
+
+
+def check_each_job(
+    argv: list[str],
+    jobs: list[list[str]],
+    full: DictConfig,
+    single: bool,
+    search: list[str],
+    lock: AbstractContextManager[Any],
+    allowed: Sequence[str] | None,
+) -> tuple[dict[tuple[str, ...], DictConfig], dict[tuple[str, ...], list[float]]]:
+    """:func:`check_job` for each of ``jobs`` (:func:`check_jobs`); the configs composed for each choice of config
+    files, and the jobs' estimates of memory.
+
+    :param full: the command's config, composed whole (with ``hydra``: its launcher, for a sweep)
+    :param single: ``full`` is the one job's config (a command of one job); else each choice of config files is
+        composed once and a job's values applied to it (:func:`with_values`)
+    """
+    multirun = any(a in ("-m", "--multirun") for a in argv)
+    warned: set[str] = set()  # the env ids :func:`warn_env_kept` has warned of
+    composed: dict[tuple[str, ...], DictConfig] = {}
+    group_envs: dict[tuple[str, ...], DictConfig] = {}  # each choice of config files' env, as its files give it
+    needs: dict[tuple[str, ...], list[float]] = {}  # the jobs' memory_needed (check_job), for a sweep
+    for i, job in enumerate(jobs):
+        groups = tuple(o for o in job if is_group_choice(o))
+        renamed = any(o.lstrip("+").startswith("env.id=") for o in job)
+        if (renamed or not single) and groups not in composed:  # once for each choice of config files (~0.1 s)
+            composed[groups], group_envs[groups] = compose_files([*search, *groups], lock)
+        cfg = full if single else with_values(composed[groups], [o for o in job if o not in groups])
+        if not single:
+            trusted(cfg, allowed)
+        check_job(cfg, job, needs, here=not multirun or launcher_choice(full) not in REMOTE_LAUNCHERS)
+        if renamed:
+            warn_env_kept(group_envs[groups], cfg.env, job, warned)
+        if i == 0:
+            check_trackers(cfg)  # online W&B that cannot be reached fails now, not after a minute
+            check_grouping(argv, full, cfg, multirun)
+    return composed, needs
+
+
+def compose_files(overrides: list[str], lock: AbstractContextManager[Any]) -> tuple[DictConfig, DictConfig]:
+    """The config Hydra composes from the config files ``overrides`` choose, and a copy of its ``env`` node (kept as
+    the files give it: a sweep's jobs apply their values to the config itself, :func:`with_values`)."""
+    with lock, initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        cfg = compose(config_name="config", overrides=overrides)
+    return cfg, copy.deepcopy(cfg.env)
+
+
+def warn_env_kept(group_env: DictConfig, env: DictConfig, job: list[str], warned: set[str]) -> None:
+    """A warning, once for each env id, where ``env.id=`` replaces the env config's id but the job keeps that config's
+    name and reward threshold: ``env.id=CartPole-v1`` on the default ``env=lunar_lander`` trained CartPole in a run
+    named ``ppo_lunar_lander_seed-0``, labelled ``lunar_lander`` in comparisons, its success rate counted against
+    LunarLander's 200, without a word.
+
+    :param group_env: the ``env`` node as the job's config files give it (before its ``key=value`` overrides)
+    :param env: the job's ``env`` node
+    :param job: the job's overrides
+    """
+    given = {o.lstrip("+").split("=", 1)[0] for o in job}
+    if str(env.id) == str(group_env.id) or str(env.id) in warned:
+        return
+    kept, instead = [], []
+    if "env.name" not in given:
+        kept.append(f"its name ({group_env.name}: the run's directory, its label in comparisons)")
+        instead.append("env.name=" + re.sub(r"\W+", "_", str(env.id).rpartition(":")[2]).strip("_").lower())
+    if group_env.get("reward_threshold") is not None and "env.reward_threshold" not in given:
+        kept.append(f"its reward_threshold ({group_env.reward_threshold}: success rates, the steps to reach it)")
+        instead.append("env.reward_threshold=R (null for none)")
+    if kept:
+        warned.add(str(env.id))
+        log.warning(
+            "env.id=%s replaces env=%s's %s and keeps %s: set %s, or give the env a config of its own (conf/env/, "
+            "docs/configuration.md)",
+            env.id,
+            group_env.name,
+            group_env.id,
+            " and ".join(kept),
+            " ".join(instead),
+        )
 
 
 def check_jobs_at_once(

@@ -953,3 +953,26 @@ def test_an_env_of_ones_own_without_a_time_limit_is_warned_of(tmp_path, monkeypa
         validate(composed(*overrides, "+env.kwargs.max_episode_steps=50"))
         validate(composed("env=cartpole"))
     assert "no time limit" not in caplog.text
+
+
+def test_an_env_id_given_without_its_name_and_threshold_is_warned_of(caplog):
+    """``env.id=CartPole-v1`` on the default ``env=lunar_lander`` trained CartPole in a run named
+    ``ppo_lunar_lander_seed-0``, labelled ``lunar_lander`` in comparisons, its success rate counted against
+    LunarLander's 200, without a word. Warned of before training, with what to set (once an id in a sweep); not
+    where the id is the env config's own or its name and threshold are given."""
+    from lander.config.precheck import check_command
+
+    with caplog.at_level("WARNING"):
+        check_command(["env.id=CartPole-v1", "logger=none"])
+    said = "env.id=CartPole-v1 replaces env=lunar_lander's LunarLander-v3 and keeps its name (lunar_lander"
+    assert said in caplog.text and "its reward_threshold (200.0" in caplog.text
+    assert "set env.name=cartpole_v1 env.reward_threshold=R (null for none)" in caplog.text
+    caplog.clear()
+    with caplog.at_level("WARNING"):
+        check_command(["-m", "env.id=CartPole-v1,Acrobot-v1", "env.name=mine", "seed=0,1", "logger=none"])
+    assert caplog.text.count("replaces env=lunar_lander's") == 2 and "keeps its name" not in caplog.text
+    caplog.clear()
+    with caplog.at_level("WARNING"):
+        check_command(["env.id=CartPole-v1", "env.name=cartpole_v1", "env.reward_threshold=475", "logger=none"])
+        check_command(["env=cartpole", "env.id=CartPole-v1", "logger=none"])
+    assert "replaces" not in caplog.text

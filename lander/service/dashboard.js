@@ -57,7 +57,7 @@ function runRow(run) {
   row.append(el("td", run.final_eval_mean !== null && run.final_eval_mean !== undefined ? num(run.final_eval_mean) + " ± " + num(run.final_eval_sem, 2) : ""));
   const files = el("td");
   for (const name of run.files) {
-    if (["report.html", "video.mp4", "run.log"].includes(name)) { files.append(link(`/api/runs/${run.id}/files/${name}`, name), " "); }
+    if (["report.html", "video.mp4", "run.log"].includes(name)) { files.append(link(`/api/runs/${encodeURIComponent(run.id)}/files/${name}`, name), " "); }
   }
   row.append(files);
   const buttons = el("td");
@@ -68,22 +68,22 @@ function runRow(run) {
   if (seeds > 1) status.append(el("div", `side by side with ${seeds - 1} other seed(s) in one process`, "muted"));
   if (run.status === "running") {
     const pause = el("button", "Pause" + group); pause.className = "pause";
-    pause.onclick = () => action("POST", `/api/runs/${run.id}/pause`, signal, d => "pausing " + d.group.join(", "));
+    pause.onclick = () => action("POST", `/api/runs/${encodeURIComponent(run.id)}/pause`, signal, d => "pausing " + d.group.join(", "));
     buttons.append(pause);
   }
   if (run.status === "paused") {
     const go = el("button", "Continue" + group); go.className = "continue";
-    go.onclick = () => action("POST", `/api/runs/${run.id}/continue`, signal, d => "continuing " + d.group.join(", "));
+    go.onclick = () => action("POST", `/api/runs/${encodeURIComponent(run.id)}/continue`, signal, d => "continuing " + d.group.join(", "));
     buttons.append(go);
   }
   if (run.status === "running" || run.status === "paused") {
     const stop = el("button", "Stop" + group); stop.className = "stop";
-    stop.onclick = () => action("POST", `/api/runs/${run.id}/stop`, signal, d => "stopping " + d.group.join(", "));
+    stop.onclick = () => action("POST", `/api/runs/${encodeURIComponent(run.id)}/stop`, signal, d => "stopping " + d.group.join(", "));
     buttons.append(stop);
   }
   if (["interrupted", "failed", "stopped"].includes(run.status) && !run.active) {
     const resume = el("button", "Resume"); resume.className = "resume";
-    resume.onclick = () => action("POST", `/api/runs/${run.id}/resume`, null, d => "resuming " + d.path);
+    resume.onclick = () => action("POST", `/api/runs/${encodeURIComponent(run.id)}/resume`, null, d => "resuming " + d.path);
     buttons.append(resume);
   }
   // python -m lander.reproduce: trains the run again beside it and compares; its latest verdict shows here
@@ -97,7 +97,7 @@ function runRow(run) {
   if (trained && !run.active && !(last && last.verdict === "running")) {
     const again = el("button", "Reproduce"); again.className = "reproduce";
     again.title = "train this run again from its saved config beside it and compare metrics, evaluation and weights";
-    again.onclick = () => action("POST", `/api/runs/${run.id}/reproduce`, {}, d => "reproducing " + d.path);
+    again.onclick = () => action("POST", `/api/runs/${encodeURIComponent(run.id)}/reproduce`, {}, d => "reproducing " + d.path);
     buttons.append(again);
   }
   row.append(buttons);
@@ -113,7 +113,7 @@ function comparisonRow(comparison) {
   const row = el("tr"); row.dataset.id = comparison.id;
   row.append(el("td", comparison.path), el("td", comparison.runs.join(", ")));
   const report = el("td");
-  if (comparison.compared) report.append(link(`/api/comparisons/${comparison.id}/report`, "report.html"));
+  if (comparison.compared) report.append(link(`/api/comparisons/${encodeURIComponent(comparison.id)}/report`, "report.html"));
   else if (comparison.state === "failed") report.append(el("span", `failed: ${comparison.error}`, "error"));
   else report.append(el("span", "comparing", "muted"));
   report.append(leftOut(comparison.left_out, comparison.runs.length));
@@ -132,7 +132,7 @@ function sweepRow(sweep) {
   const row = el("tr"); row.dataset.id = sweep.id;
   row.append(el("td", sweep.path), el("td", sweep.jobs));
   const report = el("td");
-  if (sweep.compared) report.append(link(`/api/sweeps/${sweep.id}/report`, "report.html"));
+  if (sweep.compared) report.append(link(`/api/sweeps/${encodeURIComponent(sweep.id)}/report`, "report.html"));
   else if (sweep.state === "ended") report.append(el("span", `ended without a comparison: ${sweep.error}`, "warning"));
   else report.append(el("span", sweep.state === "sweeping" ? "sweeping" : "not yet", "muted"));
   report.append(leftOut(sweep.left_out, sweep.jobs));

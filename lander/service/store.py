@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
 import socket
 from collections import Counter
 from collections.abc import Callable, Mapping
@@ -105,14 +106,23 @@ def summary_of(root: Path, run: Path) -> tuple[dict[str, Any], str | None]:
     return summary, None
 
 
+ESCAPES = {"%": "%25", "~": "%7E"}  # in a part of an id: the separator, and the escape's own character
+UNESCAPES = re.compile(r"%(25|7E)")
+
+
 def to_id(root: Path, path: Path) -> str:
-    return path.resolve().relative_to(root.resolve()).as_posix().replace("/", "~")
+    """The id of a directory under ``root``: its path there, each part joined by ``~`` (a ``~`` or ``%`` in a
+    name escaped as ``%7E``, ``%25``: ``outputs/my~run`` is not ``outputs/my/run``). A client quotes it in a URL."""
+    parts = path.resolve().relative_to(root.resolve()).parts
+    return "~".join(re.sub("[%~]", lambda m: ESCAPES[m.group()], part) for part in parts)
 
 
 def inside(root: Path, id_: str) -> Path:
-    """The directory an id names, resolved; :class:`NotFound` if it would be outside the root."""
-    parts = id_.split("~")
-    if not id_ or "\x00" in id_ or any(p in ("", ".", "..") or "/" in p or "\\" in p for p in parts):
+    """The directory an id names (:func:`to_id`), resolved; :class:`NotFound` if it would be outside the root or is
+    not an id :func:`to_id` makes."""
+    parts = [UNESCAPES.sub(lambda m: "%" if m.group(1) == "25" else "~", p) for p in id_.split("~")]
+    bad_escape = "%" in UNESCAPES.sub("", id_)
+    if not id_ or bad_escape or "\x00" in id_ or any(p in ("", ".", "..") or "/" in p or "\\" in p for p in parts):
         raise NotFound(id_.replace("\x00", "\\0"))
     path = (root / Path(*parts)).resolve()
     if not path.is_relative_to(root.resolve()) or not path.is_dir():

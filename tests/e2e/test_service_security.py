@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
+from urllib.parse import quote
 
 import httpx
 import pytest
@@ -326,6 +327,28 @@ def test_a_config_is_shown_without_resolving_the_environment(served):
     response = svc.get("/api/runs/outputs~env_reader")
     assert response.status_code == 200 and SECRET not in response.text, response.text
     assert response.json()["config"]["logger"]["project"] == "${oc.env:LANDER_TEST_SECRET}"
+
+
+def test_a_run_whose_name_holds_the_ids_separator_is_reached_as_itself(served):
+    """``outputs/sep~run`` was listed with the id ``outputs~sep~run``, which is ``outputs/sep/run``'s: its page, and
+    its Stop, Resume and Reproduce, went to that other run. Its id escapes the ``~``; the dashboard quotes ids in
+    its URLs (a ``#`` or ``?`` in a name cut the URL short), and each run's ``run.log`` link opens its own."""
+    svc, root = served
+    names = ["sep~run", "sep/run", "50%~done", "a#b?c d"]
+    for name in names:
+        (plant_run(root, name, status="completed") / "run.log").write_text(f"the log of {name}\n")
+    listed = {run["path"]: run["id"] for run in svc.get("/api/runs").json()}
+    ids = {name: listed[f"outputs/{name}"] for name in names}
+    assert len(set(ids.values())) == len(names), ids
+    for name, id_ in ids.items():
+        shown = svc.get(f"/api/runs/{quote(id_, safe='')}")
+        assert shown.status_code == 200 and shown.json()["path"] == f"outputs/{name}", (name, shown.text[:300])
+    with open_page(svc.printed_url, offline=False) as (page, _visit):
+        page.wait_for_selector("#runs tr", timeout=30000)
+        for name, id_ in ids.items():
+            row = page.locator(f"#runs tr[data-id='{id_}']")
+            href = row.locator("a", has_text="run.log").get_attribute("href")
+            assert page.evaluate("h => fetch(h).then(r => r.text())", href) == f"the log of {name}\n", (name, href)
 
 
 def test_files_behind_symlinks_out_of_the_root_are_not_read(served, tmp_path):

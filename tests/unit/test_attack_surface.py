@@ -768,3 +768,20 @@ def test_an_optuna_search_is_a_sweep_on_the_dashboard(tmp_path):
         assert detail.status_code == 200 and len(detail.json()["jobs"]) == 2, detail.text
         report = http.get(detail.json()["report"])
         assert report.status_code == 200 and "the search's comparison" in report.text
+
+
+def test_a_run_whose_name_holds_the_ids_separator_is_itself_not_another_run(tmp_path):
+    """A run id is its path with ``/`` as ``~``: ``outputs/my~run`` was listed as ``outputs~my~run``, which named
+    ``outputs/my/run``, so its page showed, and Stop, Resume or Reproduce acted on, another run (or a 404 where
+    there was none). A ``~`` (and a ``%``) in a name is escaped in its id (the dashboard, through uvicorn:
+    tests/e2e/test_service_security.py)."""
+    names = ["my~run", "my/run", "50%~done", "a#b?c d", "%7E", "%25"]
+    paths = [tmp_path / "outputs" / name for name in names]
+    for path in paths:
+        path.mkdir(parents=True)
+    ids = [store.to_id(tmp_path, path) for path in paths]
+    assert len(set(ids)) == len(names) and ids[1] == "outputs~my~run"
+    assert [store.inside(tmp_path, id_) for id_ in ids] == [path.resolve() for path in paths]
+    for bad in ("outputs~my%7", "outputs~my%41run", "outputs~%2E%2E", "outputs~%"):
+        with pytest.raises(store.NotFound):
+            store.inside(tmp_path, bad)

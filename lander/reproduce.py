@@ -42,7 +42,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from lander.config.checks import checked
 from lander.config.schema import budget, load_saved
-from lander.config.trust import check_trusted
+from lander.config.trust import INTERRUPT_AT, STOP_AT, check_trusted
 from lander.errors import ConfigError, RunFileError
 from lander.storage.lock import RunLock
 from lander.storage.rundir import RunPaths, RunSummary, Status, not_a_run, write_json
@@ -137,12 +137,12 @@ def plan(run: Path, steps: int | None, allowed: list[str]) -> Plan:
     if grouped > 1:  # a seed side by side draws from its own streams only: alone on the same engine it trains as it
         cfg.seeds_per_process, cfg.batched_engine = 1, True  # did beside the others (tests/unit/test_side_by_side.py)
     if replay is not None and steps is not None:  # interrupted where the original was (a rollout's start)
-        stop = {"_target_": "lander.training.callbacks.InterruptAtTimesteps", "timesteps": steps}
+        stop = {"_target_": INTERRUPT_AT, "timesteps": steps}
         cfg.callbacks["lander_reproduce_interrupt"] = stop
     elif steps is not None and not (resumed is not None and steps >= budget(cfg)[0]):
         # the whole budget, whose schedules (learning rate, exploration) it shapes, stopped there; a run trained
         # further from the end of its first budget is trained to that end, as it was
-        stop = {"_target_": "lander.training.callbacks.StopAtTimesteps", "timesteps": steps}
+        stop = {"_target_": STOP_AT, "timesteps": steps}
         cfg.callbacks["lander_reproduce_steps"] = stop
     # nothing that changes a result (neutral keys): no tracker, video, report or progress bar
     cfg.logger, cfg.video.enabled, cfg.report, cfg.progress_bar = {}, False, False, False

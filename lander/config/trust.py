@@ -35,11 +35,16 @@ GETTERS = frozenset({"hydra.utils.get_class", "hydra.utils.get_method", "hydra.u
 ALLOW_ENV = "LANDER_ALLOWED_TARGETS"  # set (comma-separated prefixes, maybe none): lander.run checks its config
 
 
+STOP_AT = "lander.training.callbacks.StopAtTimesteps"  # the callbacks lander.reproduce writes into a copy's config
+INTERRUPT_AT = "lander.training.callbacks.InterruptAtTimesteps"
+
+
 @cache
 def shipped_targets() -> frozenset[str]:
     """Every name lander's own configs (``lander/conf``) import: ``_target_`` values, getters' paths, and the
-    modules its env ids name (``ale_py``)."""
-    names: set[str] = set()
+    modules its env ids name (``ale_py``); and the targets lander's code writes into a run's config (:data:`STOP_AT`,
+    :data:`INTERRUPT_AT`: a reproduction of a run's first steps is resumed as any run is)."""
+    names: set[str] = {STOP_AT, INTERRUPT_AT}
     for path in sorted(CONF_DIR.rglob("*.yaml")):
         data = yaml.safe_load(path.read_text())
         for _key, node in nodes(data, ""):

@@ -103,6 +103,18 @@ def test_ctrl_c_during_a_reproduction_is_one_line_and_leaves_it_unfinished(tmp_p
     assert line in stopped.stderr.splitlines(), stopped.stderr[-3000:]
     assert json.loads((copy / "summary.json").read_text())["status"] == "interrupted"
     assert not (copy / "reproduction.json").exists()
+    # a copy of its first steps (--steps: lander's own StopAtTimesteps in its config), stopped, is resumed as any
+    # run of lander's is: the targets lander writes into a config are lander's own (resume= checks the config)
+    stopped = lander(
+        str(run), "--steps", "1000", module="lander.reproduce", env=lander_env(LANDER_FAULT="write:model_@1:INT")
+    )
+    copy = tmp_path / "run.reproduce-2"
+    assert (
+        stopped.returncode == 130
+        and "lander.training.callbacks.StopAtTimesteps" in (copy / ".hydra/config.yaml").read_text()
+    )
+    resumed = lander(f"resume={copy}")
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
 
 
 @pytest.mark.parametrize(

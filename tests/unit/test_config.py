@@ -976,3 +976,29 @@ def test_an_env_id_given_without_its_name_and_threshold_is_warned_of(caplog):
         check_command(["env.id=CartPole-v1", "env.name=cartpole_v1", "env.reward_threshold=475", "logger=none"])
         check_command(["env=cartpole", "env.id=CartPole-v1", "logger=none"])
     assert "replaces" not in caplog.text
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["allow_target=[my_envs]"], "allow_target=[my_envs]: allow_target is taken with resume= only"),
+        (["RUN", "allow_target=[my_envs"], "allow_target=[my_envs: a module prefix or a list of them"),
+        (["RUN", "allow_target=[a,${oc.env:HOME}]"], "a module prefix or a list of them, e.g. allow_target=[my_envs]"),
+        (["RUN", "seed=1"], "resume= continues a run with its own saved config; remove seed=1 (the keys it takes"),
+        (["RUN", "total_timesteps=1e6"], "total_timesteps=1e6: with resume=, total_timesteps is the new budget"),
+        (["RUN", "memory_limit_mb=lots"], "memory_limit_mb=lots: memory_limit_mb must be null or a number of MB"),
+    ],
+)
+def test_what_resume_takes_beside_the_run_is_checked_in_one_line(tmp_path, args, said):
+    from omegaconf import OmegaConf
+
+    from lander.config.precheck import check_command
+    from lander.storage.rundir import Status
+
+    run = fake_run(tmp_path, "run", ["algo=ppo"], 0, {100: 1.0}, status=Status.INTERRUPTED)
+    (run / ".hydra/config.yaml").write_text(OmegaConf.to_yaml(composed("algo=ppo")))  # a whole config
+    argv = [f"resume={run}" if a == "RUN" else a for a in args]
+    with pytest.raises(ConfigError, match=re.escape(said)):
+        check_command(argv)
+    kept = check_command([f"resume={run}", "allow_target=[my_envs,gymnasium.wrappers]", "memory_limit_mb=null"])
+    assert not [a for a in kept if a.startswith("allow_target")] and "memory_limit_mb=null" in kept

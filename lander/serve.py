@@ -139,9 +139,13 @@ def main(argv: list[str] | None = None) -> int:
         sock = bind(args.host, args.port)
     except OSError as exc:
         parser().error(f"--host {args.host} --port {args.port}: cannot listen there ({exc.strerror or exc})")
-    shown = f"[{args.host}]" if ":" in args.host else args.host
-    url = f"http://{shown}:{args.port}/" + (f"?token={token}" if token else "")
-    log.info("lander service for %s; open the dashboard at:\n    %s", args.root.resolve(), url)
+    everywhere = args.host in ("0.0.0.0", "::")  # not a name a client can use: this machine's and --allow-host's
+    names = ["127.0.0.1", *args.allow_host] if everywhere else [args.host]
+    urls = [
+        f"http://{f'[{name}]' if ':' in name else name}:{args.port}/" + (f"?token={token}" if token else "")
+        for name in names
+    ]
+    log.info("lander service for %s; open the dashboard at:\n    %s", args.root.resolve(), "\n    ".join(urls))
     if not any((args.root / place).is_dir() for place in ("outputs", "multirun", "comparisons")):
         log.info(
             "%s has no outputs/ or multirun/ yet: the dashboard lists the runs and sweeps there, those python -m "
@@ -149,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
             "elsewhere: start the service with --root <the directory they were run from>)",
             args.root.resolve(),
         )
-    if args.host in ("0.0.0.0", "::") and not args.allow_host:
+    if everywhere and not args.allow_host:
         log.warning(
             "bound to every address: give each name or address clients use with --allow-host (e.g. "
             "--allow-host myserver.lab); other Host headers are refused"

@@ -8,6 +8,7 @@ from __future__ import annotations
 import http.server
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -554,3 +555,17 @@ def test_a_port_another_process_holds_is_refused_before_the_url_is_printed(tmp_p
         wrong = serve_refused(tmp_path, "--port", port_number)
         assert wrong.returncode == 2 and f"--port {port_number}: a port number from 1 to 65535" in wrong.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_bound_to_every_address_the_printed_urls_open_the_dashboard(tmp_path):
+    """``--host 0.0.0.0`` printed ``http://0.0.0.0:<port>/?token=...``, a Host the service refuses (403): the one
+    URL it gave did not open. It prints one for this machine (127.0.0.1) and one per ``--allow-host`` name, each
+    answered with the dashboard's login (303)."""
+    with service(tmp_path, "--host", "0.0.0.0", "--allow-host", "myserver.lab") as svc:
+        port, output = svc.port, "".join(svc.output)
+        urls = re.findall(r"http://\S+", output)
+        assert {url.split("/")[2] for url in urls} == {f"127.0.0.1:{port}", f"myserver.lab:{port}"}, output
+        for url in urls:
+            host = url.split("/")[2]
+            with httpx.Client(base_url=svc.url, headers={"Host": host}) as browser:
+                assert browser.get("/" + url.split("/", 3)[3]).status_code == 303, url

@@ -365,7 +365,8 @@ def test_restating_a_result_changes_its_cell_only_wherever_it_lies_in_the_report
 
 def test_the_commands_a_run_prints_work_pasted_into_a_shell_whatever_its_directory_is_called(tmp_path):
     """``hydra.run.dir`` may hold spaces, ``$`` and quotes: the printed ``W&B upload: cd <dir> && wandb sync`` and
-    ``continue: python -m lander.run resume=<dir>`` were not quoted, so pasted they went elsewhere (``$x`` expanded)."""
+    ``continue: python -m lander.run resume=<dir>`` were not quoted, so pasted they went elsewhere (``$x`` expanded).
+    A run with TensorBoard's files says how to open them, as one with W&B's says how to upload them."""
     import shlex
     import subprocess
 
@@ -378,6 +379,9 @@ def test_the_commands_a_run_prints_work_pasted_into_a_shell_whatever_its_directo
     command = line.split(": ", 1)[1].replace("wandb sync wandb/offline-run-*", "ls -d wandb/offline-run-*")
     done = subprocess.run(["bash", "-c", command], capture_output=True, text=True, env={"x": "elsewhere"}, check=True)
     assert done.stdout == "wandb/offline-run-1\n"
+    (root / "tensorboard" / "run-name").mkdir(parents=True)  # logger=tensorboard: the command that shows its curves
+    line = next(x for x in run_closing(RunSummary(status=Status.COMPLETED), paths).splitlines() if "TensorBoard" in x)
+    assert shlex.split(line.split(": ", 1)[1]) == ["tensorboard", "--logdir", str(root / "tensorboard")]
     from lander.reports.run_report import header  # the report's "continue:" line, as HTML
 
     shown = html.unescape(re.sub(r"<[^>]+>", "", header({"status": "interrupted", "error": "x"}, paths)))

@@ -106,3 +106,26 @@ def test_a_damaged_run_gets_its_report_with_one_line_per_damaged_file(tmp_path):
         assert written.returncode == 0, written.stderr[-3000:]
         assert "Traceback" not in written.stderr and said in written.stderr, written.stderr[-3000:]
         assert said in (copy / "report.html").read_text()
+
+
+def test_a_comparisons_plots_show_configuration_labels_as_written(tmp_path):
+    """Plotly reads tags in the text it draws: a configuration ``x=<b>bold</b>`` was drawn as a bold "x=bold" in the
+    legend, ``x=<a href='...'>y</a>`` as "x=y" (a run copied from elsewhere could pass for another configuration
+    there). The legends and axes show each label as the table does, character for character."""
+    from helpers.runs import fake_run
+    from lander.reports.sweep_report import compare
+
+    labels = ["x=<b>bold</b>", "x=<a href='https://example.org'>y</a>", "x=a&amp;b"]
+    for seed in range(2):
+        for i, label in enumerate(labels):
+            fake_run(tmp_path / "runs", f"{i}_{seed}", [label], seed, {100: float(i + seed), 200: float(2 * i + seed)})
+    compare([tmp_path / "runs"], tmp_path / "out")
+    report = tmp_path / "out/report.html"
+    with open_page(report) as (page, visit):
+        wait_for_plots(page, 2)
+        legends = page.eval_on_selector_all(".legendtext", "ts => ts.map(t => t.textContent)")
+        ticks = page.eval_on_selector_all(".xtick text", "ts => ts.map(t => t.textContent)")
+    check_visit(visit, report)
+    for label in labels:
+        assert f"{label} (n=2)" in legends, (label, legends)
+    assert "x=<b>bold</b>" in ticks, ticks

@@ -69,7 +69,7 @@ def test_atomic_write_replaces_whole_files_and_leaves_no_temporary(tmp_path: Pat
     assert [p.name for p in tmp_path.iterdir()] == ["a.json"]
     # a file whose temporary's name is too long: the write's own error, not a second one from the clean-up
     with pytest.raises(OSError, match="File name too long") as failed:
-        write_json(tmp_path / f"{'a' * 240}.json", {"v": 4})
+        write_json(tmp_path / f"{'a' * 250}.json", {"v": 4})  # its temporary: .<name>.<pid>.tmp.json, > 255 bytes
     assert failed.value.__context__ is None
 
 

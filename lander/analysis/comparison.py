@@ -147,11 +147,13 @@ def analyse(paths: list[Path], baseline: str | None = None, at_timesteps: int | 
     compared, failed, unfinished, unevaluated = select(runs, at_timesteps)
     if not compared:
         what = "completed" if at_timesteps is None else f"reached {at_timesteps:,} timesteps"
+        if unevaluated:  # past it, but not evaluated by then
+            what = "was evaluated by " + ("its env's budget" if at_timesteps is None else f"{at_timesteps:,} timesteps")
         short = "not finished" if at_timesteps is None else "short of it"
-        raise RunSetError(
-            f"no run under {', '.join(map(str, paths))} {what}, nothing to compare: {len(runs)} "
-            f"run(s), {ended(failed)}{len(unfinished)} {short}"
-        )
+        counts = [f"{len(runs)} run(s)", ended(failed).rstrip(", ")]
+        counts += [f"{len(unfinished)} {short}"] if unfinished or not unevaluated else []
+        counts += [f"{len(unevaluated)} not evaluated by then"] if unevaluated else []
+        raise RunSetError(f"no run under {', '.join(map(str, paths))} {what}, nothing to compare: {', '.join(counts)}")
     compared, duplicates = drop_duplicates(compared)
     groups = {env: configurations(runs, compared, env) for env in sorted({r.env for r in compared})}
     base = baseline or saved_baseline(compared, groups) or next((next(iter(g)) for g in groups.values()), None)

@@ -223,7 +223,8 @@ class Selection(NamedTuple):
     compared: list[Run]
     failed: list[Run]
     unfinished: list[Run]  # running; with ``at_timesteps``, also runs short of it
-    unevaluated: list[Run]  # completed, but with no evaluation at or before their env's common budget
+    unevaluated: list[Run]  # past the compared timestep (their env's common budget, or ``at_timesteps``), with no
+    # evaluation at or before it
 
 
 ALIVE = (Status.RUNNING, Status.PAUSED)  # a process holds the run: it is not finished
@@ -234,11 +235,13 @@ def select(runs: list[Run], at_timesteps: int | None) -> Selection:
     with it, every run (finished or not) that reached ``at_timesteps``, as it stood there."""
     failed = [r for r in runs if r.status not in (Status.COMPLETED, *ALIVE)]
     if at_timesteps is not None:
-        standing = [at_budget(r, at_timesteps) for r in runs if r.status in (Status.COMPLETED, *ALIVE)]
-        reached = [b for b in standing if b is not None]
-        kept = {b.path for b in reached}
-        unfinished = [r for r in runs if r.path not in kept and r.status in (Status.COMPLETED, *ALIVE)]
-        return Selection(reached, failed, unfinished, [])
+        standing = {r.path: (r, at_budget(r, at_timesteps)) for r in runs if r.status in (Status.COMPLETED, *ALIVE)}
+        reached = [b for _, b in standing.values() if b is not None]
+        left = [r for r, b in standing.values() if b is None]
+        past = {r.path for r in left if r.eval is not None and r.reached >= at_timesteps}  # not evaluated by then
+        unfinished = [r for r in left if r.path not in past]
+        unevaluated = [replace(r, timesteps=at_timesteps) for r in left if r.path in past]
+        return Selection(reached, failed, unfinished, unevaluated)
     done = [r for r in runs if r.status == Status.COMPLETED]
     for r in done:
         if r.eval is None:

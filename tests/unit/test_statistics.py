@@ -537,6 +537,21 @@ def test_runs_short_of_an_asked_budget_are_said_short_of_it_not_unfinished(tmp_p
     assert [r["detail"] for r in records] == ["completed, evaluated up to 50 of the 80 timesteps compared"] * 2
 
 
+def test_runs_past_an_asked_budget_but_not_evaluated_by_it_are_said_so_not_short_of_it(tmp_path: Path) -> None:
+    """``lander.compare <sweep> --at-timesteps 100`` of runs trained to 1,024 steps and evaluated from 512 on said
+    "no run reached 100 timesteps ... 3 short of it": they are past it, with no evaluation by then."""
+    for seed in range(3):
+        fake_run(tmp_path, f"r{seed}", ["x=a"], seed, {512: 1.0 + seed, 1024: 2.0 + seed})
+    with pytest.raises(RunSetError) as refused:
+        compare([tmp_path], tmp_path / "out", at_timesteps=100)
+    assert "no run under" in str(refused.value) and "evaluated by 100 timesteps" in str(refused.value)
+    assert "short of it" not in str(refused.value) and "3 not evaluated by then" in str(refused.value)
+    fake_run(tmp_path, "early", ["x=b"], 0, {64: 5.0, 1024: 6.0})  # evaluated by then: compared; the others listed
+    result = compare([tmp_path], tmp_path / "out", at_timesteps=100)
+    assert list(result.table["config"]) == ["x=b"] and len(result.left_out["unevaluated"]) == 3
+    assert not result.left_out["unfinished"]
+
+
 def test_a_sweep_over_presets_compares_them(tmp_path: Path) -> None:
     # `--multirun experiment=mine_a,mine_b seed=0,1`: a preset's name was no part of a configuration, so the two
     # presets were one configuration, and half the runs dropped as duplicates ("2 compared, 2 duplicates")

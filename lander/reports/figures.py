@@ -57,7 +57,7 @@ def rgba(color: str, alpha: float) -> str:
     return f"rgba({r}, {g}, {b}, {alpha})"
 
 
-def shown(text: str) -> str:
+def plotly_text(text: str) -> str:
     """``text`` as Plotly is to draw it, character for character: Plotly reads tags (``<b>``, ``<a href>``) and
     entities in the text of legends, axes and hovers, so a configuration ``x=<b>y</b>`` was drawn as a bold "x=y"."""
     return html.escape(text, quote=False)
@@ -230,7 +230,7 @@ def curves_figure(
     curves = config_curves(groups, band_kind, x)
     single = single_evaluations(curves)
     budget = budget if x == "timesteps" else 0
-    names = dict(zip(groups, map(shown, short_labels(list(groups))), strict=True))  # what the legend shows
+    names = dict(zip(groups, map(plotly_text, short_labels(list(groups))), strict=True))  # what the legend shows
     for label, (with_curves, curve) in curves.items():
         color = COLORS[[*groups].index(label) % len(COLORS)]  # as without curves: the same color a label
         fig.add_trace(band(curve[x], curve["low"], curve["high"], color, label, label))
@@ -281,7 +281,7 @@ def final_scores_figure(groups: dict[str, list[Run]], env: str) -> go.Figure:
 
     The configurations stand side by side, a label one ``key=value`` a line; where they would not fit the page
     (:data:`SIDE_BY_SIDE_PX`: an Optuna search's trials), one row a configuration, its label beside it."""
-    names = [shown(name) for name in short_labels(list(groups))]
+    names = [plotly_text(name) for name in short_labels(list(groups))]
     widest = max(len(line) for label in groups for line in label_lines(label))
     rows = len(groups) * max(150, 7 * widest) > SIDE_BY_SIDE_PX  # about 7 px a character at 12 px
     fig = go.Figure()
@@ -300,7 +300,7 @@ def final_scores_figure(groups: dict[str, list[Run]], env: str) -> go.Figure:
             legendgroup=label,
             offsetgroup="seeds",
             orientation="h" if rows else "v",
-            customdata=[[r.seed, shown(str(r.path)), f"{r.timesteps:,}", r.final_mean] for r in runs],
+            customdata=[[r.seed, plotly_text(str(r.path)), f"{r.timesteps:,}", r.final_mean] for r in runs],
             hovertemplate="seed %{customdata[0]}: %{customdata[3]:.4g} at %{customdata[2]} steps"
             "<br>%{customdata[1]}<extra></extra>",
         )
@@ -323,7 +323,7 @@ def final_scores_figure(groups: dict[str, list[Run]], env: str) -> go.Figure:
                          strict=True)], autorange="reversed")  # fmt: skip
         layout |= {"xaxis_title": what, "height": max(HEIGHT, 28 * len(groups) + 200), "showlegend": False}
     else:
-        ticks = ["<br>".join(map(shown, label_lines(label))) for label in groups]
+        ticks = ["<br>".join(map(plotly_text, label_lines(label))) for label in groups]
         fig.update_xaxes(tickvals=list(groups), ticktext=ticks, tickangle=0)
         layout |= {"yaxis_title": what}
     fig.update_layout(
@@ -368,7 +368,7 @@ def profile_figure(groups: dict[str, list[Run]], env: str) -> go.Figure:
     every = np.array([r.final_mean for runs in groups.values() for r in runs])
     spread = max(every.max() - every.min(), 1.0)
     taus = np.linspace(every.min() - 0.05 * spread, every.max() + 0.05 * spread, 101)
-    fig, names = go.Figure(), [shown(name) for name in short_labels(list(groups))]
+    fig, names = go.Figure(), [plotly_text(name) for name in short_labels(list(groups))]
     for i, (label, runs) in enumerate(groups.items()):
         color, values = COLORS[i % len(COLORS)], np.array([[r.final_mean] for r in runs])
         point, low, high = st.interval(values, lambda s: st.performance_profile(s, taus), st.CURVE_REPS)

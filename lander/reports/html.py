@@ -23,7 +23,8 @@ body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 0 
 h1 { font-size: 1.6em; margin-bottom: 0.2em; } h2 { border-bottom: 1px solid #ddd; padding-bottom: 4px; }
 .status { display: inline-block; padding: 2px 10px; border-radius: 10px; color: white; font-weight: 600; }
 .completed { background: #2e7d32; } .failed { background: #c62828; } .interrupted { background: #ef6c00; }
-.running { background: #1565c0; } .error { background: #fdecea; border-left: 4px solid #c62828; padding: 8px 12px; }
+.running { background: #1565c0; } .paused { background: #ef6c00; } .stopped, .unknown { background: #757575; }
+.unreadable { background: #6a1b9a; } .error { background: #fdecea; border-left: 4px solid #c62828; padding: 8px 12px; }
 table { border-collapse: collapse; font-size: 0.9em; margin: 8px 0; }
 th, td { border: 1px solid #ddd; padding: 4px 8px; text-align: right; } th { background: #f5f5f5; }
 td:first-child, th:first-child, table.text td, table.text th { text-align: left; }

@@ -23,6 +23,7 @@ from lander.errors import RunFileError
 from lander.reports.figures import missing_columns, run_figures
 from lander.reports.html import esc, figure, number, pairs, pre, table, video, write_page
 from lander.storage.csvlog import read_complete
+from lander.storage.lock import RunLock
 from lander.storage.rundir import RunPaths, RunSummary, atomic_write, config_facts, read_json
 from lander.storage.yamlfile import safe_yaml
 
@@ -73,6 +74,9 @@ def resolved_config(paths: RunPaths, config: dict[str, Any], problem: str | None
 def header(summary: dict[str, Any], paths: RunPaths) -> str:
     """Status, what was trained, and for a run that did not complete, what stopped it and how to continue."""
     status = str(summary.get("status", "unknown"))
+    held = RunLock(paths.root).busy()  # a process of this machine trains the run (the lock is its own to its end)
+    if status in ("running", "paused") and not held:  # as the dashboard shows it: killed (kill -9, power loss)
+        status = "stopped"
     what = (
         f"{summary.get('algo', '?')} on {summary.get('env_id', '?')}, seed {summary.get('seed', '?')}, "
         f"gamma {summary.get('gamma', '?')}"
@@ -81,7 +85,12 @@ def header(summary: dict[str, Any], paths: RunPaths) -> str:
     out = f"<p>{badge} {esc(what)} &middot; <code>{esc(paths.root)}</code></p>"
     if status == "completed":
         return out
-    killed = "<strong>Not finished:</strong> still training, or killed without a chance to record it (kill -9)"
+    killed = (
+        "<strong>Not finished:</strong> still training (its process holds the run)"
+        if held
+        else "<strong>Not finished:</strong> killed without a chance to record it (kill -9, power loss): no "
+        "process holds the run"
+    )
     stopped = f"<strong>Stopped by</strong> <code>{esc(summary['error'])}</code>" if summary.get("error") else killed
     resume = f"continue: <code>python -m lander.run {esc(shlex.quote(f'resume={paths.root}'))}</code>"
     return out + f'<div class="error">{stopped}<br>{resume}</div>'

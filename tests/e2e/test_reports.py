@@ -65,7 +65,11 @@ def test_report_cli_rewrites_a_killed_runs_report(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == str(run_dir / "report.html")
     page = (run_dir / "report.html").read_text()
-    assert 'class="status running"' in page and f"resume={run_dir}" in page  # killed: how to continue
+    # killed: its summary says running, but no process holds the run (the dashboard's "stopped"); how to continue
+    assert 'class="status stopped"' in page and "killed without a chance to record it" in page
+    assert "still training" not in page and f"resume={run_dir}" in page
+    with open_page(run_dir / "report.html") as (shown, _visit):  # the badge is drawn (white text on its colour)
+        assert shown.eval_on_selector(".status", "e => getComputedStyle(e).backgroundColor") != "rgba(0, 0, 0, 0)"
     bad = lander(str(tmp_path / "nothing"), module="lander.report")
     assert bad.returncode == 2 and "not a directory" in bad.stderr
 

@@ -24,7 +24,7 @@ from lander.reports.figures import missing_columns, run_figures
 from lander.reports.html import esc, figure, number, pairs, pre, table, video, write_page
 from lander.storage.csvlog import read_complete
 from lander.storage.lock import RunLock
-from lander.storage.rundir import RunPaths, RunSummary, atomic_write, config_facts, read_json
+from lander.storage.rundir import RunPaths, RunSummary, atomic_write, config_facts, read_json, shown_status
 from lander.storage.yamlfile import safe_yaml
 
 log = logging.getLogger(__name__)
@@ -73,10 +73,8 @@ def resolved_config(paths: RunPaths, config: dict[str, Any], problem: str | None
 
 def header(summary: dict[str, Any], paths: RunPaths) -> str:
     """Status, what was trained, and for a run that did not complete, what stopped it and how to continue."""
-    status = str(summary.get("status", "unknown"))
     held = RunLock(paths.root).busy()  # a process of this machine trains the run (the lock is its own to its end)
-    if status in ("running", "paused") and not held:  # as the dashboard shows it: killed (kill -9, power loss)
-        status = "stopped"
+    status = shown_status(str(summary.get("status", "unknown")), held, lambda: False)  # as the dashboard shows it
     what = (
         f"{summary.get('algo', '?')} on {summary.get('env_id', '?')}, seed {summary.get('seed', '?')}, "
         f"gamma {summary.get('gamma', '?')}"

@@ -18,7 +18,7 @@ import os
 import re
 import socket
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -27,7 +27,7 @@ import yaml
 from lander.service.files import Unreadable, read_bytes, read_text, real_file, servable, shown
 from lander.storage.csvlog import complete_rows
 from lander.storage.lock import RunLock, SweepLock, owner_process
-from lander.storage.rundir import RunPaths, SweepPaths, config_facts, find_run_dirs
+from lander.storage.rundir import RunPaths, SweepPaths, config_facts, find_run_dirs, shown_status
 from lander.storage.yamlfile import safe_yaml
 
 KiB, MiB = 2**10, 2**20
@@ -240,15 +240,6 @@ def lock_left(run: Path, kind: type[RunLock] = RunLock) -> bool:
     (a copied run, or one on a shared filesystem) says nothing of its process here."""
     owner = kind(run).owner()
     return owner is not None and owner.get("host") == socket.gethostname()
-
-
-def shown_status(status: str, active: bool, ended: Callable[[], bool]) -> str:
-    """A run's status as the lists show it: ``stopped`` where no process holds the run (``active`` false) and its
-    summary says running or paused (killed: ``kill -9``, power loss), or it has no summary yet and its process is
-    known to have ended (``ended()``, asked only then: killed before the run's first summary); else its own."""
-    if not active and (status in ("running", "paused") or (status == "created" and ended())):
-        return "stopped"
-    return status
 
 
 def run_info(root: Path, path: Path, processes: Mapping[str, bool] | None = None) -> dict[str, Any]:

@@ -220,6 +220,16 @@ def read_json(path: Path) -> dict[str, Any]:
     return json.loads(path.read_text()) if path.is_file() else {}
 
 
+def shown_status(status: str, active: bool, ended: Callable[[], bool]) -> str:
+    """A run's status as the service's lists and a run's report show it: ``stopped`` where no process holds the run
+    (``active`` false) and its summary says running or paused (killed: ``kill -9``, power loss), or it has no summary
+    yet and its process is known to have ended (``ended()``, asked only then: killed before the run's first
+    summary); else its own."""
+    if not active and (status in ("running", "paused") or (status == "created" and ended())):
+        return "stopped"
+    return status
+
+
 class RunPaths:
     """Every file of a run directory, by what it holds.
 
@@ -241,6 +251,7 @@ class RunPaths:
         self.checkpoints = self.root / "checkpoints"
         self.environment = self.root / "environment"  # pip freeze, versions, git commit
         self.evaluations = self.root / "evaluations"  # python -m lander.evaluate writes here
+        self.tensorboard = self.root / "tensorboard"  # logger=tensorboard's event files, a folder a run name
         self.metrics = self.root / "metrics"
         self.train_episodes = self.metrics / "train_episodes.csv"
         self.eval_csv = self.metrics / "eval.csv"

@@ -19,7 +19,7 @@ class TensorBoardTracker(Tracker):
 
         # as the CSV files (lander.training.resume.truncate_metrics), what was logged after the checkpoint's step goes
         purge = run.start_step + 1 if run.start_step else None
-        self.writer = SummaryWriter(log_dir=str(run.paths.root / "tensorboard" / run.name), purge_step=purge)
+        self.writer = SummaryWriter(log_dir=str(run.paths.tensorboard / run.name), purge_step=purge)
 
     def log(self, metrics: dict[str, Any], step: int) -> None:
         for key, value in real_numbers(metrics).items():

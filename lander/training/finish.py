@@ -183,6 +183,6 @@ def run_closing(summary: RunSummary, paths: RunPaths) -> str:
         lines.append(f"  report: {paths.report}")
     if any((paths.root / "wandb").glob("offline-run-*")):  # the artifact's files are recorded relative to the run
         lines.append(f"  W&B upload: cd {shlex.quote(str(paths.root))} && wandb sync wandb/offline-run-*")
-    if (paths.root / "tensorboard").is_dir():  # logger=tensorboard or wandb_tensorboard
-        lines.append(f"  TensorBoard: tensorboard --logdir {shlex.quote(str(paths.root / 'tensorboard'))}")
+    if paths.tensorboard.is_dir():  # logger=tensorboard or wandb_tensorboard
+        lines.append(f"  TensorBoard: tensorboard --logdir {shlex.quote(str(paths.tensorboard))}")
     return "\n".join(lines)

@@ -1,8 +1,9 @@
 """Unknown keys on the command line, named with the closest keys that exist ("did you mean ...").
 
-:func:`check_override_keys` runs on the raw overrides, before Hydra composes anything: top-level keys and the
-keys of ``eval.*``, ``video.*``, ``logger.*`` (the schema's dataclasses). :func:`check_model_keys` runs on a
-composed config: every ``algo.model.*`` key must be a parameter of the model class it is passed to.
+:func:`check_override_keys` runs on the raw overrides, before Hydra composes anything: top-level keys, the keys
+of the schema's dataclasses (``eval.*``, ``env.normalize.*``, ...), added with ``+`` or not, and ``logger.*``.
+:func:`check_model_keys` runs on a composed config: every ``algo.model.*`` key must be a parameter of the model
+class it is passed to.
 """
 
 from __future__ import annotations
@@ -35,8 +36,9 @@ def check_override_keys(overrides: list[str]) -> None:
 
     Hydra rejects it too, but without naming the allowed keys; this runs before Hydra composes. A key added with
     ``+``/``++`` must be added to a node lander has (``+env.kwargs.x``, ``+callbacks.x``, ``+logger.x``): a new
-    top-level key (``+seeed=3``) is read by nothing, so it is refused too. Keys with ``~``, Hydra's own
-    (``hydra.*``, ``--flags``) and ``algo.*`` are left to Hydra and :func:`check_model_keys`.
+    top-level key (``+seeed=3``) or one inside the schema's dataclasses (``+eval.episode=5``) is read by nothing, so
+    it is refused too (:func:`check_schema_path`). Keys with ``~``, Hydra's own (``hydra.*``, ``--flags``) and
+    ``algo.model.*`` are left to Hydra and :func:`check_model_keys`.
     """
     schema = LanderConfig()
     top = sorted(LanderConfig.__dataclass_fields__)
@@ -46,25 +48,35 @@ def check_override_keys(overrides: list[str]) -> None:
             continue
         key, value = override.lstrip("+").split("=", 1)
         parts = key.split(".")
-        if parts[0] in ("hydra", "algo") or "/" in key or key in groups:  # Hydra's, free-form algo.model, groups
+        if parts[0] == "hydra" or "/" in key or key in groups:  # Hydra's own, and groups
             continue
         if not hasattr(schema, parts[0]):
             raise ConfigError(
                 f"unknown key {key!r} in override {override!r}.{did_you_mean(parts[0], top + sorted(groups))} "
                 f"Top-level keys are {', '.join(top)}{model_hint(key, value, overrides)}"
             )
-        if override.startswith("+"):  # a key added inside a node lander has: Hydra's and the checks' to judge
-            continue
-        if parts[0] == "logger":
+        if parts[0] == "logger" and not override.startswith("+"):
             check_tracker_override(key, override, parts[1:])
             continue
-        node = getattr(schema, parts[0])
-        if len(parts) == 2 and is_dataclass(node) and not hasattr(node, parts[1]):
-            known = sorted(f.name for f in fields(node))
+        check_schema_path(schema, key, override)
+
+
+def check_schema_path(schema: LanderConfig, key: str, override: str) -> None:
+    """``key``'s path through the schema's dataclasses (``eval``, ``video``, ``env.normalize``, ``algo``, ...) names
+    their fields only, with ``+`` too: Hydra adds any key with ``+``, and a key no dataclass has is read by nothing.
+    Where the path reaches a free-form node (``algo.model``, ``env.kwargs``, ``callbacks``, ``logger``) the node's
+    own check judges it (the model class's parameters, the env's arguments, the target's)."""
+    parts, node = key.split("."), schema
+    for depth, part in enumerate(parts):
+        if not is_dataclass(node):
+            return
+        if not hasattr(node, part):
+            known, where = sorted(f.name for f in fields(node)), ".".join(parts[:depth])
             raise ConfigError(
-                f"unknown key {key!r} in override {override!r}.{did_you_mean(parts[1], known)} "
-                f"Keys of {parts[0]} are {', '.join(known)}"
+                f"unknown key {key!r} in override {override!r}.{did_you_mean(part, known)} "
+                f"Keys of {where} are {', '.join(known)}"
             )
+        node = getattr(node, part)
 
 
 def model_hint(key: str, value: str, overrides: list[str]) -> str:

@@ -160,6 +160,23 @@ BAD_INPUT = [
         "unknown key 'eval.episode' in override 'eval.episode=5'. Did you mean 'episodes'? Keys of eval are "
         "deterministic, episodes, freq, n_envs, seed",
     ),
+    # a key added (+) inside one of lander's own nodes is read by nothing: it was trained with, silently
+    (
+        ["+eval.episode=5"],
+        "unknown key 'eval.episode' in override '+eval.episode=5'. Did you mean 'episodes'? Keys of eval are "
+        "deterministic, episodes, freq, n_envs, seed",
+    ),
+    (["++video.fsp=10"], "unknown key 'video.fsp' in override '++video.fsp=10'. Did you mean 'fps'? Keys of video"),
+    (["+algo.n_env=4"], "unknown key 'algo.n_env' in override '+algo.n_env=4'. Did you mean 'n_envs'? Keys of algo"),
+    (
+        ["+env.normalize.obs=true"],
+        "unknown key 'env.normalize.obs' in override '+env.normalize.obs=true'. Keys of env.normalize are clip_obs, "
+        "clip_reward, enabled, epsilon, gamma, norm_obs, norm_reward",
+    ),
+    (["env.normalize.obs=true"], "unknown key 'env.normalize.obs' in override 'env.normalize.obs=true'. Keys of e"),
+    (["+env.normalise.enabled=true"], "unknown key 'env.normalise.enabled' in override '+env.normalise.enabled=t"),
+    (["+env.normalise.enabled=true"], "Did you mean 'normalize'? Keys of env are action_space, id, kwargs, name,"),
+    (["+early_stop.patients=3"], "Did you mean 'patience'? Keys of early_stop are min_improvement, patience, rew"),
     (["algo.model.lr=0.1"], "stable_baselines3.PPO takes no parameter 'lr'. Did you mean 'learning_rate'?"),
     (["+algo.model.lr=0.1"], "stable_baselines3.PPO takes no parameter 'lr'. Did you mean 'learning_rate'?"),
     (

@@ -149,13 +149,17 @@ def import_target(target: str, key: str, class_only: bool = True) -> Any:
 
 def model_parameters(target: str) -> list[str] | None:
     """The keyword parameters of the model class ``target``, following ``**kwargs`` up its base classes
-    (MAC's go on to A2C's); None if the chain ends open or the class cannot be imported."""
+    (MAC's go on to A2C's); ``[]`` for a class with no ``__init__`` of its own or its bases' (``object``'s
+    takes nothing); None if the chain ends open (``**kwargs`` that reach no base class's ``__init__``: the class may
+    keep them) or the class cannot be imported."""
     try:
         classes = get_class(target).__mro__
     except (ImportError, ValueError):
         return None  # Hydra reports a target it cannot import when it instantiates it
     names: list[str] = []
     for cls in classes:
+        if cls is object:  # reached through **kwargs (open), or with no __init__ on the way (takes nothing)
+            return None if any("__init__" in vars(c) for c in classes[:-1]) else []
         if "__init__" not in vars(cls):
             continue
         parameters = list(inspect.signature(vars(cls)["__init__"]).parameters.values())
@@ -200,5 +204,6 @@ def check_keys(where: str, node: DictConfig, known: list[str] | None) -> None:
         if not key.startswith("_") and key not in known:
             raise ConfigError(
                 f"unknown key '{where}.{key}': {node._target_} takes no parameter {key!r}."
-                f"{did_you_mean(key, known)} Its parameters are {', '.join(sorted(known))}"
+                f"{did_you_mean(key, known)} "
+                + (f"Its parameters are {', '.join(sorted(known))}" if known else "It takes none")
             )

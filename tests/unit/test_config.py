@@ -215,6 +215,11 @@ BAD_INPUT = [
     (["logger.mode=online"], "Did you mean 'logger.wandb.mode'"),
     (["logger.tensorboard=true"], "trackers are chosen with the logger group (logger=none, logger=tensorboard, "),
     (["logger.wandb.projct=x"], "unknown key 'logger.wandb.projct' in override 'logger.wandb.projct=x'. Did you mean"),
+    (  # a class with no __init__ of its own takes no argument (it failed mid-run, with Hydra's traceback)
+        ["logger=tensorboard", "+logger.tensorboard.log_dir=tb"],
+        "unknown key 'logger.tensorboard.log_dir': lander.tracking.tensorboard_tracker.TensorBoardTracker takes no "
+        "parameter 'log_dir'. It takes none",
+    ),
     (["env=pong", "env.normalize.enabled=true"], "env.normalize.enabled=true: pong has image observations;"),
     (["env.normalize.enabled=true", "env.normalize.clip_obs=-1"], "env.normalize.clip_obs=-1.0 is not allowed"),
     (["memory_limit_mb=0"], "memory_limit_mb=0.0 is not allowed: memory_limit_mb must be null or a number of MB > 0"),

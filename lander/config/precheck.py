@@ -791,6 +791,24 @@ def check_swept_keys_once(argv: list[str]) -> None:
             raise ConfigError(f"{key} is given {len(overrides)} times in a sweep ({lines}): give its values once")
 
 
+CONFIG_FLAGS = ("--config-path", "-cp", "--config-name", "-cn", "--config-dir", "-cd")  # Hydra's
+
+
+def check_config_flags(argv: list[str]) -> None:
+    """None of Hydra's flags that choose another primary config or add a folder to it: lander's checks compose
+    ``config.yaml`` with ``./conf`` and any ``hydra.searchpath=``, and Hydra would have run another config than the
+    one checked (``--config-dir DIR env=mine`` was refused as "Could not find 'env/mine'", ``--config-name`` ran
+    a config nothing had checked)."""
+    for arg in argv:
+        flag = arg.split("=", 1)[0]
+        if flag in CONFIG_FLAGS:
+            raise ConfigError(
+                f"{flag}: lander composes its own config (config.yaml) with ./conf of the directory you run from "
+                "(./conf/<group>/<name>.yaml: env=<name>, experiment=<name>); hydra.searchpath=[file:///absolute/"
+                "folder] adds a folder of configs from elsewhere"
+            )
+
+
 def check_modes(argv: list[str]) -> None:
     """One of Hydra's modes at most (Hydra fails on two with a traceback): ``--multirun --cfg job`` is refused."""
     given = [mode[0] for mode in MODES if set(mode) & set(argv)]
@@ -1043,6 +1061,7 @@ def check_command(
     check_override_keys(argv)
     check_own_conf(argv)
     check_modes(argv)
+    check_config_flags(argv)
     check_fixed_hydra_keys(argv)
     check_swept_keys_once(argv)
     if any(a.startswith("resume=") for a in argv):

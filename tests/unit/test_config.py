@@ -278,6 +278,10 @@ BAD_INPUT = [
     (["--multirun", "algo=ppo,a2c,ppo", "seed=0,1"], "algo=ppo,a2c,ppo: ppo given more than once"),
     (["--multirun", "gamma=0.99,0.990"], "gamma=0.99,0.990: 0.99 given more than once"),
     (["--multirun", "seed=0,1", "--cfg", "job"], "--multirun and --cfg: only one of --run, --multirun, --cfg,"),
+    # Hydra's flags that compose another config than the one lander checked: checked one, ran another
+    (["--config-dir", "/elsewhere", "env=mine"], "--config-dir: lander composes its own config (config.yaml) with"),
+    (["--config-name=other"], "--config-name: lander composes its own config (config.yaml) with ./conf"),
+    (["-cp", "/elsewhere"], "hydra.searchpath=[file:///absolute/folder] adds a folder of configs"),
     # the env's own check of its arguments, which was a traceback
     (["+env.kwargs.gravity=5.0"], "env.kwargs: LunarLander-v3 cannot be made with {'gravity': 5.0} (AssertionError: g"),
     (["+env.kwargs.nonsense=1"], "cannot be made with {'nonsense': 1} (TypeError: LunarLander.__init__() got an unex"),

@@ -16,6 +16,7 @@ import logging
 import os
 import re
 import secrets
+import signal
 import socket
 import sys
 from pathlib import Path
@@ -158,6 +159,10 @@ def main(argv: list[str] | None = None) -> int:
             "bound to every address: give each name or address clients use with --allow-host (e.g. "
             "--allow-host myserver.lab); other Host headers are refused"
         )
+    # SIGTERM (kill, systemd's and Docker's stop) ends the service as Ctrl-C does: uvicorn shuts down on either and
+    # then raises the signal again, which by default killed the process before its exit handlers (the launched
+    # processes' working directory was left in the temporary directory)
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])
     return 0
 

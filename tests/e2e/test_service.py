@@ -15,7 +15,7 @@ import httpx
 import pandas as pd
 import pytest
 
-from helpers import REPO, fake_run
+from helpers import REPO, fake_run, lander_env
 from helpers.browser import not_blank, open_page, wait_for_plots
 from helpers.service import LONG, TINY, Service, service
 
@@ -547,3 +547,33 @@ def test_the_launched_processes_working_directory_is_made_at_the_first_launch_an
     del launcher
     gc.collect()
     assert list(temporary.iterdir()) == []
+
+
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (a zombie, ended and not yet waited for, does not)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_a_service_ended_by_sigterm_removes_its_working_directory(tmp_path):
+    """``kill`` (SIGTERM: systemd's and Docker's stop) ends the service as Ctrl-C does, its launched processes'
+    working directory removed (before: uvicorn shut down, then raised SIGTERM again, and the process died without
+    its exit handlers: one empty ``lander-service-*`` left in the temporary directory at each stop)."""
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    (tmp_path / "root").mkdir()
+    with service(tmp_path / "root", env=lander_env(TMPDIR=str(temporary))) as svc:
+        overrides = [*TINY, "logger=none", "video.enabled=false", "report=false"]
+        launched = svc.post("/api/runs", json={"overrides": overrides}).json()
+        svc.wait_for(f"/api/runs/{launched['id']}", lambda r: r["status"] == "completed" and not r["active"])
+        for _ in range(600):  # a process still running there keeps the directory: its exit (after the run's end)
+            if not alive(launched["pid"]):
+                break
+            time.sleep(0.1)
+        assert len(list(temporary.glob("lander-service-*"))) == 1
+        assert svc.process is not None
+        svc.process.send_signal(signal.SIGTERM)
+        assert svc.process.wait(timeout=60) != 0  # ended by the signal, as it was asked
+    assert list(temporary.glob("lander-service-*")) == []  # (torch's torchinductor_<user> is the run's, kept)

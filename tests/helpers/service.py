@@ -53,6 +53,7 @@ class Service:
     printed_url: str
     token: str | None
     output: list[str] = field(default_factory=list)
+    process: subprocess.Popen[str] | None = None  # the service's own
 
     @property
     def auth(self) -> dict[str, str]:
@@ -113,7 +114,7 @@ def service(
             except httpx.TransportError:
                 assert process.poll() is None, "".join(output)
                 time.sleep(0.1)
-        yield Service(url, port, printed, token.group(1) if token else None, output)
+        yield Service(url, port, printed, token.group(1) if token else None, output, process)
     finally:
         process.send_signal(signal.SIGINT)
         try:

@@ -292,6 +292,13 @@ def start_model(cfg: DictConfig, paths: RunPaths, env: Any, summary: RunSummary,
     return resumed
 
 
+def yours(cfg: DictConfig) -> str:
+    """`` (yours: callbacks.<name>, <its _target_>, ...)``: the user's callbacks, one of which may have ended
+    training by returning False from ``_on_step`` ('' where there are none)."""
+    named = [f"callbacks.{name}, {node.get('_target_')}" for name, node in (cfg.get("callbacks") or {}).items()]
+    return f" (yours: {'; '.join(named)})" if named else ""
+
+
 def learn(
     cfg: DictConfig,
     model: Any,
@@ -353,6 +360,8 @@ def learn(
         for progress in bar:
             progress.close()  # before anything else is printed, however training ended
     stop_reason = stopped or next((rule.stop_reason for rule in rules if rule.stop_reason), None)
+    if stop_reason is None and model.num_timesteps < total_timesteps:  # SB3 ends short only where one returned False
+        stop_reason = f"a callback returned False before the budget of {end:,} timesteps{yours(cfg)}"
     if stop_reason:
         log.info("stopped early at %d timesteps: %s", model.num_timesteps, stop_reason)
     summary.update(stopped_early=stop_reason, timesteps=int(model.num_timesteps)).save(paths)  # trained

@@ -4,6 +4,7 @@ and their own algo/env/experiment/logger YAMLs in a folder of theirs (``hydra.se
 from __future__ import annotations
 
 import json
+import logging
 import re
 from pathlib import Path
 from typing import ClassVar
@@ -53,6 +54,20 @@ def test_user_callback_from_a_test_module_sees_every_hook(tmp_path: Path) -> Non
     episodes = pd.read_csv(tmp_path / "run" / "metrics" / "train_episodes.csv")
     assert counter.episode_returns == pytest.approx(list(episodes["return"]))  # the same episodes lander logged
     assert len(counter.episode_returns) > 5
+
+
+def test_a_user_callback_that_ends_training_early_is_said_and_recorded(tmp_path: Path, caplog) -> None:
+    """SB3's ``StopTrainingOnMaxEpisodes`` as a user callback ends training before the budget: the run is completed
+    and says so, as lander's own stop rules do (``stopped_early``: the callback, and where; before: nothing said,
+    ``stopped_early`` null, a run 'completed' at a fifth of its budget)."""
+    stop = "stable_baselines3.common.callbacks.StopTrainingOnMaxEpisodes"
+    cfg = composed(*TINY_CARTPOLE, f"+callbacks.stop._target_={stop}", "+callbacks.stop.max_episodes=3")
+    caplog.set_level(logging.INFO, logger="lander")
+    summary = train(cfg, tmp_path / "run")
+    assert summary.status == "completed" and summary.timesteps < 1024
+    said = f"a callback returned False before the budget of 1,024 timesteps (yours: callbacks.stop, {stop})"
+    assert summary.stopped_early == said
+    assert f"stopped early at {summary.timesteps} timesteps: {said}" in caplog.messages
 
 
 class RecordingTracker(Tracker):

@@ -486,7 +486,7 @@ class StopOnEpisodes(StopRule):
         return True
 
 
-class StopAtTimesteps(BaseCallback):
+class StopAtTimesteps(StopRule):
     """Stop training one env step past ``timesteps`` rounded up to what the algorithm collects between updates
     (:func:`lander.training.budget.rollout_steps`: PPO's whole rollouts, ...), so the update there is done: the run
     as it stood at that step of its whole budget, whose schedules (learning rate, exploration) it keeps. ``python
@@ -505,7 +505,9 @@ class StopAtTimesteps(BaseCallback):
             self.end = unit[0] * math.ceil(self.timesteps / unit[0])
 
     def _on_step(self) -> bool:
-        return self.num_timesteps <= self.end
+        if self.num_timesteps > self.end:
+            return self._stop(f"stopped past the update of step {self.end:,} (lander.reproduce --steps)")
+        return True
 
 
 class Interruption(LimitReached):

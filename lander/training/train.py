@@ -40,6 +40,7 @@ from lander.training.callbacks import (
     PeriodicEval,
     SharedLocals,
     SignalCheck,
+    StopRule,
     callbacks_for,
     run_rss_mb,
     user_callbacks,
@@ -359,7 +360,8 @@ def learn(
     finally:
         for progress in bar:
             progress.close()  # before anything else is printed, however training ended
-    stop_reason = stopped or next((rule.stop_reason for rule in rules if rule.stop_reason), None)
+    told = [*rules, *(c for c in extra if isinstance(c, StopRule))]  # lander's rules, and its reproduce's stop
+    stop_reason = stopped or next((rule.stop_reason for rule in told if rule.stop_reason), None)
     if stop_reason is None and model.num_timesteps < total_timesteps:  # SB3 ends short only where one returned False
         stop_reason = f"a callback returned False before the budget of {end:,} timesteps{yours(cfg)}"
     if stop_reason:

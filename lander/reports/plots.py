@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 import matplotlib
@@ -197,10 +198,12 @@ def finish(fig: Figure, ax: Axes, path: Path) -> None:
     ax.grid(alpha=0.3)
     handles, labels = ax.get_legend_handles_labels()
     if handles and (len(labels) > LEGEND_INSIDE[0] or max(map(len, labels)) > LEGEND_INSIDE[1]):
-        # many or long entries (an Optuna search's trials) under the plot, one a line: inside, they covered it
+        # many or long entries (an Optuna search's trials) under the plot, one a line: inside, they covered it;
+        # each wrapped at spaces to the figure's width (a 7-point character is about 0.06 inch wide)
         width, height = fig.get_size_inches()
-        fig.set_size_inches(width, height + 0.16 * len(labels) + 0.3)
-        ax.legend(handles, short_labels(labels), fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12))
+        wrapped = ["\n".join(textwrap.wrap(label, int(width / 0.06) - 8)) or label for label in short_labels(labels)]
+        fig.set_size_inches(width, height + 0.16 * sum(w.count("\n") + 1 for w in wrapped) + 0.3)
+        ax.legend(handles, wrapped, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12))
     elif handles:
         ax.legend(fontsize=8, loc="best")
     fig.tight_layout()

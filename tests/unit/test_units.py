@@ -8,6 +8,7 @@ import itertools
 import json
 import os
 import re
+import warnings
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -426,10 +427,19 @@ def test_the_final_scores_labels_of_long_configurations_do_not_overlap(tmp_path,
     plt.close(fig)
 
 
-@pytest.mark.parametrize("trials", [2, 20])
+LONG_LABEL = (  # a sweep with a callback of one's own: one configuration, 250 characters
+    "+callbacks.stop={_target_:stable_baselines3.common.callbacks.StopTrainingOnMaxEpisodes,max_episodes:3} "
+    "algo.model.batch_size=64 algo.model.n_steps=128 eval.episodes=2 eval.freq=512 eval.n_envs=2 n_envs=2 "
+    "seeds_per_process=2 total_timesteps=4096"
+)
+
+
+@pytest.mark.parametrize("trials", [2, 20, 1])
 def test_a_legend_of_long_configurations_stays_off_the_plot_and_inside_the_figure(tmp_path, monkeypatch, trials):
     """The performance profile's legend of two Optuna trials was wider than the plot: it covered the curves and
-    ran off the figure's left edge. Many or long entries go under the plot, inside the figure."""
+    ran off the figure's left edge. Many or long entries go under the plot, inside the figure, each wrapped to its
+    width (one label of 250 characters ran off both sides, and tight_layout squeezed the plot to a strip, warning
+    "Tight layout not applied" on the console)."""
     import matplotlib.pyplot as plt
 
     from lander.reports import plots
@@ -442,15 +452,20 @@ def test_a_legend_of_long_configurations_stays_off_the_plot_and_inside_the_figur
     groups = {}
     for i in range(trials):
         label = " ".join(f"algo.model.{k}={rng.random() / 100}" for k in ("ent_coef", "gae_lambda", "learning_rate"))
-        groups[label] = [Run(path=Path(f"{i}/{s}"), overrides=[], seed=s, env="lunar_lander", status="completed",
-                             final_mean=float(rng.normal() * 50)) for s in range(3)]  # fmt: skip
-    plots.plot_profile(groups, "lunar_lander", tmp_path / "profile.png")
+        groups[LONG_LABEL if trials == 1 else label] = [
+            Run(path=Path(f"{i}/{s}"), overrides=[], seed=s, env="lunar_lander", status="completed",
+                final_mean=float(rng.normal() * 50)) for s in range(3)
+        ]  # fmt: skip
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # matplotlib's "Tight layout not applied"
+        plots.plot_profile(groups, "lunar_lander", tmp_path / "profile.png")
     (fig,) = drawn
     renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
     ax = fig.axes[0]
     legend, plot, figure = ax.get_legend().get_window_extent(renderer), ax.get_window_extent(renderer), fig.bbox
     assert legend.x0 >= figure.x0 and legend.x1 <= figure.x1 and legend.y0 >= figure.y0, (legend, figure)
     assert not legend.overlaps(plot), (legend, plot)
+    assert plot.width >= 0.5 * figure.width, (plot, figure)
     assert len(ax.get_legend().get_texts()) == trials
     monkeypatch.undo()
     plt.close(fig)

@@ -6,6 +6,7 @@ with their intervals, performance profiles).
 from __future__ import annotations
 
 import html
+import textwrap
 from math import ceil
 from pathlib import Path
 
@@ -345,7 +346,11 @@ def legend_below(fig: go.Figure, lines: int = 2) -> go.Figure:
     if not names or fig.layout.showlegend is False:
         return fig
     if len(names) > LEGEND_AT_RIGHT[0] or max(map(len, names)) > LEGEND_AT_RIGHT[1]:
-        axis, legend = 18 * lines + 16, 20 * len(names) + 20  # px: the axis' text, the legend (a line an entry)
+        for trace in fig.data:  # an entry wider than the figure is wrapped at spaces (Plotly cut it off at the right)
+            if trace.showlegend is not False and len(str(trace.name)) > LEGEND_WRAP:
+                trace.name = "<br>".join(textwrap.wrap(str(trace.name), LEGEND_WRAP, break_on_hyphens=False))
+        entries = sum(str(t.name).count("<br>") + 1 for t in fig.data if t.showlegend is not False)
+        axis, legend = 18 * lines + 16, 20 * entries + 20  # px: the axis' text, the legend (20 px a line)
         height = (fig.layout.height or HEIGHT) - DEFAULT_MARGIN_B + axis + legend
         fig.update_layout(
             height=height,
@@ -361,6 +366,7 @@ DEFAULT_MARGIN_B = 80  # px: Plotly's bottom margin, where the x axis' text stan
 # a legend of at most this many entries (the seeds' included), each at most this many characters, stays at the
 # plot's right (more entries scroll there)
 LEGEND_AT_RIGHT = (14, 40)
+LEGEND_WRAP = 110  # characters a line of a legend entry under the plot: the report's width at Plotly's 12 px
 
 
 def profile_figure(groups: dict[str, list[Run]], env: str) -> go.Figure:

@@ -28,6 +28,7 @@ h1 { font-size: 1.6em; margin-bottom: 0.2em; } h2 { border-bottom: 1px solid #dd
 table { border-collapse: collapse; font-size: 0.9em; margin: 8px 0; }
 th, td { border: 1px solid #ddd; padding: 4px 8px; text-align: right; } th { background: #f5f5f5; }
 td:first-child, th:first-child, table.text td, table.text th { text-align: left; }
+td:first-child { overflow-wrap: anywhere; }  /* a configuration's label (a callback's _target_ is one long word) */
 pre { background: #f7f7f7; padding: 10px; overflow-x: auto; font-size: 0.85em; max-height: 480px; }
 nav a { margin-right: 14px; } .plot { margin: 12px 0 28px; } video { max-width: 600px; }
 """

@@ -133,3 +133,35 @@ def test_a_comparisons_plots_show_configuration_labels_as_written(tmp_path):
     for label in labels:
         assert f"{label} (n=2)" in legends, (label, legends)
     assert "x=<b>bold</b>" in ticks, ticks
+
+
+def test_a_comparison_of_long_configurations_fits_the_page(tmp_path):
+    """A sweep with a callback of one's own: each configuration's label is 250 characters, one word of them 90.
+    Plotly cut the legend entries off at the figure's right, and the table, its first column as wide as that
+    word allowed, ran past the page (scrolled sideways). The legends wrap at spaces and the page is no wider than
+    the window; every character of each label is still there."""
+    from helpers.runs import fake_run
+    from lander.reports.sweep_report import compare
+
+    stop = "+callbacks.stop={_target_:stable_baselines3.common.callbacks.StopTrainingOnMaxEpisodes,max_episodes:3}"
+    rest = "algo.model.batch_size=64 eval.episodes=2 eval.freq=512 eval.n_envs=2 n_envs=2 seeds_per_process=2"
+    labels = [f"{stop} algo.model.n_steps={n} {rest} total_timesteps=4096" for n in (128, 256)]
+    for seed in range(2):
+        for i, label in enumerate(labels):
+            fake_run(tmp_path / "runs", f"{i}_{seed}", [label], seed, {100: float(i + seed), 200: float(2 * i + seed)})
+    compare([tmp_path / "runs"], tmp_path / "out")
+    report = tmp_path / "out/report.html"
+    with open_page(report) as (page, visit):
+        wait_for_plots(page, 2)
+        widths = page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
+        cut = page.evaluate(
+            """[...document.querySelectorAll('.legendtext')].filter(t => {
+                const svg = t.closest('svg').getBoundingClientRect(), box = t.getBoundingClientRect();
+                return box.right > svg.right + 1; }).map(t => t.textContent)"""
+        )
+        legends = page.eval_on_selector_all(".legendtext", "ts => ts.map(t => t.textContent)")
+    check_visit(visit, report)
+    assert widths[0] <= widths[1], widths  # no sideways scroll
+    assert cut == [], cut
+    for label in labels:  # Plotly draws each line of an entry as its own text span: the words, in order
+        assert any(text.replace(" ", "").startswith(label.replace(" ", "")) for text in legends), (label, legends)

@@ -476,7 +476,7 @@ def test_the_reports_figures_of_long_configurations_keep_their_plot_and_labels_a
     page's width (the final scores' plot a strip, its labels slanted across the page). Long or many entries now
     stand under the plot, in a bottom margin as tall as they are, numbers to 6 digits; the final scores' labels are
     one key a line, or rows where side by side would not fit; a short sweep's figures stay as they were."""
-    from lander.reports.figures import HEIGHT, final_scores_figure, profile_figure
+    from lander.reports.figures import HEIGHT, LEGEND_WRAP, final_scores_figure, profile_figure
 
     def groups(n: int, label) -> dict[str, list[Run]]:
         rng = np.random.default_rng(n)
@@ -495,6 +495,13 @@ def test_the_reports_figures_of_long_configurations_keep_their_plot_and_labels_a
         assert legend.yref == "container" and 0 < legend.y < 1 and legend.yanchor == "top", figure.layout.title.text
         assert figure.layout.margin.b >= 20 * len(names) and figure.layout.height > HEIGHT
         assert not any(re.search(r"\d\.\d{10,}", name) for name in names), names  # 6 digits shown, not 20
+    long = groups(1, lambda i, rng: LONG_LABEL)  # one entry of 250 characters: cut off at the figure's right
+    for figure in (final_scores_figure(long, "lunar_lander"), profile_figure(long, "lunar_lander")):
+        names = [t.name for t in figure.data if t.showlegend is not False]
+        lines = [line for name in names for line in name.split("<br>")]
+        assert max(map(len, lines)) <= LEGEND_WRAP < len(LONG_LABEL), names  # wrapped at spaces, every word kept
+        assert all(LONG_LABEL in n.replace("<br>", " ") for n in names if n.startswith("+callbacks")), names
+        assert figure.layout.margin.b >= 20 * len(lines), (figure.layout.margin.b, lines)
     rows = final_scores_figure(twenty, "lunar_lander")
     assert list(rows.layout.yaxis.tickvals) == list(twenty) and rows.layout.showlegend is False
     assert rows.layout.height >= 28 * 20 and rows.data[0].orientation == "h"

@@ -140,6 +140,8 @@ def analyse(paths: list[Path], baseline: str | None = None, at_timesteps: int | 
 
     :raise RunSetError: runs that cannot be compared as asked (the message names the file or value)
     """
+    if at_timesteps is not None and at_timesteps < 1:  # lander.compare's parser says it as --at-timesteps
+        raise RunSetError(f"at_timesteps={at_timesteps}: must be a number of timesteps >= 1")
     runs = find_runs(paths)
     if not runs:
         raise RunSetError(f"no run directories (with .hydra/config.yaml) under {', '.join(map(str, paths))}")

@@ -320,6 +320,9 @@ def test_the_apis_report_is_the_comparison_it_was_loaded_as(tmp_path: Path) -> N
         {"gamma=0.99": np.nan, "gamma=0.9": -1.0}, nan_ok=True
     )
     assert "Baseline: `gamma=0.99`" in (tmp_path / "comparison/report.md").read_text()
+    for wrong in (0, -5):  # "no run ... was evaluated by -5 timesteps": the CLI's rule for --at-timesteps, said so
+        with pytest.raises(RunSetError, match=f"^at_timesteps={wrong}: must be a number of timesteps >= 1$"):
+            load_sweep(tmp_path, at_timesteps=wrong)
 
 
 def test_a_sweeps_comparison_written_anew_is_the_one_its_end_wrote(tmp_path: Path, caplog) -> None:

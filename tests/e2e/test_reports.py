@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 import shutil
 import signal
+from pathlib import Path
 
 import pytest
 
@@ -112,19 +113,24 @@ def test_a_damaged_run_gets_its_report_with_one_line_per_damaged_file(tmp_path):
         assert said in (copy / "report.html").read_text()
 
 
-def test_a_comparisons_plots_show_configuration_labels_as_written(tmp_path):
-    """Plotly reads tags in the text it draws: a configuration ``x=<b>bold</b>`` was drawn as a bold "x=bold" in the
-    legend, ``x=<a href='...'>y</a>`` as "x=y" (a run copied from elsewhere could pass for another configuration
-    there). The legends and axes show each label as the table does, character for character."""
+def comparison_of(tmp_path: Path, labels: list[str]) -> Path:
+    """The comparison report (``lander.compare``) of hand-made runs, two seeds of each configuration ``labels``."""
     from helpers.runs import fake_run
     from lander.reports.sweep_report import compare
 
-    labels = ["x=<b>bold</b>", "x=<a href='https://example.org'>y</a>", "x=a&amp;b"]
     for seed in range(2):
         for i, label in enumerate(labels):
             fake_run(tmp_path / "runs", f"{i}_{seed}", [label], seed, {100: float(i + seed), 200: float(2 * i + seed)})
     compare([tmp_path / "runs"], tmp_path / "out")
-    report = tmp_path / "out/report.html"
+    return tmp_path / "out/report.html"
+
+
+def test_a_comparisons_plots_show_configuration_labels_as_written(tmp_path):
+    """Plotly reads tags in the text it draws: a configuration ``x=<b>bold</b>`` was drawn as a bold "x=bold" in the
+    legend, ``x=<a href='...'>y</a>`` as "x=y" (a run copied from elsewhere could pass for another configuration
+    there). The legends and axes show each label as the table does, character for character."""
+    labels = ["x=<b>bold</b>", "x=<a href='https://example.org'>y</a>", "x=a&amp;b"]
+    report = comparison_of(tmp_path, labels)
     with open_page(report) as (page, visit):
         wait_for_plots(page, 2)
         legends = page.eval_on_selector_all(".legendtext", "ts => ts.map(t => t.textContent)")
@@ -140,17 +146,10 @@ def test_a_comparison_of_long_configurations_fits_the_page(tmp_path):
     Plotly cut the legend entries off at the figure's right, and the table, its first column as wide as that
     word allowed, ran past the page (scrolled sideways). The legends wrap at spaces and the page is no wider than
     the window; every character of each label is still there."""
-    from helpers.runs import fake_run
-    from lander.reports.sweep_report import compare
-
     stop = "+callbacks.stop={_target_:stable_baselines3.common.callbacks.StopTrainingOnMaxEpisodes,max_episodes:3}"
     rest = "algo.model.batch_size=64 eval.episodes=2 eval.freq=512 eval.n_envs=2 n_envs=2 seeds_per_process=2"
     labels = [f"{stop} algo.model.n_steps={n} {rest} total_timesteps=4096" for n in (128, 256)]
-    for seed in range(2):
-        for i, label in enumerate(labels):
-            fake_run(tmp_path / "runs", f"{i}_{seed}", [label], seed, {100: float(i + seed), 200: float(2 * i + seed)})
-    compare([tmp_path / "runs"], tmp_path / "out")
-    report = tmp_path / "out/report.html"
+    report = comparison_of(tmp_path, labels)
     with open_page(report) as (page, visit):
         wait_for_plots(page, 2)
         widths = page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")

@@ -137,6 +137,12 @@ def test_a_dead_joblib_worker_costs_no_job(tmp_path):
     while not all(any((sweep / job / "checkpoints").glob("*.zip")) for job in ("0", "1")):  # both are training
         assert time.monotonic() < deadline and proc.poll() is None, proc.stderr[-3000:]
         time.sleep(0.05)
+    # job 0 paused (SIGUSR1) until the pool ends, so that it is still training then on a busy machine too (its
+    # whole budget had run before this test's kill once, the machine loaded by other tests)
+    os.kill(json.loads((sweep / "0" / ".lander.storage.lock").read_text())["pid"], signal.SIGUSR1)
+    while json.loads((sweep / "0" / "summary.json").read_text())["status"] != "paused":
+        assert time.monotonic() < deadline and proc.poll() is None, proc.stderr[-3000:]
+        time.sleep(0.05)
     job = json.loads((sweep / "1" / ".lander.storage.lock").read_text())["pid"]
     worker = psutil.Process(job).ppid()
     assert worker != proc.pid and psutil.Process(worker).ppid() == proc.pid  # a loky worker of the sweep

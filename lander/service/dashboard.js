@@ -42,6 +42,7 @@ function runRow(run) {
   row.append(el("td", run.path));
   const status = el("td"); status.append(el("span", run.status, "status " + run.status));
   if (run.status === "unreadable") status.append(el("div", run.error, "muted"));  // which file, and why
+  if (run.stopped_early) status.append(el("div", "stopped early: " + run.stopped_early, "muted stopped-early"));
   row.append(status);
   row.append(el("td", [run.algo, run.env, run.seed, run.gamma].filter(v => v !== null && v !== undefined).join(" / ")));
   const progress = el("td"), bar = el("div", undefined, "bar"), fill = el("div");

@@ -132,6 +132,7 @@ class RunInfo(Open):
     final_eval_mean: Scalar = None
     final_eval_sem: Scalar = None
     error: Scalar = None
+    stopped_early: Scalar = Field(None, description="why training ended before the budget (a stop rule, a callback)")
     timesteps: int | float = Field(description="the timesteps trained so far")
     latest_eval: LatestEval | None = None
     started: float = Field(description="when (Unix time)")

@@ -61,6 +61,7 @@ SHOWN = (
     "final_eval_mean",
     "final_eval_sem",
     "error",
+    "stopped_early",
 )  # summary.json's fields in the list of runs
 
 

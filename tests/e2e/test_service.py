@@ -350,6 +350,23 @@ def test_a_comparison_or_sweep_that_ends_without_its_report_says_so_in_the_list_
     assert shown[1].startswith("ended without a comparison: ")
 
 
+def test_a_run_that_stopped_early_says_why_in_the_list_and_on_the_dashboard(tmp_path):
+    """A run an early_stop rule or a callback ended before its budget is ``completed`` with ``stopped_early``:
+    the dashboard showed it as completed at 544 of 4,096 steps, nothing said why."""
+    run = fake_run(tmp_path / "outputs", "early", [], 0, {512: -300.0, 544: -290.0})
+    summary = json.loads((run / "summary.json").read_text())
+    why = "eval mean -290.0 reached early_stop.reward_threshold=-295"
+    summary |= {"timesteps": 544, "total_timesteps": 4096, "planned_timesteps": 4096, "stopped_early": why}
+    (run / "summary.json").write_text(json.dumps(summary))
+    with service(tmp_path) as svc:
+        (listed,) = svc.get("/api/runs").json()
+        with open_page(svc.printed_url, offline=False) as (page, _visit):
+            page.wait_for_selector("#runs .stopped-early")
+            shown = page.text_content("#runs .stopped-early")
+    assert (listed["status"], listed["stopped_early"]) == ("completed", why)
+    assert shown == f"stopped early: {why}"
+
+
 def test_a_comparison_of_chosen_runs_takes_a_baseline_and_a_budget(tmp_path):
     """``{"runs": [...], "baseline": ..., "at_timesteps": N}``: ``lander.compare``'s ``--baseline`` and
     ``--at-timesteps``, which the service did not take; a baseline that is not there fails the comparison, which

@@ -621,6 +621,7 @@ def check_output_dir(argv: list[str], cfg: DictConfig, multirun: bool) -> None:
     if directory.startswith(CLAIM) and directory.endswith("}"):  # lander's default: the name it claims
         directory = directory[len(CLAIM) : -1]
     check_writable(directory, key)
+    check_not_in_a_run(directory, key, given == [])
     check_own_directory(directory, key, multirun)
     if not multirun and RunPaths(directory).is_run() and "${" not in directory:
         check_same_run(RunPaths(directory), [a for a in without_flags(argv) if not is_hydra_override(a)], key)
@@ -647,6 +648,22 @@ def check_writable(directory: str, key: str) -> None:
         raise ConfigError(
             f"{key}={directory}: {path} is not writable (permissions, or a read-only file system); "
             f"give {key}=<a directory you can write to>"
+        )
+
+
+def check_not_in_a_run(directory: str, key: str, default: bool) -> None:
+    """``directory`` (a run's or a sweep's, to be made) is not inside a run's directory: ``lander.compare``,
+    ``lander.report`` and the dashboard would take the new run for one of that run's folder of runs.
+
+    :param default: the config's directory (relative to the working directory), not one given on the command line
+    """
+    path = Path(directory.split("${", 1)[0] or ".").absolute()
+    run = next((p for p in path.parents if RunPaths(p).is_run()), None)
+    if run is not None:
+        where = "run the command from outside it, or give" if default else "give"
+        raise ConfigError(
+            f"{key}={directory} is inside the run {run}: a run's directory holds that run's files only; "
+            f"{where} {key}=<a directory outside it>"
         )
 
 

@@ -483,6 +483,30 @@ def test_a_run_or_sweep_directory_that_exists_is_a_run_a_sweep_or_empty_never_a_
     )  # nothing made
 
 
+def test_a_run_or_sweep_is_not_made_inside_a_runs_directory(tmp_path, monkeypatch):
+    """A command run from inside a run's directory (a user who went there to read its files) made its run at
+    ``<run>/outputs/<date>/...``, or any ``hydra.run.dir=<run>/x``: ``lander.compare <run>`` then compared the new
+    run with it, as one folder of runs. Refused in one line naming the run, nothing made; beside it is fine."""
+    from lander.config.precheck import check_command
+
+    monkeypatch.setenv("HOME", str(tmp_path))  # no W&B key from ~/.netrc
+    monkeypatch.setenv("NETRC", str(tmp_path / "no-netrc"))
+    monkeypatch.delenv("WANDB_API_KEY", raising=False)
+    run = tmp_path / "run"
+    (run / ".hydra").mkdir(parents=True)
+    (run / ".hydra" / "config.yaml").write_text("seed: 0\n")
+    inside = rf"is inside the run {re.escape(str(run))}: a run's directory holds that run's files only"
+    for command, key in ((["total_timesteps=64"], "hydra.run.dir"), (["-m", "seed=0,1"], "hydra.sweep.dir")):
+        with pytest.raises(ConfigError, match=rf"^{key}={re.escape(str(run / 'deeper' / 'x'))} {inside}"):
+            check_command([*command, f"{key}={run / 'deeper' / 'x'}"])
+        monkeypatch.chdir(run)  # the default directory, outputs/<date>/<time>_... (multirun/...) of the working one
+        with pytest.raises(ConfigError, match=inside + r".*run the command from outside it"):
+            check_command(command)
+        monkeypatch.chdir(tmp_path)
+        check_command([*command, f"{key}={tmp_path / 'beside'}"])
+    assert sorted(p.name for p in run.iterdir()) == [".hydra"]  # nothing made
+
+
 def test_a_run_or_sweep_continued_here_holds_no_link_out_of_it(tmp_path, monkeypatch):
     """A downloaded run whose ``run.log`` links to a file of yours: continuing it (``resume=``, its own command, a
     sweep re-run) appended the log to that file, and a resume copied a linked ``metrics/`` file's lines into the run.

@@ -658,7 +658,9 @@ def check_not_in_a_run(directory: str, key: str, default: bool) -> None:
     :param default: the config's directory (relative to the working directory), not one given on the command line
     """
     path = Path(directory.split("${", 1)[0] or ".").absolute()
-    run = next((p for p in path.parents if RunPaths(p).is_run()), None)
+    # a run lander made (its summary.json, written as it starts): another Hydra app's .hydra/ above a project
+    # (hydra.run.dir=. there) does not stop lander's runs below it
+    run = next((p for p in path.parents if RunPaths(p).is_run() and RunPaths(p).summary.is_file()), None)
     if run is not None:
         where = "run the command from outside it, or give" if default else "give"
         raise ConfigError(

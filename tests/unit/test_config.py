@@ -492,9 +492,14 @@ def test_a_run_or_sweep_is_not_made_inside_a_runs_directory(tmp_path, monkeypatc
     monkeypatch.setenv("HOME", str(tmp_path))  # no W&B key from ~/.netrc
     monkeypatch.setenv("NETRC", str(tmp_path / "no-netrc"))
     monkeypatch.delenv("WANDB_API_KEY", raising=False)
+    elsewhere = tmp_path / "hydra-app"  # another Hydra app's run (no summary.json): lander's runs may go below it
+    (elsewhere / ".hydra").mkdir(parents=True)
+    (elsewhere / ".hydra" / "config.yaml").write_text("lr: 0.1\n")
+    check_command(["total_timesteps=64", f"hydra.run.dir={elsewhere / 'mine'}"])
     run = tmp_path / "run"
     (run / ".hydra").mkdir(parents=True)
     (run / ".hydra" / "config.yaml").write_text("seed: 0\n")
+    (run / "summary.json").write_text('{"status": "completed"}\n')
     inside = rf"is inside the run {re.escape(str(run))}: a run's directory holds that run's files only"
     for command, key in ((["total_timesteps=64"], "hydra.run.dir"), (["-m", "seed=0,1"], "hydra.sweep.dir")):
         with pytest.raises(ConfigError, match=rf"^{key}={re.escape(str(run / 'deeper' / 'x'))} {inside}"):
@@ -504,7 +509,7 @@ def test_a_run_or_sweep_is_not_made_inside_a_runs_directory(tmp_path, monkeypatc
             check_command(command)
         monkeypatch.chdir(tmp_path)
         check_command([*command, f"{key}={tmp_path / 'beside'}"])
-    assert sorted(p.name for p in run.iterdir()) == [".hydra"]  # nothing made
+    assert sorted(p.name for p in run.iterdir()) == [".hydra", "summary.json"]  # nothing made
 
 
 def test_a_run_or_sweep_continued_here_holds_no_link_out_of_it(tmp_path, monkeypatch):

@@ -31,6 +31,8 @@ def test_a_default_tiny_run_reproduces_and_a_changed_value_is_the_first_divergen
     first = reproduce(str(run), "--steps", "512")  # the cheap check: the first rollout, against the checkpoint
     assert first.returncode == 0, first.stderr[-3000:]
     assert "to its step 512" in first.stdout and "every weight of checkpoints/model_512_steps.zip" in first.stdout
+    copied = json.loads((tmp_path / "run.reproduce-2" / "summary.json").read_text())  # where it stopped, and why
+    assert copied["stopped_early"] == "stopped past the update of step 512 (lander.reproduce --steps)", copied
 
     config = run / ".hydra" / "config.yaml"  # one value changed, and the snapshot says another torch
     config.write_text(config.read_text().replace("learning_rate: 0.0003", "learning_rate: 0.001"))

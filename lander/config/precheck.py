@@ -660,7 +660,7 @@ def check_not_in_a_run(directory: str, key: str, default: bool) -> None:
     path = Path(directory.split("${", 1)[0] or ".").absolute()
     # a run lander made (its summary.json, written as it starts): another Hydra app's .hydra/ above a project
     # (hydra.run.dir=. there) does not stop lander's runs below it
-    run = next((p for p in path.parents if RunPaths(p).is_run() and RunPaths(p).summary.is_file()), None)
+    run = next((p.root for p in map(RunPaths, path.parents) if p.is_run() and p.summary.is_file()), None)
     if run is not None:
         where = "run the command from outside it, or give" if default else "give"
         raise ConfigError(
@@ -754,19 +754,8 @@ def check_same_run(paths: RunPaths, overrides: list[str], key: str) -> None:
         )
 
 
-FLAGS_WITH_VALUES = (
-    "--cfg",
-    "-c",
-    "--package",
-    "-p",
-    "--config-path",
-    "-cp",
-    "--config-name",
-    "-cn",
-    "--config-dir",
-    "-cd",
-    "--experimental-rerun",
-)  # Hydra's, and their value
+CONFIG_FLAGS = ("--config-path", "-cp", "--config-name", "-cn", "--config-dir", "-cd")  # Hydra's (refused)
+FLAGS_WITH_VALUES = ("--cfg", "-c", "--package", "-p", *CONFIG_FLAGS, "--experimental-rerun")  # Hydra's, and a value
 
 
 PRINT_ONLY = ("--cfg", "-c", "--info", "-i", "--help", "-h", "--hydra-help")
@@ -808,9 +797,6 @@ def check_swept_keys_once(argv: list[str]) -> None:
         if len(overrides) > 1 and any(o.is_sweep_override() for o in overrides):
             lines = " and ".join(str(o.input_line) for o in overrides)
             raise ConfigError(f"{key} is given {len(overrides)} times in a sweep ({lines}): give its values once")
-
-
-CONFIG_FLAGS = ("--config-path", "-cp", "--config-name", "-cn", "--config-dir", "-cd")  # Hydra's
 
 
 def check_config_flags(argv: list[str]) -> None:

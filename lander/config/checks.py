@@ -929,7 +929,7 @@ def check_side_by_side(cfg: DictConfig) -> None:
     else:
         why = optimizer_refusal(policy_kwargs)
     if why is None and cfg.device != "cpu":
-        why = f"device={cfg.device}: it computes on the CPU (not yet verified on a GPU); device=cpu is"
+        why = f"device={cfg.device}: its rollouts and updates are NumPy on the CPU; only device=cpu is"
     if why:
         raise ConfigError(f"{switch}, and {why} (or {instead})")
 

@@ -241,14 +241,17 @@ BAD_INPUT = [
         ["seeds_per_process=2", "+algo.model.policy_kwargs={share_features_extractor:false}"],
         "algo.model.policy_kwargs.share_features_extractor is not implemented by it; these are: activation_fn,",
     ),
-    (["seeds_per_process=2", "device=auto"], "device=auto: it computes on the CPU (not yet verified on a GPU)"),
+    (
+        ["seeds_per_process=2", "device=auto"],
+        "device=auto: its rollouts and updates are NumPy on the CPU; only device=cpu",
+    ),
     (
         ["algo=sac", "env=lunar_lander_continuous", "batched_engine=true"],
         "batched_engine=true trains a seed on the batched engine, and algo=sac",
     ),
     (
         ["batched_engine=true", "device=auto"],
-        "device=auto: it computes on the CPU (not yet verified on a GPU); device=cpu",
+        "device=auto: its rollouts and updates are NumPy on the CPU; only device=cpu",
     ),
     (["batched_engine=2"], "batched_engine=2 is not allowed: batched_engine must be true or false"),
     (["log_grad_norm=yes"], "log_grad_norm='yes' is not allowed: log_grad_norm must be true or false"),

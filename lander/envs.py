@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+import signal
 import time
 from functools import partial
 from typing import Any
@@ -152,7 +153,7 @@ def make_train_env(env_cfg: DictConfig, n_envs: int, seed: int, vec_env: str = "
     wrappers = OmegaConf.to_container(env_cfg.get("wrappers") or OmegaConf.create([]), resolve=True)
     assert isinstance(wrappers, list)
     return make_vec_env(
-        env_cfg.id,
+        partial(make_in_env_process, env_cfg.id) if vec_env == "subproc" else env_cfg.id,
         n_envs=n_envs,
         seed=seed,
         env_kwargs=env_kwargs(env_cfg),
@@ -160,6 +161,17 @@ def make_train_env(env_cfg: DictConfig, n_envs: int, seed: int, vec_env: str = "
         vec_env_kwargs=kwargs,
         wrapper_class=partial(apply_wrappers, wrappers=wrappers) if wrappers else None,
     )
+
+
+def make_in_env_process(env_id: str, **kwargs: Any) -> gym.Env:
+    """``gym.make(env_id, **kwargs)`` in an env process of ``vec_env=subproc``, which first leaves SIGINT and
+    SIGTERM to the run's process: Ctrl-C reaches every process of the terminal's group (SLURM's and ``timeout``'s
+    SIGTERM likewise), and the run stops at its next step, then closes its envs. An env process that died of the
+    signal first broke the run's pipe: the run failed, without a checkpoint. Should the run's process die, the env
+    process ends at its next read (SB3's worker: ``EOFError``)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    return gym.make(env_id, **kwargs)
 
 
 LUNAR_LANDER_ENTRY = "gymnasium.envs.box2d.lunar_lander:LunarLander"

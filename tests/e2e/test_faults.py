@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import shutil
 import signal
 import subprocess
@@ -16,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import REPO, lander, lander_env, read_json, run_lander, start_lander, tiny
+from helpers import REPO, assert_same_results, lander, lander_env, read_json, run_lander, start_lander, tiny
 from helpers.consistency import assert_consistent, temporaries
 from helpers.wandb_reader import read_runs
 
@@ -207,3 +208,37 @@ def test_a_disk_that_fills_while_the_report_is_written_fails_the_run(tmp_path):
         assert summary["status"] == "failed" and (run_dir / "model.zip").is_file()  # it had trained to its end
         assert summary["error"] == f"OSError: [Errno 28] No space left on device: '{run_dir / 'report.html'}'"
         assert not (run_dir / "report.html").exists() and not temporaries(run_dir)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_to_the_process_group_stops_a_subproc_run_as_interrupted(tmp_path, sig):
+    """Ctrl-C reaches every process of the terminal's group, the env processes of ``vec_env=subproc`` too, as
+    SLURM's and ``timeout``'s SIGTERM do: the run stops at its next step, ``interrupted`` with a checkpoint, exit
+    130/143, no traceback, and resumes (before: the env processes died first and the run's next step broke their
+    pipes: ``failed`` with ``BrokenPipeError``, no checkpoint, three tracebacks, exit 1)."""
+    run_dir = tmp_path / "run"
+    run = tiny("ppo", 200_000, n_steps=64, eval_every=100_000, checkpoints=256)
+    proc = start_lander(*run, "vec_env=subproc", f"hydra.run.dir={run_dir}", session=True)
+    deadline = time.monotonic() + 240
+    while not any((run_dir / "checkpoints").glob("*.zip")):  # training, in its env processes
+        assert time.monotonic() < deadline and proc.poll() is None, proc.stderr[-3000:]
+        time.sleep(0.05)
+    os.killpg(proc.pid, sig)
+    assert proc.wait(timeout=120) == 128 + sig, proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    summary = assert_consistent(run_dir, "interrupted")
+    assert summary["error"] == f"Interrupted: {sig.name}"
+    assert (run_dir / "checkpoints" / f"model_{summary['timesteps']}_steps.zip").is_file()
+    resumed = lander(f"resume={run_dir}", f"total_timesteps={summary['timesteps'] + 256}")  # a shorter budget
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert assert_consistent(run_dir, "completed")["timesteps"] >= summary["timesteps"] + 256
+
+
+def test_subproc_envs_give_the_same_results_as_one_process(tmp_path):
+    """``vec_env=subproc`` steps the same envs in processes of their own: the same metrics and weights as
+    ``vec_env=dummy`` (for LunarLander, lander's lean vec env in the run's process)."""
+    run = tiny("ppo", 1024, n_steps=128, eval_every=512)
+    for vec_env in ("dummy", "subproc"):
+        proc = run_lander(tmp_path / vec_env, *run, f"vec_env={vec_env}")
+        assert proc.returncode == 0, proc.stderr[-3000:]
+    assert_same_results(tmp_path / "dummy", tmp_path / "subproc")

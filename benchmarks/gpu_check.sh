@@ -9,10 +9,20 @@
 # Here: python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp
 #   --platform manylinux_2_28_x86_64 ... -d .whl <each missing package>; then, through the tool:
 #   run(command="bash benchmarks/gpu_check.sh", carry=[".whl"]). The run's folder comes back as cuda_run.tgz.
+#   `bash benchmarks/gpu_check.sh pong`: Pong's speed on the GPU instead (ale-py's wheel in .whl too).
 export PYTHONUNBUFFERED=1
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
 export PYTHONPATH=/tmp/site:$PWD
 R=$PWD; W=/tmp/g; mkdir -p $W; cd $W
+if [ "$1" = pong ]; then  # Pong's training speed three ways (docs/course-experiments.md; carry ale-py's wheel too)
+  P="experiment=qcritic_pong algo=mac seed=0 total_timesteps=16000 eval.freq=8000 eval.episodes=2 eval.n_envs=2"
+  for v in "device=cuda vec_env=subproc" "device=cuda" "device=cpu vec_env=subproc"; do
+    n=$(echo $v | tr ' =' '__'); echo "=== $v"
+    timeout 200 python3 -m lander.run $P $v video.enabled=false logger=none hydra.run.dir=$W/$n 2>&1 | tail -2
+    python3 -c "import json;s=json.load(open('$W/$n/summary.json'));print(s['status'],s['train_steps_per_second'])"
+  done
+  exit
+fi
 nvidia-smi -L; python3 -c "import torch;print(torch.__version__, torch.cuda.is_available())"; which ffmpeg; git -C $R log --oneline -1 2>/dev/null
 step() { echo "=== $1 $(date +%T)"; }
 step test

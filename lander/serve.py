@@ -21,6 +21,8 @@ import socket
 import sys
 from pathlib import Path
 
+from lander.storage.rundir import enclosing_run, made_from
+
 log = logging.getLogger(__name__)
 LOCAL = ("127.0.0.1", "localhost", "::1")
 TOKEN = re.compile(r"[A-Za-z0-9._~-]{16,}")
@@ -107,6 +109,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     if not args.root.is_dir():
         parser().error(f"--root {args.root}: not a directory")
+    if (run := enclosing_run(args.root)) is not None:  # it lists nothing; a launch would make outputs/ in the run
+        where = "the run" if run == args.root.absolute() else "inside the run"
+        parser().error(
+            f"--root {args.root} is {where} {run}: the dashboard serves the directory runs are made from; "
+            f"start it with --root {made_from(run) or '<the directory that run was made from>'}"
+        )
     if args.no_token and not args.no_token_acknowledged:
         parser().error(
             "--no-token lets any process or user of this machine launch Python processes as you: add "

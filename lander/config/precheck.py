@@ -44,6 +44,7 @@ from lander.storage.rundir import (
     RunPaths,
     RunSummary,
     Status,
+    enclosing_run,
     escaping_entry,
     foreign_entries,
     not_a_run,
@@ -658,9 +659,9 @@ def check_not_in_a_run(directory: str, key: str, default: bool) -> None:
     :param default: the config's directory (relative to the working directory), not one given on the command line
     """
     path = Path(directory.split("${", 1)[0] or ".").absolute()
-    # a run lander made (its summary.json, written as it starts): another Hydra app's .hydra/ above a project
-    # (hydra.run.dir=. there) does not stop lander's runs below it
-    run = next((p.root for p in map(RunPaths, path.parents) if p.is_run() and p.summary.is_file()), None)
+    # a run lander made: another Hydra app's .hydra/ above a project (hydra.run.dir=. there) does not stop lander's
+    # runs below it
+    run = enclosing_run(path.parent)
     if run is not None:
         where = "run the command from outside it, or give" if default else "give"
         raise ConfigError(

@@ -286,6 +286,19 @@ class RunPaths:
         return self.config.is_file()
 
 
+def enclosing_run(path: Path) -> Path | None:
+    """The run lander made that ``path`` is or lies inside (its ``.hydra/config.yaml`` and the ``summary.json``
+    written as it starts: another Hydra app's ``.hydra/`` is no run), or None."""
+    path = path.absolute()
+    return next((p.root for p in map(RunPaths, (path, *path.parents)) if p.is_run() and p.summary.is_file()), None)
+
+
+def made_from(run: Path) -> Path | None:
+    """The directory ``run`` was made from, where it lies in Hydra's default ``outputs/`` or ``multirun/`` (None
+    where it does not: ``hydra.run.dir`` was given)."""
+    return next((p.parent for p in run.parents if p.name in ("outputs", "multirun")), None)
+
+
 class SweepPaths:
     """Every file of a sweep directory that lander reads or writes (the jobs are run directories below it).
 

@@ -24,7 +24,7 @@ import httpx
 import pytest
 from omegaconf import OmegaConf
 
-from helpers import REPO, composed, lander, lander_env
+from helpers import REPO, composed, fake_run, lander, lander_env
 from helpers.browser import open_page
 from helpers.service import LONG, TINY, Service, free_port, service
 
@@ -569,3 +569,19 @@ def test_bound_to_every_address_the_printed_urls_open_the_dashboard(tmp_path):
             host = url.split("/")[2]
             with httpx.Client(base_url=svc.url, headers={"Host": host}) as browser:
                 assert browser.get("/" + url.split("/", 3)[3]).status_code == 303, url
+
+
+def test_a_root_inside_a_run_is_refused(tmp_path):
+    """``cd outputs/<run>; python -m lander.serve``: the dashboard listed nothing there, and a run launched from it
+    made ``outputs/`` inside that run (then refused as inside a run, its launch folder left). Now one line, exit 2,
+    naming the directory the run was made from; nothing written."""
+    root = tmp_path / "project"
+    run = fake_run(root / "outputs" / "2026-01-01", "12-00-00_ppo_seed-0", [], 0, {1000: -100.0})
+    for where in (run, run / "metrics"):
+        before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+        refused = serve_refused(where, "--port", "1")
+        assert refused.returncode == 2, refused.stderr
+        said = "the run" if where == run else "inside the run"
+        assert f"--root {where} is {said} {run}: the dashboard serves the directory" in refused.stderr, refused.stderr
+        assert f"--root {root}" in refused.stderr, refused.stderr
+        assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before

@@ -14,7 +14,7 @@ from typing import Any, cast
 
 import pandas as pd
 import yaml
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import FileResponse
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -281,7 +281,9 @@ def run(request: Request, run_id: str) -> dict[str, Any]:
 
 
 @router.get("/api/runs/{run_id}/metrics/{name}", summary="A metrics file as rows; ?since=<timestep> for polling")
-def metrics(request: Request, run_id: str, name: str, since: float | None = None) -> list[dict[str, Any]]:
+def metrics(
+    request: Request, run_id: str, name: str, since: float | None = Query(None, allow_inf_nan=False)
+) -> list[dict[str, Any]]:
     root = root_of(request)
     files_ = RunPaths(store.run_dir(root, run_id)).metric_files
     if name not in files_:

@@ -672,6 +672,10 @@ def test_a_bad_query_parameter_is_named_as_one(tmp_path):
         answer.json()["error"]
         == "query parameter since: Input should be a valid number, unable to parse string as a number"
     )
+    for value in ("nan", "inf", "-inf"):  # were taken: NaN answered no rows at all, as if none were written
+        answer = client(tmp_path).get(f"/api/runs/outputs~run/metrics/eval?since={value}")
+        assert answer.status_code == 422, value
+        assert answer.json()["error"] == "query parameter since: Input should be a finite number", value
 
 
 @pytest.mark.parametrize(

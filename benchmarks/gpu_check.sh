@@ -4,7 +4,8 @@
 # 2026-11-29 (50 MB): Box2D, farama-notifications, adastop, antlr4-python3-runtime (built here: `pip wheel`),
 # cwevals, fastapi, starlette, greenlet, gymnasium, hydra-core, hydra-joblib-launcher, omegaconf, the seven
 # opentelemetry-* wandb needs, googleapis-common-protos, platformdirs, plotly, pydantic, pydantic_core,
-# typing-inspection, annotated-types, pygame-ce, stable_baselines3, uvicorn, wandb (imageio-ffmpeg, 68 MB, is not
+# typing-inspection, annotated-types, pygame-ce, stable_baselines3, uvicorn, wandb, submitit and
+# hydra-submitit-launcher (lander's launchers import it: a sweep needs it), ale-py for Pong (imageio-ffmpeg, 68 MB, is not
 # carried: no video there, and the test harness runs cold).
 # Here: python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp
 #   --platform manylinux_2_28_x86_64 ... -d .whl <each missing package>; then, through the tool:

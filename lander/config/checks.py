@@ -763,7 +763,9 @@ def check_device(device: str) -> None:
         import torch  # 1.1 s (python -X importtime): only where a run asks for a GPU, not in every check
 
         index = int(device.split(":")[1]) if ":" in device else 0
-        found = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        # counted by NVML where it answers (torch's device_count): CUDA's runtime, once asked (is_available), is
+        # not usable in a forked child, and lander's launcher forks a sweep's jobs from the process checking them
+        found = torch.cuda.device_count()
         _check(index < found, "device", device, f"a device this machine has ({found} CUDA devices): cpu or auto")
     elif device == "mps":
         import torch  # 1.1 s: as above

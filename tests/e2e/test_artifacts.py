@@ -268,3 +268,21 @@ def test_a_run_on_a_gpu_logs_its_memory(tmp_path):
     assert summary["gpu"] == torch.cuda.get_device_name(0) and summary["gpu_peak_memory_mb"] > 0
     history = read_run(run_dir)["history"]
     assert any("system/gpu_memory_allocated_mb" in row for row in history)
+
+
+def test_a_sweep_on_a_gpu_forks_jobs_that_use_it(tmp_path):
+    """``--multirun device=cuda`` with lander's launcher (the default): the sweep's process checks the device, then
+    forks each job. Where the check asks CUDA's runtime (``torch.cuda.is_available``), a forked job cannot use
+    CUDA. Runs where CUDA is (the device tool's GPU machine); skipped elsewhere."""
+    import torch
+
+    if torch.cuda.device_count() == 0:  # NVML's count: this process may fork
+        pytest.skip("no CUDA device on this machine")
+    from helpers import lander, tiny
+
+    sweep = tmp_path / "sweep"
+    proc = lander("--multirun", "seed=0,1", *tiny("ppo", 1024), "device=cuda", f"hydra.sweep.dir={sweep}")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    for job in ("0", "1"):
+        summary = read_json(sweep / job / "summary.json")
+        assert summary["status"] == "completed" and summary["gpu"] == torch.cuda.get_device_name(0), summary

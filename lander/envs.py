@@ -8,11 +8,13 @@ exactly the same observations. Ids of the form ``module:EnvId`` import ``module`
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import os
 import signal
 import time
+from collections.abc import Iterator
 from functools import partial
 from typing import Any
 
@@ -148,7 +150,7 @@ def make_train_env(env_cfg: DictConfig, n_envs: int, seed: int, vec_env: str = "
     route_mujoco_warnings(env_cfg.id)
     if is_plain_lunar_lander(env_cfg) and vec_env == "dummy":
         return LunarLanderVecEnv(env_cfg.id, n_envs, seed, env_kwargs(env_cfg))
-    cls = SubprocVecEnv if vec_env == "subproc" else DummyVecEnv
+    cls = SubprocEnvs if vec_env == "subproc" else DummyVecEnv
     kwargs = {"start_method": "forkserver"} if vec_env == "subproc" else None
     wrappers = OmegaConf.to_container(env_cfg.get("wrappers") or OmegaConf.create([]), resolve=True)
     assert isinstance(wrappers, list)
@@ -172,6 +174,74 @@ def make_in_env_process(env_id: str, **kwargs: Any) -> gym.Env:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     return gym.make(env_id, **kwargs)
+
+
+class EnvProcessEnded(RuntimeError):
+    """An env process of ``vec_env=subproc`` ended while the run needed it."""
+
+
+class SubprocEnvs(SubprocVecEnv):
+    """SB3's ``SubprocVecEnv`` (an env a process) that says which env process ended when one does, and closes
+    without waiting on it: SB3's ``close`` waited for an answer from every env process, and those that had answered
+    the last step already never answered again, so a run whose env raised in its process, or whose env process was
+    killed, hung for ever after recording its failure."""
+
+    def step_async(self, actions: np.ndarray) -> None:
+        with self.watched():
+            super().step_async(actions)
+
+    def step_wait(self) -> VecEnvStepReturn:
+        with self.watched():
+            return super().step_wait()
+
+    def reset(self) -> Any:
+        with self.watched():
+            return super().reset()
+
+    @contextlib.contextmanager
+    def watched(self) -> Iterator[None]:
+        """A pipe to an env process broken: :class:`EnvProcessEnded`, naming it and what ended it."""
+        try:
+            yield
+        except (EOFError, ConnectionError) as exc:
+            raise self.ended() from exc
+
+    def ended(self) -> EnvProcessEnded:
+        deadline = time.monotonic() + 5.0  # its pipe closed as it exited: its exit code comes a moment later
+        while time.monotonic() < deadline and all(process.exitcode is None for process in self.processes):
+            time.sleep(0.01)
+        for index, process in enumerate(self.processes):
+            if (code := process.exitcode) is not None:
+                how = (
+                    f"killed by {signal.Signals(-code).name}"
+                    if code < 0
+                    else f"its env raised (exit code {code}; the env process's traceback is on the run's stderr)"
+                )
+                return EnvProcessEnded(f"env process {index} of {len(self.processes)} (vec_env=subproc) ended: {how}")
+        return EnvProcessEnded("an env process of vec_env=subproc stopped answering")
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        if self.waiting or not all(process.is_alive() for process in self.processes):
+            self.end()  # the answers it waits for never come: the env processes end here
+            return
+        try:
+            super().close()
+        except (EOFError, OSError):  # one ended meanwhile
+            self.end()
+
+    def end(self) -> None:
+        """Kill the env processes (they ignore SIGINT and SIGTERM: :func:`make_in_env_process`) and close their
+        pipes."""
+        for process in self.processes:
+            if process.is_alive():
+                process.kill()
+        for process in self.processes:
+            process.join()
+        for remote in self.remotes:
+            remote.close()
+        self.closed = True
 
 
 LUNAR_LANDER_ENTRY = "gymnasium.envs.box2d.lunar_lander:LunarLander"

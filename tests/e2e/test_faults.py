@@ -15,6 +15,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 
 from helpers import REPO, assert_same_results, lander, lander_env, read_json, run_lander, start_lander, tiny
@@ -230,6 +231,33 @@ def test_a_signal_to_the_process_group_stops_a_subproc_run_as_interrupted(tmp_pa
     assert summary["error"] == f"Interrupted: {sig.name}"
     assert (run_dir / "checkpoints" / f"model_{summary['timesteps']}_steps.zip").is_file()
     resumed = lander(f"resume={run_dir}", f"total_timesteps={summary['timesteps'] + 256}")  # a shorter budget
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert assert_consistent(run_dir, "completed")["timesteps"] >= summary["timesteps"] + 256
+
+
+def test_an_env_process_killed_fails_the_run_at_once_and_it_resumes(tmp_path):
+    """``vec_env=subproc``, one env process killed (the OOM killer, a segfault in an env's C code): the run, recorded
+    failed, waited for ever in SB3's ``SubprocVecEnv.close`` for answers the other env processes had given already.
+    Now it ends, exit 1, ``summary.json`` naming the env process and the signal, and resumes from its checkpoint."""
+    run_dir = tmp_path / "run"
+    run = tiny("ppo", 200_000, n_steps=64, eval_every=100_000, checkpoints=256)
+    proc = start_lander(*run, "vec_env=subproc", f"hydra.run.dir={run_dir}", session=True)
+    try:
+        deadline = time.monotonic() + 240
+        while not any((run_dir / "checkpoints").glob("*.zip")):
+            assert time.monotonic() < deadline and proc.poll() is None, proc.stderr[-3000:]
+            time.sleep(0.05)
+        # the env processes: children of multiprocessing's fork server, itself a child of the run's process
+        env_processes = [p for p in psutil.Process(proc.pid).children(recursive=True) if p.ppid() != proc.pid]
+        assert len(env_processes) == 2, env_processes
+        env_processes[1].kill()
+        assert proc.wait(timeout=120) == 1, proc.stderr[-3000:]
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    summary = assert_consistent(run_dir, "failed")
+    assert summary["error"].startswith("EnvProcessEnded: env process 1 of 2 (vec_env=subproc) ended: killed by SIGKILL")
+    resumed = lander(f"resume={run_dir}", f"total_timesteps={summary['timesteps'] + 256}")
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert assert_consistent(run_dir, "completed")["timesteps"] >= summary["timesteps"] + 256
 

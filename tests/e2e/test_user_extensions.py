@@ -305,7 +305,20 @@ class OneSimulator(Corridor):
         super().__init__(length)
 
 
+class Crashing(Corridor):
+    """The same, whose simulator crashes at its 100th step."""
+
+    steps = 0
+
+    def step(self, action):
+        self.steps += 1
+        if self.steps == 100:
+            raise RuntimeError("the simulator crashed")
+        return super().step(action)
+
+
 gym.register("Corridor-v0", entry_point=Corridor, max_episode_steps=40)
+gym.register("Crashing-v0", entry_point=Crashing, max_episode_steps=40)
 gym.register("OneSimulator-v0", entry_point=OneSimulator, max_episode_steps=40)
 gym.register("GoalCorridor-v0", entry_point=GoalCorridor, max_episode_steps=40)
 gym.register("RenderlessCorridor-v0", entry_point=RenderlessCorridor, max_episode_steps=40)
@@ -378,6 +391,21 @@ def test_an_env_with_dict_observations_trains_with_sb3s_multi_input_policy(tmp_p
     )
     assert away.returncode == 2 and "Traceback" not in away.stderr, away.stderr[-3000:]
     assert "env.id='my_envs:GoalCorridor-v0': the module 'my_envs' cannot be imported" in away.stderr
+
+
+def test_an_env_that_raises_in_its_own_process_fails_the_run_at_once(tmp_path: Path) -> None:
+    """``vec_env=subproc``: an env that raised ended its process; the run, recorded failed, then waited for ever in
+    SB3's ``SubprocVecEnv.close`` for answers the other env processes had given already. Now it ends, exit 1,
+    ``summary.json`` naming the env process and what ended it (its traceback is on the run's stderr)."""
+    (tmp_path / "my_envs.py").write_text(ENVS_OF_ONES_OWN)
+    overrides = [*tiny("a2c", 4000, eval_every=2000), "env=cartpole", "env.id=my_envs:Crashing-v0", "vec_env=subproc"]
+    proc = lander(*overrides, "env.name=crashing", "hydra.run.dir=run", cwd=tmp_path, timeout=180)
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    summary = read_json(tmp_path / "run" / "summary.json")
+    assert summary["status"] == "failed" and 0 < summary["timesteps"] < 4000, summary
+    assert summary["error"].startswith("EnvProcessEnded: env process "), summary["error"]
+    assert "(vec_env=subproc) ended: its env raised (exit code 1" in summary["error"], summary["error"]
+    assert "RuntimeError: the simulator crashed" in proc.stderr
 
 
 def test_a_run_whose_envs_fail_to_be_made_is_recorded_as_failed(tmp_path: Path) -> None:

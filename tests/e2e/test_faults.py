@@ -211,7 +211,7 @@ def test_a_disk_that_fills_while_the_report_is_written_fails_the_run(tmp_path):
         assert not (run_dir / "report.html").exists() and not temporaries(run_dir)
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize("sig", [signal.SIGINT, pytest.param(signal.SIGTERM, marks=pytest.mark.slow)])
 def test_a_signal_to_the_process_group_stops_a_subproc_run_as_interrupted(tmp_path, sig):
     """Ctrl-C reaches every process of the terminal's group, the env processes of ``vec_env=subproc`` too, as
     SLURM's and ``timeout``'s SIGTERM do: the run stops at its next step, ``interrupted`` with a checkpoint, exit
@@ -235,6 +235,7 @@ def test_a_signal_to_the_process_group_stops_a_subproc_run_as_interrupted(tmp_pa
     assert assert_consistent(run_dir, "completed")["timesteps"] >= summary["timesteps"] + 256
 
 
+@pytest.mark.slow  # the default suite has the same broken pipe from an env that raises (test_user_extensions.py)
 def test_an_env_process_killed_fails_the_run_at_once_and_it_resumes(tmp_path):
     """``vec_env=subproc``, one env process killed (the OOM killer, a segfault in an env's C code): the run, recorded
     failed, waited for ever in SB3's ``SubprocVecEnv.close`` for answers the other env processes had given already.

@@ -14,7 +14,7 @@ import math
 import os
 import signal
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import partial
 from typing import Any
 
@@ -186,6 +186,16 @@ class SubprocEnvs(SubprocVecEnv):
     the last step already never answered again, so a run whose env raised in its process, or whose env process was
     killed, hung for ever after recording its failure."""
 
+    def __init__(self, env_fns: list[Callable[[], gym.Env]], start_method: str | None = None) -> None:
+        try:
+            super().__init__(env_fns, start_method)
+        except BaseException as exc:  # env process 0 could not make its env (SB3 reads its spaces), or a signal
+            error = self.ended() if isinstance(exc, (EOFError, ConnectionError)) else None
+            self.end()  # the others, waiting for a command, end here: they leave SIGTERM to the run, and
+            if error is not None:  # multiprocessing's exit, ending them by it, waited for them for ever
+                raise error from exc
+            raise
+
     def step_async(self, actions: np.ndarray) -> None:
         with self.watched():
             super().step_async(actions)
@@ -208,16 +218,17 @@ class SubprocEnvs(SubprocVecEnv):
 
     def ended(self) -> EnvProcessEnded:
         deadline = time.monotonic() + 5.0  # its pipe closed as it exited: its exit code comes a moment later
-        while time.monotonic() < deadline and all(process.exitcode is None for process in self.processes):
+        processes = getattr(self, "processes", [])  # those started, if it failed as it started them
+        while time.monotonic() < deadline and all(process.exitcode is None for process in processes):
             time.sleep(0.01)
-        for index, process in enumerate(self.processes):
+        for index, process in enumerate(processes):
             if (code := process.exitcode) is not None:
                 how = (
                     f"killed by {signal.Signals(-code).name}"
                     if code < 0
                     else f"its env raised (exit code {code}; the env process's traceback is on the run's stderr)"
                 )
-                return EnvProcessEnded(f"env process {index} of {len(self.processes)} (vec_env=subproc) ended: {how}")
+                return EnvProcessEnded(f"env process {index} of {len(processes)} (vec_env=subproc) ended: {how}")
         return EnvProcessEnded("an env process of vec_env=subproc stopped answering")
 
     def close(self) -> None:
@@ -234,12 +245,13 @@ class SubprocEnvs(SubprocVecEnv):
     def end(self) -> None:
         """Kill the env processes (they ignore SIGINT and SIGTERM: :func:`make_in_env_process`) and close their
         pipes."""
-        for process in self.processes:
+        processes = getattr(self, "processes", [])  # those started, if it failed as it started them
+        for process in processes:
             if process.is_alive():
                 process.kill()
-        for process in self.processes:
+        for process in processes:
             process.join()
-        for remote in self.remotes:
+        for remote in getattr(self, "remotes", ()):
             remote.close()
         self.closed = True
 

@@ -317,7 +317,25 @@ class Crashing(Corridor):
         return super().step(action)
 
 
+class NoLicence(Corridor):
+    """The same, whose licence server refuses the first env process of ``vec_env=subproc`` to ask."""
+
+    def __init__(self, length=6):
+        import multiprocessing
+        import os
+
+        if multiprocessing.current_process().name != "MainProcess":
+            try:
+                os.close(os.open("refused", os.O_CREAT | os.O_EXCL))
+            except FileExistsError:
+                pass
+            else:
+                raise RuntimeError("no licence for this process")
+        super().__init__(length)
+
+
 gym.register("Corridor-v0", entry_point=Corridor, max_episode_steps=40)
+gym.register("NoLicence-v0", entry_point=NoLicence, max_episode_steps=40)
 gym.register("Crashing-v0", entry_point=Crashing, max_episode_steps=40)
 gym.register("OneSimulator-v0", entry_point=OneSimulator, max_episode_steps=40)
 gym.register("GoalCorridor-v0", entry_point=GoalCorridor, max_episode_steps=40)
@@ -406,6 +424,22 @@ def test_an_env_that_raises_in_its_own_process_fails_the_run_at_once(tmp_path: P
     assert summary["error"].startswith("EnvProcessEnded: env process "), summary["error"]
     assert "(vec_env=subproc) ended: its env raised (exit code 1" in summary["error"], summary["error"]
     assert "RuntimeError: the simulator crashed" in proc.stderr
+
+
+def test_an_env_that_cannot_be_made_in_its_own_process_fails_the_run(tmp_path: Path) -> None:
+    """``vec_env=subproc``, one env process whose env's constructor raises (the first of them, whichever asks
+    first): the run ends, exit 1, ``failed`` with the env process named, nothing left running. (Where that was env
+    process 0, whose spaces SB3 reads as it starts them, the others were left waiting for a command, and the run's
+    process waited for them for ever as it exited: they leave SIGTERM to the run.)"""
+    (tmp_path / "my_envs.py").write_text(ENVS_OF_ONES_OWN)
+    overrides = [*tiny("a2c", 400), "env=cartpole", "env.id=my_envs:NoLicence-v0"]  # two env processes
+    proc = lander(*overrides, "vec_env=subproc", "env.name=nolicence", "hydra.run.dir=run", cwd=tmp_path, timeout=180)
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    summary = read_json(tmp_path / "run" / "summary.json")
+    assert summary["status"] == "failed" and summary["timesteps"] == 0, summary
+    assert summary["error"].startswith("EnvProcessEnded: env process "), summary["error"]
+    assert "of 2 (vec_env=subproc) ended: its env raised (exit code 1" in summary["error"], summary["error"]
+    assert "RuntimeError: no licence for this process" in proc.stderr
 
 
 def test_a_run_whose_envs_fail_to_be_made_is_recorded_as_failed(tmp_path: Path) -> None:

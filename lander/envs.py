@@ -8,12 +8,15 @@ exactly the same observations. Ids of the form ``module:EnvId`` import ``module`
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import logging
 import math
+import multiprocessing.util  # noqa: F401  # its exit handler registered before lander's (end_open_env_processes)
 import os
 import signal
 import time
+import weakref
 from collections.abc import Callable, Iterator
 from functools import partial
 from typing import Any
@@ -187,6 +190,7 @@ class SubprocEnvs(SubprocVecEnv):
     killed, hung for ever after recording its failure."""
 
     def __init__(self, env_fns: list[Callable[[], gym.Env]], start_method: str | None = None) -> None:
+        OPEN_ENV_PROCESSES.add(self)
         try:
             super().__init__(env_fns, start_method)
         except BaseException as exc:  # env process 0 could not make its env (SB3 reads its spaces), or a signal
@@ -254,6 +258,21 @@ class SubprocEnvs(SubprocVecEnv):
         for remote in getattr(self, "remotes", ()):
             remote.close()
         self.closed = True
+
+
+OPEN_ENV_PROCESSES: weakref.WeakSet[SubprocEnvs] = weakref.WeakSet()
+
+
+def end_open_env_processes() -> None:
+    """At exit, before multiprocessing's own handler (registered before this one, so run after it), which ends its
+    children by SIGTERM and then waits for them: env processes still open (a path that never closed them) leave
+    SIGTERM to the run, and that wait was for ever."""
+    for envs in list(OPEN_ENV_PROCESSES):
+        if not envs.closed:
+            envs.end()
+
+
+atexit.register(end_open_env_processes)
 
 
 LUNAR_LANDER_ENTRY = "gymnasium.envs.box2d.lunar_lander:LunarLander"

@@ -166,3 +166,21 @@ def test_the_lean_envs_train_plain_lunar_lander_only(overrides: list[str], lean:
     env = make_train_env(cfg.env, 2, 0)
     assert isinstance(env, LunarLanderVecEnv) is lean
     env.close()
+
+
+def test_env_processes_left_open_do_not_hold_the_exit() -> None:
+    """The env processes of ``vec_env=subproc`` leave SIGTERM to the run, and multiprocessing ends its children at
+    exit by SIGTERM, then waits for them: a process that exits with its envs still open (never closed on some path)
+    waited for ever. lander ends them first."""
+    import subprocess
+    import sys
+
+    script = (
+        "from functools import partial\n"
+        "from lander.envs import SubprocEnvs, make_in_env_process\n"
+        "envs = SubprocEnvs([partial(make_in_env_process, 'CartPole-v1')] * 2, start_method='forkserver')\n"
+        "envs.reset()\n"
+        "print('open', flush=True)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and proc.stdout == "open\n", proc.stderr[-3000:]

@@ -168,14 +168,19 @@ def make_train_env(env_cfg: DictConfig, n_envs: int, seed: int, vec_env: str = "
     )
 
 
+# the run's (lander.process.signals): stop, pause and continue
+RUN_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGUSR1, signal.SIGUSR2)
+
+
 def make_in_env_process(env_id: str, **kwargs: Any) -> gym.Env:
-    """``gym.make(env_id, **kwargs)`` in an env process of ``vec_env=subproc``, which first leaves SIGINT and
-    SIGTERM to the run's process: Ctrl-C reaches every process of the terminal's group (SLURM's and ``timeout``'s
-    SIGTERM likewise), and the run stops at its next step, then closes its envs. An env process that died of the
-    signal first broke the run's pipe: the run failed, without a checkpoint. Should the run's process die, the env
-    process ends at its next read (SB3's worker: ``EOFError``)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    """``gym.make(env_id, **kwargs)`` in an env process of ``vec_env=subproc``, which first leaves the run's signals
+    (:data:`RUN_SIGNALS`) to the run's process: Ctrl-C reaches every process of the terminal's group (SLURM's and
+    ``timeout``'s SIGTERM likewise), and the run stops at its next step, then closes its envs; SIGUSR1 and SIGUSR2
+    to the group pause it and let it go on. An env process that died of the signal first broke the run's pipe: the
+    run failed, without a checkpoint. Should the run's process die, the env process ends at its next read (SB3's
+    worker: ``EOFError``)."""
+    for signum in RUN_SIGNALS:
+        signal.signal(signum, signal.SIG_IGN)
     return gym.make(env_id, **kwargs)
 
 
@@ -247,7 +252,7 @@ class SubprocEnvs(SubprocVecEnv):
             self.end()
 
     def end(self) -> None:
-        """Kill the env processes (they ignore SIGINT and SIGTERM: :func:`make_in_env_process`) and close their
+        """Kill the env processes (they ignore the run's signals: :func:`make_in_env_process`) and close their
         pipes."""
         processes = getattr(self, "processes", [])  # those started, if it failed as it started them
         for process in processes:

@@ -12,7 +12,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import psutil
@@ -233,6 +233,39 @@ def test_a_signal_to_the_process_group_stops_a_subproc_run_as_interrupted(tmp_pa
     resumed = lander(f"resume={run_dir}", f"total_timesteps={summary['timesteps'] + 256}")  # a shorter budget
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert assert_consistent(run_dir, "completed")["timesteps"] >= summary["timesteps"] + 256
+
+
+@pytest.mark.slow
+def test_a_subproc_run_pauses_and_goes_on_by_signals_to_its_process_group(tmp_path):
+    """SIGUSR1 and SIGUSR2 to the whole group pause the run and let it go on (they ended its env processes: by
+    default these signals end a process), then Ctrl-C stops it as interrupted."""
+    run_dir = tmp_path / "run"
+    run = tiny("ppo", 200_000, n_steps=64, eval_every=100_000, checkpoints=256)
+    proc = start_lander(*run, "vec_env=subproc", f"hydra.run.dir={run_dir}", session=True)
+
+    def wait_until(done: Callable[[], bool]) -> None:
+        deadline = time.monotonic() + 240
+        while not done():
+            assert time.monotonic() < deadline and proc.poll() is None, proc.stderr[-3000:]
+            time.sleep(0.05)
+
+    def newest_checkpoint() -> int:
+        return max((int(p.name.split("_")[1]) for p in (run_dir / "checkpoints").glob("model_*_steps.zip")), default=0)
+
+    try:
+        wait_until(lambda: newest_checkpoint() > 0)
+        os.killpg(proc.pid, signal.SIGUSR1)
+        wait_until(lambda: read_json(run_dir / "summary.json")["status"] == "paused")
+        paused_at = newest_checkpoint()
+        os.killpg(proc.pid, signal.SIGUSR2)
+        wait_until(lambda: newest_checkpoint() > paused_at)  # stepping its env processes again
+        os.killpg(proc.pid, signal.SIGINT)
+        assert proc.wait(timeout=120) == 130, proc.stderr[-3000:]
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert assert_consistent(run_dir, "interrupted")["timesteps"] > paused_at
 
 
 @pytest.mark.slow  # the default suite has the same broken pipe from an env that raises (test_user_extensions.py)

@@ -196,6 +196,8 @@ class SubprocEnvs(SubprocVecEnv):
 
     def __init__(self, env_fns: list[Callable[[], gym.Env]], start_method: str | None = None) -> None:
         OPEN_ENV_PROCESSES.add(self)
+        self.processes: list[Any] = []  # those started, should it fail as it starts them (SB3 sets both again)
+        self.remotes: tuple[Any, ...] = ()
         try:
             super().__init__(env_fns, start_method)
         except BaseException as exc:  # env process 0 could not make its env (SB3 reads its spaces), or a signal
@@ -227,17 +229,16 @@ class SubprocEnvs(SubprocVecEnv):
 
     def ended(self) -> EnvProcessEnded:
         deadline = time.monotonic() + 5.0  # its pipe closed as it exited: its exit code comes a moment later
-        processes = getattr(self, "processes", [])  # those started, if it failed as it started them
-        while time.monotonic() < deadline and all(process.exitcode is None for process in processes):
+        while time.monotonic() < deadline and all(process.exitcode is None for process in self.processes):
             time.sleep(0.01)
-        for index, process in enumerate(processes):
+        for index, process in enumerate(self.processes):
             if (code := process.exitcode) is not None:
                 how = (
                     f"killed by {signal.Signals(-code).name}"
                     if code < 0
                     else f"its env raised (exit code {code}; the env process's traceback is on the run's stderr)"
                 )
-                return EnvProcessEnded(f"env process {index} of {len(processes)} (vec_env=subproc) ended: {how}")
+                return EnvProcessEnded(f"env process {index} of {len(self.processes)} (vec_env=subproc) ended: {how}")
         return EnvProcessEnded("an env process of vec_env=subproc stopped answering")
 
     def close(self) -> None:
@@ -254,13 +255,12 @@ class SubprocEnvs(SubprocVecEnv):
     def end(self) -> None:
         """Kill the env processes (they ignore the run's signals: :func:`make_in_env_process`) and close their
         pipes."""
-        processes = getattr(self, "processes", [])  # those started, if it failed as it started them
-        for process in processes:
+        for process in self.processes:
             if process.is_alive():
                 process.kill()
-        for process in processes:
+        for process in self.processes:
             process.join()
-        for remote in getattr(self, "remotes", ()):
+        for remote in self.remotes:
             remote.close()
         self.closed = True
 

@@ -18,7 +18,17 @@ from pathlib import Path
 import psutil
 import pytest
 
-from helpers import REPO, assert_same_results, lander, lander_env, read_json, run_lander, start_lander, tiny
+from helpers import (
+    REPO,
+    assert_same_results,
+    lander,
+    lander_env,
+    read_json,
+    run_lander,
+    start_lander,
+    tiny,
+    wait_for_checkpoints,
+)
 from helpers.consistency import assert_consistent, temporaries
 from helpers.wandb_reader import read_runs
 
@@ -221,10 +231,7 @@ def test_a_signal_to_the_process_group_stops_a_subproc_run_as_interrupted(tmp_pa
     run = tiny("ppo", 200_000, n_steps=64, eval_every=100_000, checkpoints=256)
     proc = start_lander(*run, "vec_env=subproc", f"hydra.run.dir={run_dir}", session=True)
     try:
-        deadline = time.monotonic() + 240
-        while not any((run_dir / "checkpoints").glob("*.zip")):  # training, in its env processes
-            assert time.monotonic() < deadline and proc.poll() is None, proc.stderr[-3000:]
-            time.sleep(0.05)
+        wait_for_checkpoints(run_dir.parent, (run_dir.name,), proc)  # training, in its env processes
         os.killpg(proc.pid, sig)
         assert proc.wait(timeout=120) == 128 + sig, proc.stderr[-3000:]
     finally:  # a run left hanging, its env processes with it
@@ -257,7 +264,7 @@ def test_a_subproc_run_pauses_and_goes_on_by_signals_to_its_process_group(tmp_pa
         return max((int(p.name.split("_")[1]) for p in (run_dir / "checkpoints").glob("model_*_steps.zip")), default=0)
 
     try:
-        wait_until(lambda: newest_checkpoint() > 0)
+        wait_for_checkpoints(run_dir.parent, (run_dir.name,), proc)
         os.killpg(proc.pid, signal.SIGUSR1)
         wait_until(lambda: read_json(run_dir / "summary.json")["status"] == "paused")
         paused_at = newest_checkpoint()
@@ -281,10 +288,7 @@ def test_an_env_process_killed_fails_the_run_at_once_and_it_resumes(tmp_path):
     run = tiny("ppo", 200_000, n_steps=64, eval_every=100_000, checkpoints=256)
     proc = start_lander(*run, "vec_env=subproc", f"hydra.run.dir={run_dir}", session=True)
     try:
-        deadline = time.monotonic() + 240
-        while not any((run_dir / "checkpoints").glob("*.zip")):
-            assert time.monotonic() < deadline and proc.poll() is None, proc.stderr[-3000:]
-            time.sleep(0.05)
+        wait_for_checkpoints(run_dir.parent, (run_dir.name,), proc)  # training, in its env processes
         # the env processes: children of multiprocessing's fork server, itself a child of the run's process
         env_processes = [p for p in psutil.Process(proc.pid).children(recursive=True) if p.ppid() != proc.pid]
         assert len(env_processes) == 2, env_processes

@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.root.is_dir():
         parser().error(f"--root {args.root}: not a directory")
     if (run := enclosing_run(args.root)) is not None:  # it lists nothing; a launch would make outputs/ in the run
-        where = "the run" if run == args.root.absolute() else "inside the run"
+        where = "the run" if run == args.root.resolve() else "inside the run"
         parser().error(
             f"--root {args.root} is {where} {run}: the dashboard serves the directory runs are made from; "
             f"start it with --root {made_from(run) or '<the directory that run was made from>'}"

@@ -621,6 +621,8 @@ def check_output_dir(argv: list[str], cfg: DictConfig, multirun: bool) -> None:
     directory = given[-1] if given else str(node["dir"])
     if directory.startswith(CLAIM) and directory.endswith("}"):  # lander's default: the name it claims
         directory = directory[len(CLAIM) : -1]
+    if "${" not in directory:  # r4/x/.. is r4, the run Hydra would write in (making r4/x on its way there)
+        directory = os.path.normpath(directory)
     check_writable(directory, key)
     check_not_in_a_run(directory, key, given == [])
     check_own_directory(directory, key, multirun)
@@ -658,7 +660,7 @@ def check_not_in_a_run(directory: str, key: str, default: bool) -> None:
 
     :param default: the config's directory (relative to the working directory), not one given on the command line
     """
-    path = Path(directory.split("${", 1)[0] or ".").absolute()
+    path = Path(directory.split("${", 1)[0] or ".").resolve()  # <run>/x/.. is the run itself, not inside it
     # a run lander made: another Hydra app's .hydra/ above a project (hydra.run.dir=. there) does not stop lander's
     # runs below it
     run = enclosing_run(path.parent)

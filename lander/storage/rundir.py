@@ -288,8 +288,9 @@ class RunPaths:
 
 def enclosing_run(path: Path) -> Path | None:
     """The run lander made that ``path`` is or lies inside (its ``.hydra/config.yaml`` and the ``summary.json``
-    written as it starts: another Hydra app's ``.hydra/`` is no run), or None."""
-    path = path.absolute()
+    written as it starts: another Hydra app's ``.hydra/`` is no run), or None. ``path`` is resolved first, as the
+    system does: ``<run>/../beside`` is beside the run, not in it."""
+    path = path.resolve()
     return next((p.root for p in map(RunPaths, (path, *path.parents)) if p.is_run() and p.summary.is_file()), None)
 
 

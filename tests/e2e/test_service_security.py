@@ -585,3 +585,6 @@ def test_a_root_inside_a_run_is_refused(tmp_path):
         assert f"--root {where} is {said} {run}: the dashboard serves the directory" in refused.stderr, refused.stderr
         assert f"--root {root}" in refused.stderr, refused.stderr
         assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before
+    beside = serve_refused(run / "..", "--max-running", "0")  # the folder of runs, reached through the run: its
+    assert beside.returncode == 2 and "inside the run" not in beside.stderr, beside.stderr  # root passes
+    assert "--max-running" in beside.stderr, beside.stderr

@@ -512,6 +512,10 @@ def test_a_run_or_sweep_is_not_made_inside_a_runs_directory(tmp_path, monkeypatc
             check_command(command)
         monkeypatch.chdir(tmp_path)
         check_command([*command, f"{key}={tmp_path / 'beside'}"])
+        check_command([*command, f"{key}={run / '..' / 'beside'}"])  # beside too: refused as inside the run
+        monkeypatch.chdir(run)
+        check_command([*command, f"{key}=../beside"])
+        monkeypatch.chdir(tmp_path)
     assert sorted(p.name for p in run.iterdir()) == [".hydra", "summary.json"]  # nothing made
 
 
@@ -578,6 +582,8 @@ def test_a_command_into_a_runs_directory_must_be_that_runs_command(tmp_path, mon
     for other, saved in ((["seed=1"], "seed=1 algo=a2c"), (["algo=a2c", "seed=2"], "seed=1 algo=a2c")):
         with pytest.raises(ConfigError, match=rf"holds a run of other overrides \({saved}; now: {' '.join(other)}\)"):
             check_command([*other, f"hydra.run.dir={run}"])
+        with pytest.raises(ConfigError, match=rf"holds a run of other overrides \({saved}; now"):  # the run: not
+            check_command([*other, f"hydra.run.dir={run / 'x' / '..'}"])  # seen as new (x is not there)
     (run / ".hydra" / "overrides.yaml").write_text("a: &a [*a]\n")
     with pytest.raises(ConfigError, match=r"\(overrides.yaml unreadable; now: seed=1 algo=a2c\)"):
         check_command(["seed=1", "algo=a2c", f"hydra.run.dir={run}"])

@@ -15,7 +15,9 @@ import math
 import multiprocessing.util  # noqa: F401  # its exit handler registered before lander's (end_open_env_processes)
 import os
 import signal
+import tempfile
 import time
+import traceback
 import weakref
 from collections.abc import Callable, Iterator
 from functools import partial
@@ -158,7 +160,7 @@ def make_train_env(env_cfg: DictConfig, n_envs: int, seed: int, vec_env: str = "
     wrappers = OmegaConf.to_container(env_cfg.get("wrappers") or OmegaConf.create([]), resolve=True)
     assert isinstance(wrappers, list)
     return make_vec_env(
-        partial(make_in_env_process, env_cfg.id) if vec_env == "subproc" else env_cfg.id,
+        env_cfg.id,
         n_envs=n_envs,
         seed=seed,
         env_kwargs=env_kwargs(env_cfg),
@@ -172,16 +174,48 @@ def make_train_env(env_cfg: DictConfig, n_envs: int, seed: int, vec_env: str = "
 RUN_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGUSR1, signal.SIGUSR2)
 
 
-def make_in_env_process(env_id: str, **kwargs: Any) -> gym.Env:
-    """``gym.make(env_id, **kwargs)`` in an env process of ``vec_env=subproc``, which first leaves the run's signals
+def make_in_env_process(make: Callable[[], gym.Env], error_file: str) -> gym.Env:
+    """``make()`` in an env process of ``vec_env=subproc``, which first leaves the run's signals
     (:data:`RUN_SIGNALS`) to the run's process: Ctrl-C reaches every process of the terminal's group (SLURM's and
     ``timeout``'s SIGTERM likewise), and the run stops at its next step, then closes its envs; SIGUSR1 and SIGUSR2
     to the group pause it and let it go on. An env process that died of the signal first broke the run's pipe: the
     run failed, without a checkpoint. Should the run's process die, the env process ends at its next read (SB3's
-    worker: ``EOFError``)."""
+    worker: ``EOFError``).
+
+    An exception of the env's (made, reset or stepped) is written to ``error_file`` before it ends the process, for
+    :meth:`SubprocEnvs.ended` to name it and log its traceback in the run's ``run.log``: the process's own traceback
+    went to the run's stderr only."""
     for signum in RUN_SIGNALS:
         signal.signal(signum, signal.SIG_IGN)
-    return gym.make(env_id, **kwargs)
+    with EnvErrors.written_to(error_file):
+        return EnvErrors(make(), error_file)
+
+
+class EnvErrors(gym.Wrapper):  # any env's spaces
+    """The outermost wrapper of an env in an env process: an exception its ``reset`` or ``step`` raises is written
+    to ``error_file`` (its traceback) as it ends the process (:func:`make_in_env_process`)."""
+
+    def __init__(self, env: gym.Env, error_file: str) -> None:
+        super().__init__(env)
+        self.error_file = error_file
+
+    @staticmethod
+    @contextlib.contextmanager
+    def written_to(error_file: str) -> Iterator[None]:
+        try:
+            yield
+        except BaseException:
+            with contextlib.suppress(OSError), open(error_file, "w", encoding="utf-8") as handle:
+                handle.write(traceback.format_exc())
+            raise
+
+    def reset(self, **kwargs: Any) -> Any:
+        with self.written_to(self.error_file):
+            return self.env.reset(**kwargs)
+
+    def step(self, action: Any) -> Any:
+        with self.written_to(self.error_file):
+            return self.env.step(action)
 
 
 class EnvProcessEnded(RuntimeError):
@@ -198,6 +232,9 @@ class SubprocEnvs(SubprocVecEnv):
         OPEN_ENV_PROCESSES.add(self)
         self.processes: list[Any] = []  # those started, should it fail as it starts them (SB3 sets both again)
         self.remotes: tuple[Any, ...] = ()
+        self.errors = tempfile.TemporaryDirectory(prefix="lander-env-errors-")  # an env's exception, a file each
+        self.error_files = [os.path.join(self.errors.name, f"{index}.txt") for index in range(len(env_fns))]
+        env_fns = [partial(make_in_env_process, fn, path) for fn, path in zip(env_fns, self.error_files, strict=True)]
         try:
             super().__init__(env_fns, start_method)
         except BaseException as exc:  # env process 0 could not make its env (SB3 reads its spaces), or a signal
@@ -233,13 +270,20 @@ class SubprocEnvs(SubprocVecEnv):
             time.sleep(0.01)
         for index, process in enumerate(self.processes):
             if (code := process.exitcode) is not None:
-                how = (
-                    f"killed by {signal.Signals(-code).name}"
-                    if code < 0
-                    else f"its env raised (exit code {code}; the env process's traceback is on the run's stderr)"
-                )
+                how = f"killed by {signal.Signals(-code).name}" if code < 0 else self.raised(index, code)
                 return EnvProcessEnded(f"env process {index} of {len(self.processes)} (vec_env=subproc) ended: {how}")
         return EnvProcessEnded("an env process of vec_env=subproc stopped answering")
+
+    def raised(self, index: int, code: int) -> str:
+        """What env process ``index``, ended with exit code ``code``, says its env raised (its traceback logged)."""
+        try:
+            with open(self.error_files[index], encoding="utf-8") as handle:
+                written = handle.read()
+        except OSError:
+            return f"exit code {code}; the env process's output is on the run's stderr"
+        log.error("env process %d of vec_env=subproc: its env raised\n%s", index, written.rstrip())
+        last = written.rstrip().splitlines()[-1] if written.strip() else "an exception"
+        return f"its env raised {last} (exit code {code}; its traceback is in run.log)"
 
     def close(self) -> None:
         if self.closed:
@@ -251,6 +295,7 @@ class SubprocEnvs(SubprocVecEnv):
             super().close()
         except (EOFError, OSError):  # one ended meanwhile
             self.end()
+        self.errors.cleanup()
 
     def end(self) -> None:
         """Kill the env processes (they ignore the run's signals: :func:`make_in_env_process`) and close their
@@ -262,6 +307,7 @@ class SubprocEnvs(SubprocVecEnv):
             process.join()
         for remote in self.remotes:
             remote.close()
+        self.errors.cleanup()
         self.closed = True
 
 
@@ -278,6 +324,7 @@ def end_open_env_processes() -> None:
 
 
 atexit.register(end_open_env_processes)
+log = logging.getLogger(__name__)
 
 
 LUNAR_LANDER_ENTRY = "gymnasium.envs.box2d.lunar_lander:LunarLander"

@@ -422,8 +422,11 @@ def test_an_env_that_raises_in_its_own_process_fails_the_run_at_once(tmp_path: P
     summary = read_json(tmp_path / "run" / "summary.json")
     assert summary["status"] == "failed" and 0 < summary["timesteps"] < 4000, summary
     assert summary["error"].startswith("EnvProcessEnded: env process "), summary["error"]
-    assert "(vec_env=subproc) ended: its env raised (exit code 1" in summary["error"], summary["error"]
-    assert "RuntimeError: the simulator crashed" in proc.stderr
+    said = "(vec_env=subproc) ended: its env raised RuntimeError: the simulator crashed (exit code 1; its traceback"
+    assert said in summary["error"], summary["error"]
+    log = (tmp_path / "run" / "run.log").read_text()  # the env's traceback, where the run's is (was: stderr only)
+    assert "of vec_env=subproc: its env raised\nTraceback (most recent call last):" in log, log[-3000:]
+    assert "in step\n" in log and log.count("RuntimeError: the simulator crashed") >= 2, log[-3000:]
 
 
 def test_an_env_that_cannot_be_made_in_its_own_process_fails_the_run(tmp_path: Path) -> None:
@@ -438,8 +441,10 @@ def test_an_env_that_cannot_be_made_in_its_own_process_fails_the_run(tmp_path: P
     summary = read_json(tmp_path / "run" / "summary.json")
     assert summary["status"] == "failed" and summary["timesteps"] == 0, summary
     assert summary["error"].startswith("EnvProcessEnded: env process "), summary["error"]
-    assert "of 2 (vec_env=subproc) ended: its env raised (exit code 1" in summary["error"], summary["error"]
-    assert "RuntimeError: no licence for this process" in proc.stderr
+    said = "of 2 (vec_env=subproc) ended: its env raised RuntimeError: no licence for this process (exit code 1; "
+    assert said in summary["error"], summary["error"]
+    log = (tmp_path / "run" / "run.log").read_text()
+    assert "its env raised\nTraceback (most recent call last):" in log and "in __init__\n" in log, log[-3000:]
 
 
 def test_a_run_whose_envs_fail_to_be_made_is_recorded_as_failed(tmp_path: Path) -> None:

@@ -177,8 +177,9 @@ def test_env_processes_left_open_do_not_hold_the_exit() -> None:
 
     script = (
         "from functools import partial\n"
-        "from lander.envs import SubprocEnvs, make_in_env_process\n"
-        "envs = SubprocEnvs([partial(make_in_env_process, 'CartPole-v1')] * 2, start_method='forkserver')\n"
+        "import gymnasium\n"
+        "from lander.envs import SubprocEnvs\n"
+        "envs = SubprocEnvs([partial(gymnasium.make, 'CartPole-v1')] * 2, start_method='forkserver')\n"
         "envs.reset()\n"
         "print('open', flush=True)\n"
     )

@@ -16,6 +16,7 @@ def sb3_log_folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     with no logger set), which SB3 otherwise makes anew in the temporary directory each time, left there."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("SB3_LOGDIR", str(tmp_path_factory.mktemp("sb3")))
+        patch.delenv("WANDB_MODE", raising=False)  # logger.wandb.mode=null follows it: the tests' runs are offline
         yield
 
 

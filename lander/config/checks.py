@@ -43,6 +43,7 @@ from lander.config.schema import (
     EnvConfig,
     action_space_kind,
     budget,
+    chosen_wandb_mode,
     group_options,
     observation_space_kind,
     tracker_nodes,
@@ -994,8 +995,14 @@ def check_trackers(cfg: DictConfig) -> None:
     check_tracker_keys(cfg)
     for key, node in tracker_nodes(cfg).items():
         if node._target_ == WANDB_TRACKER:
-            _check(node.mode in WANDB_MODES, f"logger.{key}.mode", node.mode, " or ".join(WANDB_MODES))
-            if node.mode == "online":
+            mode = chosen_wandb_mode(node.mode)
+            if mode not in WANDB_MODES and node.mode is None:
+                raise ConfigError(
+                    f"WANDB_MODE={mode!r} (the environment's, which logger.{key}.mode=null follows) is not allowed: "
+                    f"lander's W&B mode is {' or '.join(WANDB_MODES)}; set WANDB_MODE to one, or unset it (offline)"
+                )
+            _check(mode in WANDB_MODES, f"logger.{key}.mode", node.mode, " or ".join(WANDB_MODES))
+            if mode == "online":
                 check_online(node, f"logger.{key}")
 
 

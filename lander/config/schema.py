@@ -11,6 +11,7 @@ such keys out of a configuration's label (:func:`neutral_keys`).
 
 from __future__ import annotations
 
+import os
 import warnings
 from dataclasses import dataclass, field, fields, is_dataclass
 from pathlib import Path
@@ -63,6 +64,15 @@ def observation_space_kind(space: Any) -> str:
 
 WANDB_TRACKER = "lander.tracking.wandb_tracker.WandbTracker"  # the _target_ of logger=wandb's tracker
 WANDB_MODES = ("offline", "online", "disabled")
+
+
+def chosen_wandb_mode(mode: str | None) -> str:
+    """A W&B tracker's mode: ``mode`` where the config gives one; at ``null`` (``logger/wandb.yaml``'s), W&B's own
+    ``WANDB_MODE`` where it is set, else offline. Read as the run starts, never saved into its config: a run
+    directory's config calls no resolver that reads the machine."""
+    return mode if mode is not None else os.environ.get("WANDB_MODE") or "offline"
+
+
 NEUTRAL = "neutral"  # field metadata: True for keys that do not change what is trained
 
 

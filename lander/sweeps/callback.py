@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
-from lander.config.schema import wandb_node
+from lander.config.schema import chosen_wandb_mode, wandb_node
 from lander.errors import ConfigError, RunSetError
 from lander.storage.lock import SweepLock
 from lander.storage.rundir import SweepPaths
@@ -115,7 +115,8 @@ class ComparisonCallback(Callback):
         from lander.analysis.sequential import decision_matrix
         from lander.tracking.wandb_tracker import keep_offline
 
-        keep_offline(wandb, node.mode)
+        mode = chosen_wandb_mode(node.mode)
+        keep_offline(wandb, mode)
         run = wandb.init(
             project=node.project,
             entity=node.entity,
@@ -123,7 +124,7 @@ class ComparisonCallback(Callback):
             job_type="comparison",
             name=f"comparison_{sweep_group(sweep_dir)}",
             dir=str(sweep_dir),
-            mode=node.mode,
+            mode=mode,  # type: ignore[arg-type]  # one of WANDB_MODES: checked before the sweep
             settings=wandb.Settings(console="off"),
         )
         try:

@@ -13,6 +13,7 @@ from typing import Any, Literal
 from omegaconf import OmegaConf
 
 from lander.config.checks import wandb_mode
+from lander.config.schema import chosen_wandb_mode
 from lander.storage.rundir import RunPaths, RunSummary
 from lander.tracking.base import TrackedRun, Tracker
 
@@ -33,7 +34,8 @@ class WandbTracker(Tracker):
     """Weights & Biases (``logger=wandb``, the default): one W&B run per lander run, a resumed run continuing its
     own (its id is in ``summary.json`` from the moment it starts). Offline by default: no account, no network.
 
-    :param mode: offline, online (needs WANDB_API_KEY or `wandb login`), or disabled
+    :param mode: offline, online (needs WANDB_API_KEY or `wandb login`), or disabled; None: W&B's ``WANDB_MODE``
+        where it is set, else offline
     :param project: the W&B project
     :param entity: the W&B team or user; None: your default entity
     :param group: the W&B group; None: none for a single run, the sweep's id for a sweep's jobs
@@ -46,7 +48,7 @@ class WandbTracker(Tracker):
 
     def __init__(
         self,
-        mode: Literal["offline", "online", "disabled"] = "offline",
+        mode: Literal["offline", "online", "disabled"] | None = None,
         project: str = "lander",
         entity: str | None = None,
         group: str | None = None,
@@ -66,8 +68,9 @@ class WandbTracker(Tracker):
         import wandb  # 0.4 s: only where this tracker starts (a run with logger=none imports none of W&B)
 
         self.wandb = wandb
-        self.mode = wandb_mode(self.mode, self.offline_fallback, self.connect_timeout)  # type: ignore[assignment]
-        keep_offline(wandb, self.mode)
+        mode = wandb_mode(chosen_wandb_mode(self.mode), self.offline_fallback, self.connect_timeout)
+        self.mode = mode  # type: ignore[assignment]  # one of WANDB_MODES: checked before the run
+        keep_offline(wandb, mode)
         config: dict[str, Any] = OmegaConf.to_container(run.cfg, resolve=True)  # type: ignore[assignment]
         run_id = run.summary.wandb_run_id
         self.run = wandb.init(
@@ -88,6 +91,9 @@ class WandbTracker(Tracker):
         )
         self.run.define_metric("global_step")
         self.run.define_metric("*", step_metric="global_step")
+        if self.mode == "disabled":  # W&B's stand-in run: nothing is recorded, nowhere
+            log.info("W&B disabled (logger.wandb.mode, or WANDB_MODE): no W&B run is recorded")
+            return
         run.summary.wandb_run_id = self.run.id
         run.summary.save(run.paths)  # at once: a run killed from now on resumes into the same W&B run
         log.info("W&B run %s (%s mode) in %s", run.name, self.mode, self.run.dir)
@@ -97,6 +103,8 @@ class WandbTracker(Tracker):
 
     def log_files(self, paths: RunPaths, summary: RunSummary) -> None:
         """The final evaluation summary, the plot, the video, the report and (optionally) the model artifact."""
+        if self.mode == "disabled":  # W&B's stand-in run: the model's copy (the artifact's) would be all it left
+            return
         wandb = self.wandb
         log.info("W&B: logging the run's files and summary (%s mode) ...", self.run.settings.mode)
         record = summary.to_dict()

@@ -235,6 +235,35 @@ def test_offline_wandb_starts_no_telemetry_export(tmp_path):
     assert not [t for t in threads if t.startswith("Otel")], threads
 
 
+def test_wandb_mode_follows_wandbs_own_variable(tmp_path):
+    """``WANDB_MODE=disabled``, W&B's own way to keep it out of a machine's runs, was ignored: every run wrote an
+    offline W&B run; and ``logger.wandb.mode=disabled`` still copied the model into ``wandb/artifact_files/``. The
+    mode now follows ``WANDB_MODE`` where it is set (``logger.wandb.mode`` on the command line first); disabled
+    leaves no ``wandb/``; a mode lander has no use for is one line naming the variable, exit 2, nothing made."""
+    from helpers import run_lander, tiny
+
+    off = run_lander(tmp_path / "off", *tiny("a2c"), "logger=wandb", env=lander_env(WANDB_MODE="disabled"))
+    assert off.returncode == 0, off.stderr[-3000:]
+    assert not (tmp_path / "off" / "wandb").exists() and read_json(tmp_path / "off" / "summary.json")["status"] == (
+        "completed"
+    )
+    assert "W&B disabled (logger.wandb.mode, or WANDB_MODE)" in (tmp_path / "off" / "run.log").read_text()
+    shared = run_lander(tmp_path / "shared", *tiny("a2c"), "logger=wandb", env=lander_env(WANDB_MODE="shared"))
+    assert shared.returncode == 2 and not (tmp_path / "shared").exists(), shared.stderr[-3000:]
+    assert "WANDB_MODE='shared' (the environment's, which logger.wandb.mode=null follows) is not allowed" in (
+        shared.stderr
+    )
+    given = run_lander(
+        tmp_path / "given",
+        *tiny("a2c"),
+        "logger=wandb",
+        "logger.wandb.mode=offline",
+        env=lander_env(WANDB_MODE="disabled"),
+    )  # the command line's mode first
+    assert given.returncode == 0 and list((tmp_path / "given" / "wandb").glob("offline-run-*")), given.stderr[-3000:]
+    assert "mode: null" in (tmp_path / "off" / ".hydra" / "config.yaml").read_text()  # the environment's not saved
+
+
 def test_throughput_memory_and_cpu_are_logged(algo_run):
     _algo, run_dir = algo_run
     resources = pd.read_csv(run_dir / "metrics/resources.csv")

@@ -23,7 +23,15 @@ from pathlib import Path
 
 from lander.errors import RunSetError
 from lander.reports.sweep_report import compare
-from lander.storage.rundir import COMPARED, COMPARISON_ENTRIES, RunPaths, SweepPaths, foreign_entries, new_directory
+from lander.storage.rundir import (
+    COMPARED,
+    COMPARISON_ENTRIES,
+    RunPaths,
+    SweepPaths,
+    enclosing_run,
+    foreign_entries,
+    new_directory,
+)
 
 log = logging.getLogger(__name__)
 
@@ -65,11 +73,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
-    missing = [str(p) for p in args.paths if not p.is_dir()]
-    if missing:
-        parser.error(f"not a directory: {', '.join(missing)}")
-    if args.at_timesteps is not None and args.at_timesteps < 1:
-        parser.error(f"--at-timesteps={args.at_timesteps}: must be a number of timesteps >= 1")
+    if (refused := argument_error(args)) is not None:
+        parser.error(refused)
     beside = args.out is None and RunPaths(args.paths[0]).is_run()  # runs, compared into comparisons/
     try:  # a new directory of its own (made: another comparison started in the same second takes the next name)
         out = args.out or (new_directory(Path("comparisons")) if beside else SweepPaths(args.paths[0]).comparison)
@@ -111,6 +116,25 @@ def main(argv: list[str] | None = None) -> int:
         (out / "inputs.json").write_text(json.dumps([str(listed_path(p)) for p in args.paths]))
     print((out / "report.md").read_text())
     return 0
+
+
+def argument_error(args: argparse.Namespace) -> str | None:
+    """What is wrong with the arguments before anything is read: a path that is no directory, ``--at-timesteps``
+    below 1, or a comparison that would go into a run's directory (``--out``, or the default ``comparisons/`` of
+    runs compared from inside one), which holds that run's files only; None if nothing."""
+    missing = [str(p) for p in args.paths if not p.is_dir()]
+    if missing:
+        return f"not a directory: {', '.join(missing)}"
+    if args.at_timesteps is not None and args.at_timesteps < 1:
+        return f"--at-timesteps={args.at_timesteps}: must be a number of timesteps >= 1"
+    out = args.out if args.out is not None else Path("comparisons") if RunPaths(args.paths[0]).is_run() else None
+    if out is not None and (run := enclosing_run(out)) is not None:
+        given = f"--out {out}" if args.out is not None else "comparisons/ (the default --out)"
+        return (
+            f"{given} is inside the run {run}: a run's directory holds that run's files only; give --out <a "
+            "directory outside it>"
+        )
+    return None
 
 
 def cannot_write(out: Path, exc: OSError) -> str:

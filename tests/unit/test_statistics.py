@@ -388,10 +388,14 @@ def test_the_command_line_names_a_baseline_that_is_not_there(tmp_path: Path, cap
     assert "gamma=0.9, gamma=0.99" in caplog.text and not (tmp_path / "runs/comparison").exists()
 
 
-def test_the_comparison_is_written_only_where_it_replaces_nothing_but_a_comparison(tmp_path: Path, capsys) -> None:
+def test_the_comparison_is_written_only_where_it_replaces_nothing_but_a_comparison(
+    tmp_path: Path, capsys, monkeypatch
+) -> None:
     """``--out`` a run's directory replaced that run's ``report.html`` with the comparison's; ``--out`` a folder of
-    a user's own files (``report.md``) replaced those. Both are refused in one line, exit 2, every byte kept; a new
-    or empty directory, an earlier comparison's and the service's (``inputs.json``) are written."""
+    a user's own files (``report.md``) replaced those; ``--out`` a folder in a run, or runs compared from inside a
+    run's directory (``comparisons/`` there), wrote a comparison into that run. Each is refused in one line, exit 2,
+    every byte kept; a new or empty directory, an earlier comparison's and the service's (``inputs.json``) are
+    written."""
     for seed in range(2):
         fake_run(tmp_path / "runs", f"a{seed}", ["gamma=0.9"], seed, {100: 1.0 + seed})
         fake_run(tmp_path / "runs", f"b{seed}", ["gamma=0.99"], seed, {100: 2.0 + seed})
@@ -400,14 +404,22 @@ def test_the_comparison_is_written_only_where_it_replaces_nothing_but_a_comparis
     mine = tmp_path / "notes"
     mine.mkdir()
     (mine / "report.md").write_text("my notes")
-    for out, named in ((run, ".hydra, metrics, summary.json"), (mine, "report.md")):
-        before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    inside = f"is inside the run {run}: a run's directory holds that run's files only; give --out <a directory"
+    for out, named, where in (
+        (run, inside, tmp_path),
+        (run / "comparison", inside, tmp_path),
+        (None, inside, run),  # from the run's directory: comparisons/ there
+        (mine, "holds files of its own (report.md) and is not a comparison's directory", tmp_path),
+    ):
+        before = {p: p.read_bytes() for p in run.parent.parent.rglob("*") if p.is_file()}
+        monkeypatch.chdir(where)
         with pytest.raises(SystemExit) as refused:
-            compare_main([str(tmp_path / "runs"), "--out", str(out)])
+            compare_main([str(run), str(tmp_path / "runs" / "b0")] + ([] if out is None else ["--out", str(out)]))
         assert refused.value.code == 2
         said = capsys.readouterr().err
-        assert f"--out {out} holds files of its own ({named}) and is not a comparison's directory" in said
-        assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+        assert f"{'comparisons/ (the default --out)' if out is None else f'--out {out}'} {named}" in said, said
+        assert {p: p.read_bytes() for p in run.parent.parent.rglob("*") if p.is_file()} == before
+    monkeypatch.chdir(tmp_path)
     service = tmp_path / "service"
     service.mkdir()
     (service / "inputs.json").write_text("[]")

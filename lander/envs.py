@@ -48,6 +48,8 @@ from stable_baselines3.common.vec_env.base_vec_env import VecEnvIndices, VecEnvS
 
 from lander.registry import takes_render_mode
 
+log = logging.getLogger(__name__)
+
 # Rendering with render_mode="rgb_array" needs no screen: pygame gets a dummy display, MuJoCo renders with EGL.
 os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
 os.environ.setdefault("MUJOCO_GL", "egl")
@@ -191,7 +193,7 @@ def make_in_env_process(make: Callable[[], gym.Env], error_file: str) -> gym.Env
         return EnvErrors(make(), error_file)
 
 
-class EnvErrors(gym.Wrapper):  # any env's spaces
+class EnvErrors(gym.Wrapper):
     """The outermost wrapper of an env in an env process: an exception its ``reset`` or ``step`` raises is written
     to ``error_file`` (its traceback) as it ends the process (:func:`make_in_env_process`)."""
 
@@ -324,7 +326,6 @@ def end_open_env_processes() -> None:
 
 
 atexit.register(end_open_env_processes)
-log = logging.getLogger(__name__)
 
 
 LUNAR_LANDER_ENTRY = "gymnasium.envs.box2d.lunar_lander:LunarLander"

@@ -34,7 +34,15 @@ from lander.config.precheck import hydra_message
 from lander.config.schema import CONF_DIR, EvaluateConfig, load_saved, register_configs
 from lander.config.trust import check_trusted
 from lander.errors import ConfigError
-from lander.storage.rundir import RunPaths, evaluated_model, find_checkpoints, find_run_dirs
+from lander.storage.rundir import (
+    RunPaths,
+    evaluated_before,
+    evaluated_model,
+    evaluation_file,
+    find_checkpoints,
+    find_run_dirs,
+    model_shown,
+)
 
 register_configs()
 NOT_BUILT = ("callbacks", "logger")  # what an evaluation does not build: a run's own need no allow_target
@@ -67,6 +75,7 @@ def check(cfg: DictConfig) -> None:
     if not runs:
         raise ConfigError(f"run={cfg.run!r} holds no lander run (no .hydra/config.yaml)")
     check_envs(runs, cfg.video, list(cfg.allow_target))
+    check_outputs(runs, cfg)
     if not any(evaluated_model(RunPaths(run), cfg.model).is_file() for run in runs):
         kept = sorted(p.name for p in runs[0].glob("*.zip")) + [
             str(p.relative_to(runs[0])) for _, p in find_checkpoints(RunPaths(runs[0]).checkpoints)
@@ -99,6 +108,26 @@ def check_envs(runs: list[Path], video: bool, allowed: list[str]) -> None:
                 check_renders(env_id, "video")
         except ConfigError as exc:
             raise ConfigError(f"{run}: {exc}") from None
+
+
+def check_outputs(runs: list[Path], cfg: DictConfig) -> None:
+    """No run's evaluation file (:func:`lander.storage.rundir.evaluation_file`) holds another model's evaluation:
+    ``model=<a file outside the run>`` named ``model.zip`` replaced the run's own model's evaluation of the same
+    episodes with its own."""
+    for run in runs:
+        paths = RunPaths(run)
+        try:
+            seed = load_saved(paths.config).eval.seed if cfg.seed is None else cfg.seed
+        except ConfigError:  # evaluate_run says so, run by run
+            continue
+        model = evaluated_model(paths, cfg.model)
+        path = evaluation_file(paths, model, cfg.n_episodes, cfg.deterministic, seed, cfg.name)
+        earlier, now = evaluated_before(path), model_shown(paths, model)
+        if earlier is not None and earlier != now:
+            raise ConfigError(
+                f"model={cfg.model!r} would be written to {path}, which holds the evaluation of {earlier}: give "
+                "name=<another name> for this one"
+            )
 
 
 def check_command(argv: list[str]) -> None:

@@ -20,7 +20,15 @@ from lander.evaluation.loading import safe_load
 from lander.evaluation.policy import evaluate
 from lander.evaluation.video import write_video
 from lander.storage.normalization import read_stats, stats_path
-from lander.storage.rundir import CHECKPOINT, RunPaths, evaluated_model, find_run_dirs, write_json
+from lander.storage.rundir import (
+    CHECKPOINT,
+    RunPaths,
+    evaluated_model,
+    evaluation_file,
+    find_run_dirs,
+    model_shown,
+    write_json,
+)
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +66,7 @@ def evaluate_run(run_dir: Path, args: DictConfig) -> Path:
     seed = cfg.eval.seed if args.seed is None else args.seed
     source = model_file(paths, args.model)
     mode = "deterministic" if args.deterministic else "stochastic"
-    shown = source.relative_to(paths.root) if source.is_relative_to(paths.root) else source
+    shown = model_shown(paths, source)
     log.info("evaluating %s: %s, %d episodes from seed %d (%s)", run_dir, shown, args.n_episodes, seed, mode)
     env = make_train_env(cfg.env, 1, seed)
     try:
@@ -81,18 +89,18 @@ def evaluate_run(run_dir: Path, args: DictConfig) -> Path:
         cfg.env.get("reward_threshold"),
         obs_transform=normalizer,  # the training statistics, frozen; the rewards reported are the env's own
     )
-    name = args.name or f"{source.stem}_{args.n_episodes}ep_{mode}_seed-{seed}"
+    output = evaluation_file(paths, source, args.n_episodes, args.deterministic, seed, args.name)
     paths.evaluations.mkdir(exist_ok=True)
     record = result.to_dict() | {
-        "model": str(shown),
+        "model": shown,
         "timesteps": int(model.num_timesteps),
         "deterministic": args.deterministic,
         "env_id": cfg.env.id,
     }
     if args.video:
         video_cfg = OmegaConf.create({"seed": seed, "fps": cfg.video.fps, "max_steps": cfg.video.max_steps})
-        record["video"] = write_video(model, cfg.env, video_cfg, paths.evaluations / f"{name}.mp4", False, normalizer)
-    path = write_json(paths.evaluations / f"{name}.json", record)
+        record["video"] = write_video(model, cfg.env, video_cfg, output.with_suffix(".mp4"), False, normalizer)
+    path = write_json(output, record)
     log.info(
         "%s: %s mean %.4g +- %.2g (sem) over %d episodes -> %s",
         run_dir,

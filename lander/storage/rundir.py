@@ -554,6 +554,31 @@ def evaluated_model(paths: RunPaths, name: str) -> Path:
     return found[0][1]
 
 
+def model_shown(paths: RunPaths, model: Path) -> str:
+    """How an evaluation names the model file it evaluated: relative to the run where it is in it (``model.zip``,
+    ``checkpoints/...``), else its absolute path."""
+    resolved, root = model.resolve(), paths.root.resolve()
+    return str(resolved.relative_to(root) if resolved.is_relative_to(root) else resolved)
+
+
+def evaluation_file(
+    paths: RunPaths, model: Path, episodes: int, deterministic: bool, seed: int, name: str | None
+) -> Path:
+    """``<run>/evaluations/<name>.json``, ``name`` by default ``<model>_<n>ep_<mode>_seed-<seed>``
+    (``python -m lander.evaluate``)."""
+    mode = "deterministic" if deterministic else "stochastic"
+    return paths.evaluations / f"{name or f'{model.stem}_{episodes}ep_{mode}_seed-{seed}'}.json"
+
+
+def evaluated_before(path: Path) -> str | None:
+    """The model an evaluation file (:func:`evaluation_file`) says it evaluated; None where there is none."""
+    try:
+        found = json.loads(path.read_text()).get("model")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return found if isinstance(found, str) else None
+
+
 def _natural(path: Path) -> list[tuple[int, int, str]]:
     """Sort key that puts job 2 before job 10."""
     return [(0, int(part), "") if part.isdigit() else (1, 0, part) for part in path.parts]

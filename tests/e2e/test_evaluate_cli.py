@@ -184,3 +184,26 @@ def test_ctrl_c_during_an_evaluation_is_one_line_and_leaves_no_file(ppo_run, tmp
     assert done.returncode == 130 and "Traceback" not in done.stderr, done.stderr[-3000:]
     assert "lander.evaluate: interrupted" in done.stderr
     assert not (run / "evaluations").exists() or not any((run / "evaluations").iterdir())
+
+
+def test_a_model_from_outside_the_run_leaves_the_runs_own_evaluation(ppo_run, tmp_path):
+    """``model=<another run's model.zip>`` was written as ``<run>/evaluations/model_1ep_...json``, replacing the
+    evaluation of the run's own ``model.zip`` on the same episodes (its ``model`` then named the other file). Now one
+    line, exit 2, before evaluating; with ``name=`` it is written beside it; the run's own file given by its
+    absolute path is the run's own."""
+    assert evaluate(f"run={ppo_run}", "n_episodes=1").returncode == 0
+    (written,) = (ppo_run / "evaluations").glob("model_1ep_*.json")
+    before = written.read_bytes()
+    other = tmp_path / "other" / "model.zip"
+    other.parent.mkdir()
+    shutil.copy(ppo_run / "model.zip", other)
+    refused = evaluate(f"run={ppo_run}", f"model={other}", "n_episodes=1")
+    assert refused.returncode == 2, refused.stderr[-2000:]
+    assert f"would be written to {written}, which holds the evaluation of model.zip: give name=" in refused.stderr
+    assert written.read_bytes() == before
+    beside = evaluate(f"run={ppo_run}", f"model={other}", "n_episodes=1", "name=other")
+    assert beside.returncode == 0 and json.loads((ppo_run / "evaluations/other.json").read_text())["model"] == str(
+        other.resolve()
+    )
+    again = evaluate(f"run={ppo_run}", f"model={ppo_run.resolve() / 'model.zip'}", "n_episodes=1")
+    assert again.returncode == 0 and written.read_bytes() == before, again.stderr[-2000:]

@@ -26,7 +26,8 @@ def rollout_steps(model: Any) -> tuple[int, str] | None:
     None where that is not a fixed number (train_freq in episodes, algorithms of their own)."""
     n_steps = getattr(model, "n_steps", None)
     if n_steps is not None and hasattr(model, "rollout_buffer"):  # on-policy: PPO, A2C and subclasses
-        return int(n_steps) * model.n_envs, f"whole rollouts of {model.n_envs} envs x {n_steps} steps"
+        envs = f"{model.n_envs} env{'s' * (model.n_envs > 1)}"
+        return int(n_steps) * model.n_envs, f"whole rollouts of {envs} x {n_steps} steps"
     train_freq = getattr(model, "train_freq", None)
     if train_freq is not None and getattr(train_freq.unit, "value", "") == "step":  # off-policy: DQN, SAC, TD3
         return int(train_freq.frequency) * model.n_envs, f"{train_freq.frequency} steps of {model.n_envs} env(s)"
@@ -57,6 +58,8 @@ def plan(model: Any, budget: int, rounding: str) -> int:
             rounding,
             "budget_rounding=down stops at the last whole one within it"
             if rounding == "up"
+            else "at least one: none fits within it"
+            if rollouts < 1
             else "the default, up, goes on to the first whole one past it",
         )
     return end

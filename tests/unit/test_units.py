@@ -579,3 +579,24 @@ def test_a_sweep_given_for_a_run_is_named_with_its_runs(tmp_path, monkeypatch):
         load_run("sweep")
     with pytest.raises(ConfigError, match=r"'sweep/0/.hydra' is not a lander run directory \(no .hydra/config.yaml\)$"):
         plan(Path("sweep/0/.hydra"), None, [])  # no sweep: as before
+
+
+def test_a_budget_rounded_down_to_no_rollout_says_it_trains_one(caplog) -> None:
+    """``budget_rounding=down`` with a budget below one rollout trains one whole rollout (none would train
+    nothing); its log line said "down" beside a count rounded up, with no word of why."""
+    import logging
+
+    from stable_baselines3 import PPO
+
+    from lander.training.budget import plan
+
+    model = PPO("MlpPolicy", "CartPole-v1", n_steps=64, batch_size=64, device="cpu")
+    with caplog.at_level(logging.INFO, logger="lander.training.budget"):
+        assert (plan(model, 10, "down"), plan(model, 100, "down"), plan(model, 100, "up")) == (64, 64, 128)
+    first, second, third = (record.getMessage() for record in caplog.records)
+    assert first.endswith(
+        "becomes 64 steps: PPO collects whole rollouts of 1 env x 64 steps "
+        "(budget_rounding=down; at least one: none fits within it)"
+    ), first
+    assert second.endswith("(budget_rounding=down; the default, up, goes on to the first whole one past it)"), second
+    assert third.endswith("(budget_rounding=up; budget_rounding=down stops at the last whole one within it)"), third

@@ -66,17 +66,37 @@ def check_schema_path(schema: LanderConfig, key: str, override: str) -> None:
     their fields only, with ``+`` too: Hydra adds any key with ``+``, and a key no dataclass has is read by nothing.
     Where the path reaches a free-form node (``algo.model``, ``env.kwargs``, ``callbacks``, ``logger``) the node's
     own check judges it (the model class's parameters, the env's arguments, the target's)."""
+    unknown = unknown_schema_key(schema, key)
+    if unknown is not None:
+        part, known, where = unknown
+        raise ConfigError(
+            f"unknown key {key!r} in override {override!r}.{did_you_mean(part, known)} "
+            f"Keys of {where} are {', '.join(known)}"
+        )
+
+
+def unknown_schema_key(schema: Any, key: str) -> tuple[str, list[str], str] | None:
+    """Where ``key``'s path through the schema's dataclasses names no field: ``(the part, the fields there, the
+    path to them)``; None where every part is a field, or the path reaches a free-form node first."""
     parts, node = key.split("."), schema
     for depth, part in enumerate(parts):
         if not is_dataclass(node):
-            return
+            return None
         if not hasattr(node, part):
-            known, where = sorted(f.name for f in fields(node)), ".".join(parts[:depth])
-            raise ConfigError(
-                f"unknown key {key!r} in override {override!r}.{did_you_mean(part, known)} "
-                f"Keys of {where} are {', '.join(known)}"
-            )
+            return part, sorted(f.name for f in fields(node)), ".".join(parts[:depth])
         node = getattr(node, part)
+    return None
+
+
+def unknown_key_in_file(key: str) -> str:
+    """An unknown ``key`` a config file of the user's sets (a preset's ``eval.episods``; Hydra says only that it is
+    not in ``EvalConfig``): the closest keys and those that exist, as for one on the command line."""
+    unknown = unknown_schema_key(LanderConfig(), key)
+    if unknown is None:
+        return f"unknown key {key!r}"
+    part, known, where = unknown
+    listed = f"Keys of {where} are" if where else "Top-level keys are"
+    return f"unknown key {key!r}.{did_you_mean(part, known)} {listed} {', '.join(known)}"
 
 
 def model_hint(key: str, value: str, overrides: list[str]) -> str:

@@ -33,7 +33,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
 from lander.config.checks import check_threads, check_trackers, memory_needed, sweep_memory_warning, validate
-from lander.config.keys import check_model_keys, check_override_keys
+from lander.config.keys import check_model_keys, check_override_keys, unknown_key_in_file
 from lander.config.schema import CONF_DIR, configuration_key, labels, load_saved, register_configs
 from lander.config.trust import allowed_prefixes, check_trusted
 from lander.errors import ConfigError, RunFileError
@@ -427,6 +427,8 @@ def hydra_message(exc: BaseException) -> str:
     """Hydra's error in one line: the message, the options it lists (not its search path), and the cause (its
     type where neither has words: a MemoryError while composing)."""
     text = str(exc).split("Config search path:")[0]
+    if (unknown := UNKNOWN_IN_FILE.match(text)) is not None:  # a key a config file sets, none of the schema's
+        return f"{unknown['file']}: {unknown_key_in_file(unknown['key'])}"
     lines = [line.strip() for line in text.splitlines() if line.strip()] or [type(exc.__cause__ or exc).__name__]
     message = lines[0] + (
         f"; {lines[1]} {', '.join(lines[2:])}" if len(lines) > 2 else "".join(f"; {line}" for line in lines[1:2])
@@ -443,6 +445,10 @@ def hydra_message(exc: BaseException) -> str:
     return message + whole_number_hint(message)
 
 
+UNKNOWN_IN_FILE = re.compile(  # Hydra's words for a config file's key that its schema's dataclass lacks
+    r"(?P<file>In '[^']+'): ConfigKeyError raised while composing config:\s*Key '[^']+' not in '\w+'\s*"
+    r"full_key: (?P<key>[\w.]+)"
+)
 FLOAT_FOR_INT = re.compile(
     r"override ([\w.]+)=\S+: Value '([-+0-9.e]+)' of type 'float' could not be converted to Integer"
 )

@@ -898,6 +898,31 @@ def test_a_presets_own_launcher_and_sweeper_are_the_ones_a_sweep_uses(tmp_path, 
         check_command(["--multirun", "experiment=mine", "seeds_per_process=2", "logger=none"])
 
 
+def test_a_key_a_config_file_of_ones_own_mistypes_is_named_with_the_closest_ones(tmp_path, monkeypatch):
+    """A preset (``./conf/experiment/``) or an env of one's own setting a key no schema has: Hydra's words ("In
+    'experiment/mine': ConfigKeyError raised while composing config:; Key 'episods' not in 'EvalConfig' full_key:
+    eval.episods, reference_type=...") became the closest keys and those that exist, as for the command line."""
+    from lander.config.precheck import check_command
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("NETRC", str(tmp_path / "no-netrc"))
+    (tmp_path / "conf" / "experiment").mkdir(parents=True)
+    (tmp_path / "conf" / "env").mkdir()
+    (tmp_path / "conf" / "env" / "mycart.yaml").write_text(
+        "name: mycart\nid: CartPole-v1\naction_space: discrete\nreward_treshold: 475\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    for written, said in (
+        ("eval:\n  episods: 3\n", "unknown key 'eval.episods'. Did you mean 'episodes'? Keys of eval are "),
+        ("total_timestep: 400\n", "unknown key 'total_timestep'. Did you mean 'total_timesteps'? Top-level keys are"),
+    ):
+        (tmp_path / "conf" / "experiment" / "mine.yaml").write_text("# @package _global_\n" + written)
+        with pytest.raises(ConfigError, match=rf"^In 'experiment/mine': {re.escape(said)}"):
+            check_command(["experiment=mine"])
+    with pytest.raises(ConfigError, match=r"^In 'env/mycart': unknown key 'env.reward_treshold'. Did you mean 'rew"):
+        check_command(["algo=a2c", "env=mycart"])
+
+
 @pytest.mark.parametrize(
     ("space", "refused"),
     [

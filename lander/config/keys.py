@@ -92,6 +92,12 @@ def unknown_key_in_file(key: str) -> str:
     """An unknown ``key`` a config file of the user's sets (a preset's ``eval.episods``; Hydra says only that it is
     not in ``EvalConfig``): the closest keys and those that exist, as for one on the command line."""
     unknown = unknown_schema_key(LanderConfig(), key)
+    group = key.split(".")[0]
+    if (CONF_DIR / group).is_dir() and group not in LanderConfig.__dataclass_fields__:  # under experiment.*
+        return (
+            f"its keys are put under {group!r}, a key no config has: a file of conf/{group}/ that sets the run's "
+            "keys begins with the line '# @package _global_', as lander's own do"
+        )
     if unknown is None:
         return f"unknown key {key!r}"
     part, known, where = unknown

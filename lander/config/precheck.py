@@ -288,9 +288,11 @@ def check_jobs(
         composed, needs = check_each_job(argv, jobs, full, single, search, lock, allowed)
         if multirun:  # each choice of config files composed once: the envs of the jobs are theirs
             check_jobs_at_once(argv, full, needs, list(dict.fromkeys(str(c.env.name) for c in composed.values())))
-    except (HydraException, OmegaConfBaseException, ValueError) as exc:
+    except (HydraException, OmegaConfBaseException, ValueError, yaml.YAMLError) as exc:
         if isinstance(exc, ConfigError):
             raise
+        if isinstance(exc, yaml.YAMLError):  # a config file of one's own (./conf) that YAML cannot read
+            raise ConfigError(yaml_message(exc)) from exc
         explain_model_override(str(exc), search, overrides, lock, allowed)
         raise ConfigError(hydra_message(exc)) from exc  # Hydra's own words, in one line (exit 2, nothing written)
 
@@ -429,6 +431,8 @@ def hydra_message(exc: BaseException) -> str:
     text = str(exc).split("Config search path:")[0]
     if (unknown := UNKNOWN_IN_FILE.match(text)) is not None:  # a key a config file sets, none of the schema's
         return f"{unknown['file']}: {unknown_key_in_file(unknown['key'])}"
+    if (wrong := WRONG_IN_FILE.match(text)) is not None:  # a value a config file sets that its key's type refuses
+        return f"{wrong['file']}: {wrong['key']}: {wrong['what']}"
     lines = [line.strip() for line in text.splitlines() if line.strip()] or [type(exc.__cause__ or exc).__name__]
     message = lines[0] + (
         f"; {lines[1]} {', '.join(lines[2:])}" if len(lines) > 2 else "".join(f"; {line}" for line in lines[1:2])
@@ -449,6 +453,19 @@ UNKNOWN_IN_FILE = re.compile(  # Hydra's words for a config file's key that its 
     r"(?P<file>In '[^']+'): ConfigKeyError raised while composing config:\s*Key '[^']+' not in '\w+'\s*"
     r"full_key: (?P<key>[\w.]+)"
 )
+WRONG_IN_FILE = re.compile(  # and for a value of one that its type refuses
+    r"(?P<file>In '[^']+'): \w+ raised while composing config:\s*(?P<what>.+?)\s*full_key: (?P<key>[\w.]+)", re.S
+)
+
+
+def yaml_message(exc: yaml.YAMLError) -> str:
+    """A config file YAML cannot read, in one line: the file, where, and what YAML found there."""
+    mark = getattr(exc, "problem_mark", None)
+    where = f"{mark.name}, line {mark.line + 1}, column {mark.column + 1}" if mark is not None else "a config file"
+    problem = getattr(exc, "problem", None) or str(exc).strip().splitlines()[0]
+    return f"{where}: not valid YAML: {problem}"
+
+
 FLOAT_FOR_INT = re.compile(
     r"override ([\w.]+)=\S+: Value '([-+0-9.e]+)' of type 'float' could not be converted to Integer"
 )

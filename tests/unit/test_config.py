@@ -912,13 +912,25 @@ def test_a_key_a_config_file_of_ones_own_mistypes_is_named_with_the_closest_ones
         "name: mycart\nid: CartPole-v1\naction_space: discrete\nreward_treshold: 475\n"
     )
     monkeypatch.chdir(tmp_path)
+    mine = tmp_path / "conf" / "experiment" / "mine.yaml"
     for written, said in (
-        ("eval:\n  episods: 3\n", "unknown key 'eval.episods'. Did you mean 'episodes'? Keys of eval are "),
-        ("total_timestep: 400\n", "unknown key 'total_timestep'. Did you mean 'total_timesteps'? Top-level keys are"),
-    ):
-        (tmp_path / "conf" / "experiment" / "mine.yaml").write_text("# @package _global_\n" + written)
-        with pytest.raises(ConfigError, match=rf"^In 'experiment/mine': {re.escape(said)}"):
+        (
+            "eval:\n  episods: 3\n",
+            "In 'experiment/mine': unknown key 'eval.episods'. Did you mean 'episodes'? Keys of ",
+        ),
+        (
+            "total_timestep: 400\n",
+            "In 'experiment/mine': unknown key 'total_timestep'. Did you mean 'total_timesteps'?",
+        ),
+        ("eval:\n  episodes: many\n", "In 'experiment/mine': eval.episodes: Value 'many' of type 'str' could not be"),
+        ("eval: [\n", f"{mine}, line 3, column 1: not valid YAML: expected the node content, but found '<stream end>'"),
+    ):  # the last: YAML's traceback, 60 lines
+        mine.write_text("# @package _global_\n" + written)
+        with pytest.raises(ConfigError, match=rf"^{re.escape(said)}"):
             check_command(["experiment=mine"])
+    mine.write_text("total_timesteps: 400\n")  # no '# @package _global_': "unknown key 'experiment'"
+    with pytest.raises(ConfigError, match=r"^In 'experiment/mine': its keys are put under 'experiment', a key no co"):
+        check_command(["experiment=mine"])
     with pytest.raises(ConfigError, match=r"^In 'env/mycart': unknown key 'env.reward_treshold'. Did you mean 'rew"):
         check_command(["algo=a2c", "env=mycart"])
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 from hydra.utils import get_class, get_object
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from lander.config.schema import CONF_DIR, LanderConfig, group_options, tracker_nodes
 from lander.config.trust import allowed_prefixes
@@ -219,6 +219,43 @@ def check_tracker_keys(cfg: DictConfig) -> None:
         if from_terminal or str(node._target_).startswith("lander."):
             import_target(str(node._target_), f"logger.{key}._target_")  # the run failed at 0 timesteps
             check_keys(f"logger.{key}", node, model_parameters(str(node._target_)))
+
+
+def check_callback_keys(cfg: DictConfig) -> None:
+    """Each of ``callbacks`` can be built: a node ``{_target_: module.Class, ...}`` whose class imports (your module,
+    from this directory) and is an SB3 ``BaseCallback``, given only keys it takes and each one it needs. Checked
+    before anything is made, with every job of a sweep: each job made its directory and failed as it built the
+    callback. Where the service started the run, only lander's own classes are imported here
+    (:func:`lander.config.trust.allowed_prefixes`); the run checks the others as it builds them."""
+    from stable_baselines3.common.callbacks import BaseCallback  # SB3 and torch: only where callbacks are given
+
+    from_terminal = allowed_prefixes() is None
+    for name, node in (cfg.get("callbacks") or {}).items():
+        where = f"callbacks.{name}"
+        if not isinstance(node, DictConfig) or "_target_" not in node:
+            raise ConfigError(
+                f"{where}={OmegaConf.to_container(node) if isinstance(node, DictConfig) else node!r}: a callback is "
+                f"a node {{_target_: module.Class, its arguments}} (+{where}._target_=module.Class)"
+            )
+        target = str(node._target_)
+        if not (from_terminal or target.startswith("lander.")):
+            continue
+        cls = import_target(target, f"{where}._target_")
+        if not issubclass(cls, BaseCallback):
+            raise ConfigError(f"{where}._target_={target!r} is a class, not a stable_baselines3 BaseCallback")
+        check_keys(where, node, model_parameters(target))
+        if "_args_" in node or node.get("_partial_"):
+            continue
+        needed = [
+            p.name
+            for p in inspect.signature(cls).parameters.values()
+            if p.default is p.empty and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.name not in node
+        ]
+        if needed:
+            raise ConfigError(
+                f"{where}: {target} needs {', '.join(map(repr, needed))}, which it is not given: "
+                f"add +{where}.{needed[0]}=<value>"
+            )
 
 
 def check_keys(where: str, node: DictConfig, known: list[str] | None) -> None:

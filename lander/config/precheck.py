@@ -33,7 +33,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
 from lander.config.checks import check_threads, check_trackers, memory_needed, sweep_memory_warning, validate
-from lander.config.keys import check_model_keys, check_override_keys, unknown_key_in_file
+from lander.config.keys import check_callback_keys, check_model_keys, check_override_keys, unknown_key_in_file
 from lander.config.schema import CONF_DIR, configuration_key, labels, load_saved, register_configs
 from lander.config.trust import allowed_prefixes, check_trusted
 from lander.errors import ConfigError, RunFileError
@@ -316,6 +316,8 @@ def check_job(cfg: DictConfig, job: list[str], needs: dict[tuple[str, ...], list
         check_threads(cfg)
     if any(o.startswith("+algo.model.") for o in job):  # keys the algorithm's config does not have:
         check_model_keys(cfg)  # against the class (imports torch: not done for other commands)
+    if cfg.get("callbacks"):  # yours: each job built them, and each failed there
+        check_callback_keys(cfg)
     key = tuple(o for o in job if not o.lstrip("+").startswith(MEMORY_NEUTRAL))
     found = needs.setdefault(key, [])
     found.append(found[0] if found else sum(memory_needed(cfg).values()))

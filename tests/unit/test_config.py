@@ -898,6 +898,49 @@ def test_a_presets_own_launcher_and_sweeper_are_the_ones_a_sweep_uses(tmp_path, 
         check_command(["--multirun", "experiment=mine", "seeds_per_process=2", "logger=none"])
 
 
+def test_callbacks_that_cannot_be_built_are_refused_before_anything_is_made(tmp_path, monkeypatch):
+    """``callbacks`` were built as the run started: a name that does not import, a key the class does not take, one
+    it needs and is not given, or no node at all made the run's directory, then removed it; a sweep launched
+    every job, each failing so (on SLURM, a job each). Now one line naming the key, before anything is made."""
+    from lander.config.precheck import check_command
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("NETRC", str(tmp_path / "no-netrc"))
+    monkeypatch.delenv("WANDB_API_KEY", raising=False)
+    (tmp_path / "my_callbacks.py").write_text(
+        "from stable_baselines3.common.callbacks import BaseCallback\n\n\n"
+        "class Every(BaseCallback):\n"
+        "    def __init__(self, every: int, **kwargs):\n"
+        "        super().__init__(**kwargs)\n"
+        "        self.every = every\n\n"
+        "    def _on_step(self) -> bool:\n"
+        "        return True\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    stop = "+callbacks.stop._target_=stable_baselines3.common.callbacks.StopTrainingOnMaxEpisodes"
+    mine = "+callbacks.mine._target_=my_callbacks.Every"
+    for given, said in (
+        (["+callbacks.stop=5"], "callbacks.stop=5: a callback is a node {_target_: module.Class, its arguments}"),
+        (["+callbacks.stop._target_=my_missing.Stop"], "callbacks.stop._target_='my_missing.Stop' cannot be imported"),
+        ([stop, "+callbacks.stop.max_episode=3"], "unknown key 'callbacks.stop.max_episode': stable_baselines3.comm"),
+        ([stop], "callbacks.stop: stable_baselines3.common.callbacks.StopTrainingOnMaxEpisodes needs 'max_episodes'"),
+        ([mine], "callbacks.mine: my_callbacks.Every needs 'every', which it is not given: add +callbacks.mine.every="),
+        ([mine, "+callbacks.mine.evry=3"], "unknown key 'callbacks.mine.evry': my_callbacks.Every takes no parameter"),
+        (
+            ["+callbacks.x._target_=collections.OrderedDict"],
+            "callbacks.x._target_='collections.OrderedDict' is a class, not",
+        ),
+    ):
+        for sweep in ([], ["--multirun", "seed=0,1"]):
+            with pytest.raises(ConfigError, match=f"^{re.escape(said)}"):
+                check_command([*sweep, *given, "logger=none"])
+    check_command(
+        [stop, "+callbacks.stop.max_episodes=3", mine, "+callbacks.mine.every=2", "+callbacks.mine.verbose=1"]
+    )
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name != "__pycache__") == ["my_callbacks.py"]  # nothing made
+
+
 def test_a_key_a_config_file_of_ones_own_mistypes_is_named_with_the_closest_ones(tmp_path, monkeypatch):
     """A preset (``./conf/experiment/``) or an env of one's own setting a key no schema has: Hydra's words ("In
     'experiment/mine': ConfigKeyError raised while composing config:; Key 'episods' not in 'EvalConfig' full_key:

@@ -200,6 +200,43 @@ def check_model_keys(cfg: DictConfig) -> None:
     check_keys("algo.model", cfg.algo.model, model_parameters(str(cfg.algo.model.get("_target_", ""))))
 
 
+SB3_GIVES = ("observation_space", "action_space", "lr_schedule")  # a policy's parameters its algorithm passes itself
+
+
+def check_policy_kwargs(cfg: DictConfig) -> None:
+    """Every key of ``algo.model.policy_kwargs`` is a parameter of the policy class ``algo.model.policy`` names for
+    the model class (SB3's ``policy_aliases``: A2C's ``MlpPolicy`` is ``ActorCriticPolicy``), and a class SB3 calls
+    (``activation_fn``, ``optimizer_class``, ``features_extractor_class``) is given as a class, not its name: each
+    made the run's directory and failed there at 0 timesteps with Hydra's traceback ("ActorCriticPolicy.__init__()
+    got an unexpected keyword argument 'net_archs'"; "'str' object is not callable")."""
+    kwargs = cfg.algo.model.get("policy_kwargs")
+    if not isinstance(kwargs, DictConfig):
+        return
+    for key in map(str, kwargs):
+        value = kwargs.get(key)
+        if (key == "activation_fn" or key.endswith("_class")) and isinstance(value, str):
+            raise ConfigError(
+                f"algo.model.policy_kwargs.{key}={value!r} is a name, and SB3 calls a class there: give the class, "
+                f"algo.model.policy_kwargs.{key}={{_target_: hydra.utils.get_class, path: {value}}}"
+            )
+    model = import_target(str(cfg.algo.model._target_), "algo.model._target_")
+    policy = cfg.algo.model.get("policy")
+    policy_class = getattr(model, "policy_aliases", {}).get(policy) if isinstance(policy, str) else None
+    if policy_class is None:  # a policy class of one's own, given by its path: Hydra builds it, and says
+        return
+    target = f"{policy_class.__module__}.{policy_class.__qualname__}"
+    known = model_parameters(target)
+    if known is None:
+        return
+    known = [k for k in known if k not in SB3_GIVES]
+    for key in map(str, kwargs):
+        if key not in known:
+            raise ConfigError(
+                f"unknown key 'algo.model.policy_kwargs.{key}': {target} (algo={cfg.algo.name}'s {policy}) takes "
+                f"no parameter {key!r}.{did_you_mean(key, known)} Its parameters are {', '.join(known)}"
+            )
+
+
 def check_tracker_keys(cfg: DictConfig) -> None:
     """No tracker's node is nested below a ``logger`` node (it built nothing), and every key of a tracker's node
     (``logger.<name>``) must be a parameter of its class. Importing a class runs

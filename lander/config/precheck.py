@@ -33,7 +33,13 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
 from lander.config.checks import check_threads, check_trackers, memory_needed, sweep_memory_warning, validate
-from lander.config.keys import check_callback_keys, check_model_keys, check_override_keys, unknown_key_in_file
+from lander.config.keys import (
+    check_callback_keys,
+    check_model_keys,
+    check_override_keys,
+    check_policy_kwargs,
+    unknown_key_in_file,
+)
 from lander.config.schema import CONF_DIR, configuration_key, labels, load_saved, register_configs
 from lander.config.trust import allowed_prefixes, check_trusted
 from lander.errors import ConfigError, RunFileError
@@ -318,6 +324,8 @@ def check_job(cfg: DictConfig, job: list[str], needs: dict[tuple[str, ...], list
         check_model_keys(cfg)  # against the class (imports torch: not done for other commands)
     if cfg.get("callbacks"):  # yours: each job built them, and each failed there
         check_callback_keys(cfg)
+    if any("algo.model.policy_kwargs" in o for o in job):  # against the policy class (imports torch)
+        check_policy_kwargs(cfg)
     key = tuple(o for o in job if not o.lstrip("+").startswith(MEMORY_NEUTRAL))
     found = needs.setdefault(key, [])
     found.append(found[0] if found else sum(memory_needed(cfg).values()))
@@ -511,10 +519,13 @@ def explain_model_override(
         return  # something else is wrong too: Hydra reports it
     trusted(cfg, allowed)  # before the model class is imported
     check_model_keys(cfg)  # raises for a name the model class does not take
+    policy = key.startswith("algo.model.policy_kwargs.")
+    if policy:
+        check_policy_kwargs(cfg)  # or its policy class
     value = next((o.split("=", 1)[1] for o in overrides if o.split("=", 1)[0] == key), "...")
+    owner = f"the policy of {cfg.algo.model._target_}" if policy else cfg.algo.model._target_
     raise ConfigError(
-        f"{key} is a parameter of {cfg.algo.model._target_} that algo={cfg.algo.name} does not set; "
-        f"add it with a '+': +{key}={value}"
+        f"{key} is a parameter of {owner} that algo={cfg.algo.name} does not set; add it with a '+': +{key}={value}"
     )
 
 

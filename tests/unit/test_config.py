@@ -941,6 +941,33 @@ def test_callbacks_that_cannot_be_built_are_refused_before_anything_is_made(tmp_
     assert sorted(p.name for p in tmp_path.iterdir() if p.name != "__pycache__") == ["my_callbacks.py"]  # nothing made
 
 
+def test_policy_kwargs_are_checked_against_the_policy_class(tmp_path, monkeypatch):
+    """``algo.model.policy_kwargs`` reach the policy class: a key it does not take, or a class given by its name
+    (``activation_fn=torch.nn.Tanh``), made the run's directory and failed there at 0 timesteps, exit 1, with
+    Hydra's traceback; a key SAC's config sets its policy_kwargs without was said to be "a parameter of
+    stable_baselines3.SAC" whatever its name. Now each is one line before anything is made."""
+    from lander.config.precheck import check_command
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("NETRC", str(tmp_path / "no-netrc"))
+    monkeypatch.delenv("WANDB_API_KEY", raising=False)
+    monkeypatch.chdir(tmp_path)
+    sac = ["algo=sac", "env=lunar_lander_continuous"]
+    for given, said in (
+        (["+algo.model.policy_kwargs.net_archs=[64]"], "unknown key 'algo.model.policy_kwargs.net_archs': stable_ba"),
+        (["+algo.model.policy_kwargs.activation_fn=torch.nn.Tanh"], "algo.model.policy_kwargs.activation_fn='torch"),
+        ([*sac, "algo.model.policy_kwargs.n_critic=3"], "unknown key 'algo.model.policy_kwargs.n_critic': stable_bas"),
+        ([*sac, "algo.model.policy_kwargs.n_critics=3"], "algo.model.policy_kwargs.n_critics is a parameter of the p"),
+    ):
+        with pytest.raises(ConfigError, match=f"^{re.escape(said)}"):
+            check_command([*given, "logger=none"])
+    relu = "{_target_:hydra.utils.get_class,path:torch.nn.ReLU}"
+    check_command([f"+algo.model.policy_kwargs={{net_arch:[32],activation_fn:{relu}}}", "logger=none"])
+    check_command([*sac, "+algo.model.policy_kwargs.n_critics=3", "logger=none"])
+    check_command(["algo=reinforce", "env=cartpole", "algo.model.policy_kwargs.net_arch=[16]", "logger=none"])
+    assert list(tmp_path.iterdir()) == []  # nothing made
+
+
 def test_a_key_a_config_file_of_ones_own_mistypes_is_named_with_the_closest_ones(tmp_path, monkeypatch):
     """A preset (``./conf/experiment/``) or an env of one's own setting a key no schema has: Hydra's words ("In
     'experiment/mine': ConfigKeyError raised while composing config:; Key 'episods' not in 'EvalConfig' full_key:

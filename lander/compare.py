@@ -23,15 +23,7 @@ from pathlib import Path
 
 from lander.errors import RunSetError
 from lander.reports.sweep_report import compare
-from lander.storage.rundir import (
-    COMPARED,
-    COMPARISON_ENTRIES,
-    RunPaths,
-    SweepPaths,
-    enclosing_run,
-    foreign_entries,
-    new_directory,
-)
+from lander.storage.rundir import RunPaths, SweepPaths, enclosing_run, new_directory, not_a_comparisons
 
 log = logging.getLogger(__name__)
 
@@ -91,9 +83,7 @@ def main(argv: list[str] | None = None) -> int:
             f"--out {out} is the comparison of the sweep {sweep.root}, which is not among the paths compared: it "
             "would be replaced by this one; give --out <a new or empty directory>"
         )
-    foreign = foreign_entries(out, COMPARISON_ENTRIES)
-    if not foreign and out.is_dir() and not any(COMPARED.fullmatch(p.name) for p in out.iterdir()):
-        foreign = foreign_entries(out, frozenset())  # report.md alone, or table.csv: a user's files of those names
+    foreign = not_a_comparisons(out)
     if foreign:  # a run's directory, a sweep's, a project: its report.html or report.md would be replaced
         shown = ", ".join(foreign[:5]) + (", ..." if len(foreign) > 5 else "")
         parser.error(

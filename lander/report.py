@@ -22,7 +22,7 @@ from lander.analysis.comparison import analyse
 from lander.errors import RunSetError
 from lander.reports.run_report import write_run_report
 from lander.reports.sweep_report import write_comparison
-from lander.storage.rundir import RunPaths, SweepPaths, find_run_dirs
+from lander.storage.rundir import RunPaths, SweepPaths, find_run_dirs, not_a_comparisons
 
 log = logging.getLogger(__name__)
 
@@ -40,9 +40,19 @@ def write_reports(path: Path, band: str | None = None, x: str | None = None) -> 
         found, problem = analyse([path]), None
     except RunSetError as exc:
         found, problem = None, str(exc)
+    out = SweepPaths(path).comparison
+    if found is not None and (foreign := not_a_comparisons(out)):  # a folder of one's own there, not lander's
+        shown = ", ".join(foreign[:5]) + (", ..." if len(foreign) > 5 else "")
+        found, problem = (
+            None,
+            (
+                f"{out} holds files of its own ({shown}) and is not a comparison's directory, which report.md and the "
+                f"rest would replace: python -m lander.compare {path} --out <a new or empty directory> writes it"
+            ),
+        )
     written = [write_run_report(run) for run in runs]  # before the comparison, whose report links to them
     if found is not None:
-        write_comparison(found, SweepPaths(path).comparison, band=band, x=x)
+        write_comparison(found, out, band=band, x=x)
         written += [p for p in found.files if p.suffix == ".html"]
     return written, problem
 

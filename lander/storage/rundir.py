@@ -112,6 +112,17 @@ COMPARISON_ENTRIES = re.compile(
 COMPARED = re.compile(r"left_out\.json|inputs\.json|(learning_curves|final_scores|performance_profile)_.+\.png")
 
 
+def not_a_comparisons(out: Path) -> list[str]:
+    """The files of the directory ``out`` that a comparison does not write, sorted: where there are any, writing a
+    comparison there would replace a user's ``report.md`` or a run's ``report.html``. A directory holding only
+    names a comparison writes is a comparison's where one of them is its own (:data:`COMPARED`): ``report.md``
+    alone may be a user's."""
+    foreign = foreign_entries(out, COMPARISON_ENTRIES)
+    if not foreign and out.is_dir() and not any(COMPARED.fullmatch(p.name) for p in out.iterdir()):
+        foreign = foreign_entries(out, frozenset())  # report.md alone, or table.csv: a user's files of those names
+    return foreign
+
+
 def foreign_entries(root: Path, entries: frozenset[str] | re.Pattern[str] = RUN_ENTRIES) -> list[str]:
     """The entries at the top of the directory ``root`` that a run does not write (not in ``entries``: a sweep's,
     :data:`SWEEP_ENTRIES`; a comparison's, :data:`COMPARISON_ENTRIES`), sorted: a user's own files. Empty if

@@ -305,6 +305,27 @@ def test_lander_report_of_runs_it_cannot_compare_writes_their_reports_and_says_w
     assert report_main([str(runs[0])]) == 0  # a run alone: its report
 
 
+def test_lander_report_keeps_a_comparison_folder_of_ones_own(tmp_path: Path, caplog) -> None:
+    """``python -m lander.report <folder of runs>`` wrote its comparison into ``<folder>/comparison/`` whatever was
+    there: a user's ``comparison/report.md`` was replaced (``lander.compare`` refused that folder). Now the runs'
+    reports are written, one line says why there is no comparison and how to write it, exit 1, the folder as it
+    was; an earlier comparison's folder is written anew as before."""
+    from lander.report import main as report_main
+
+    runs = [fake_run(tmp_path, f"a{seed}", ["gamma=0.9"], seed, {100: 1.0 + seed}) for seed in range(2)]
+    mine = tmp_path / "comparison" / "report.md"
+    mine.parent.mkdir()
+    mine.write_text("my notes\n")
+    assert report_main([str(tmp_path)]) == 1
+    said = f"{tmp_path}: its runs' reports are written, no comparison: {mine.parent} holds files of its own (report.md)"
+    assert said in caplog.text and f"python -m lander.compare {tmp_path} --out <a new" in caplog.text
+    assert mine.read_text() == "my notes\n" and sorted(p.name for p in mine.parent.iterdir()) == ["report.md"]
+    assert all((run / "report.html").is_file() for run in runs)
+    mine.unlink()
+    assert report_main([str(tmp_path)]) == 0 and (tmp_path / "comparison" / "table.csv").is_file()
+    assert report_main([str(tmp_path)]) == 0  # its own comparison, written anew
+
+
 def test_the_apis_report_is_the_comparison_it_was_loaded_as(tmp_path: Path) -> None:
     """``load_sweep(path, baseline=..., at_timesteps=...).report()`` wrote ``comparison/`` against the first
     configuration at the common budget, whatever ``sweep.table`` showed: the report is now the table's."""

@@ -34,7 +34,7 @@ from lander.errors import RunSetError
 from lander.reports.figures import read_metrics, run_figures, sweep_figures
 from lander.reports.run_report import write_run_report
 from lander.reports.sweep_report import write_comparison
-from lander.storage.rundir import RunPaths, SweepPaths, find_run_dirs, not_a_run, read_json
+from lander.storage.rundir import RunPaths, SweepPaths, find_run_dirs, not_a_comparisons, not_a_run, read_json
 from lander.storage.yamlfile import read_yaml
 
 
@@ -163,8 +163,17 @@ class SweepRecord:
 
     def report(self, band: str | None = None, x: str | None = None) -> Path:
         """Write ``comparison/`` (tables, plots, ``report.html``) anew, as :attr:`table` compares the runs (the
-        ``baseline`` and ``at_timesteps`` :func:`load_sweep` was given); return the HTML report's path."""
+        ``baseline`` and ``at_timesteps`` :func:`load_sweep` was given); return the HTML report's path.
+
+        :raises RunSetError: ``comparison/`` holds files of one's own (a user's ``report.md``), left as they are
+        """
         paths = SweepPaths(self.path)
+        if foreign := not_a_comparisons(paths.comparison):
+            raise RunSetError(
+                f"{paths.comparison} holds files of its own ({', '.join(foreign[:5])}) and is not a comparison's "
+                "directory, which report.md and the rest would replace: write it elsewhere, "
+                f"lander.api.write_comparison(sweep.comparison, <a new or empty directory>)"
+            )
         write_comparison(self.comparison, paths.comparison, band=band, x=x)
         return paths.report
 

@@ -321,6 +321,11 @@ def test_lander_report_keeps_a_comparison_folder_of_ones_own(tmp_path: Path, cap
     assert said in caplog.text and f"python -m lander.compare {tmp_path} --out <a new" in caplog.text
     assert mine.read_text() == "my notes\n" and sorted(p.name for p in mine.parent.iterdir()) == ["report.md"]
     assert all((run / "report.html").is_file() for run in runs)
+    from lander.api import load_sweep
+
+    with pytest.raises(RunSetError, match=f"^{re.escape(str(mine.parent))} holds files of its own \\(report.md\\)"):
+        load_sweep(tmp_path).report()  # the API's the same
+    assert sorted(p.name for p in mine.parent.iterdir()) == ["report.md"]
     mine.unlink()
     assert report_main([str(tmp_path)]) == 0 and (tmp_path / "comparison" / "table.csv").is_file()
     assert report_main([str(tmp_path)]) == 0  # its own comparison, written anew

@@ -26,6 +26,7 @@ from lander.training.callbacks import (
     PeriodicEval,
     check_finite,
     nonfinite_parameters,
+    save_checkpoint,
     save_model,
 )
 
@@ -56,8 +57,12 @@ def final_evaluation(cfg: DictConfig, model: Any, evaluator: PeriodicEval, paths
 def record_results(
     cfg: DictConfig, model: Any, evaluator: PeriodicEval, paths: RunPaths, train_seconds: float, first_step: int = 0
 ) -> dict[str, Any]:
-    """Save the model, evaluate it, plot the learning curve, record the video; return summary fields."""
+    """Save the model (and, with ``checkpoint_replay_buffer``, a last checkpoint with its replay buffer), evaluate
+    it, plot the learning curve, record the video; return summary fields."""
     save_model(model, paths.model)
+    if cfg.checkpoint_replay_buffer and cfg.checkpoint_freq > 0 and getattr(model, "replay_buffer", None) is not None:
+        # a run trained further resumes from it with its transitions: from model.zip alone, with an empty buffer
+        save_checkpoint(model, paths.checkpoints, cfg.checkpoint_keep, replay_buffer=True)
     steps = int(model.num_timesteps)
     out: dict[str, Any] = {
         "timesteps": steps,

@@ -130,10 +130,10 @@ def test_off_policy_checkpoints_carry_the_replay_buffer(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     names = sorted(p.name for p in (run_dir / "checkpoints").iterdir())
     assert names == [
-        "model_600_steps.zip",
-        "model_900_steps.zip",  # the newest 2 (the final model is model.zip)
-        "replay_buffer_600_steps.npz",  # arrays only: nothing is unpickled on resume
-        "replay_buffer_900_steps.npz",
+        "model_1200_steps.zip",  # the newest 2: the last one as the run ends, with its buffer (before, the final
+        "model_900_steps.zip",  # model was model.zip alone, and a run trained further resumed from it with an
+        "replay_buffer_1200_steps.npz",  # empty buffer, warned: its 1,200 transitions lost)
+        "replay_buffer_900_steps.npz",  # arrays only: nothing is unpickled on resume
     ]
     from stable_baselines3 import DQN
 
@@ -143,3 +143,7 @@ def test_off_policy_checkpoints_carry_the_replay_buffer(tmp_path):
     load_buffer(model.replay_buffer, run_dir / "checkpoints/replay_buffer_900_steps.npz")
     assert model.num_timesteps == 900 and model.replay_buffer.size() == 900  # every transition up to the checkpoint
     assert model.replay_buffer.rewards[:900].any() and not model.replay_buffer.rewards[900:].any()
+    further = lander(f"resume={run_dir}", "total_timesteps=1500")
+    assert further.returncode == 0, further.stderr[-3000:]
+    log = (run_dir / "run.log").read_text()
+    assert "resuming from model_1200_steps.zip" in log and "no replay buffer saved" not in log, log[-3000:]

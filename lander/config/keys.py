@@ -264,8 +264,6 @@ def check_callback_keys(cfg: DictConfig) -> None:
     before anything is made, with every job of a sweep: each job made its directory and failed as it built the
     callback. Where the service started the run, only lander's own classes are imported here
     (:func:`lander.config.trust.allowed_prefixes`); the run checks the others as it builds them."""
-    from stable_baselines3.common.callbacks import BaseCallback  # SB3 and torch: only where callbacks are given
-
     from_terminal = allowed_prefixes() is None
     for name, node in (cfg.get("callbacks") or {}).items():
         where = f"callbacks.{name}"
@@ -278,6 +276,8 @@ def check_callback_keys(cfg: DictConfig) -> None:
         if not (from_terminal or target.startswith("lander.")):
             continue
         cls = import_target(target, f"{where}._target_")
+        from stable_baselines3.common.callbacks import BaseCallback  # SB3 and torch: only where one is imported
+
         if not issubclass(cls, BaseCallback):
             raise ConfigError(f"{where}._target_={target!r} is a class, not a stable_baselines3 BaseCallback")
         check_keys(where, node, model_parameters(target))

@@ -1044,8 +1044,13 @@ def check_online(node: DictConfig, where: str) -> None:
     """Online W&B (the node ``where``) needs an API key and a server that answers; with ``offline_fallback`` one
     that does not is a warning (the tracker goes offline when it starts: :func:`wandb_mode`). Changes nothing."""
     if not has_api_key():
+        given = (
+            f"{where}.mode=online"
+            if node.mode is not None
+            else f"WANDB_MODE=online (the environment's, which {where}.mode=null follows)"
+        )
         raise ConfigError(
-            f"{where}.mode=online needs a W&B API key: set WANDB_API_KEY or run `wandb login`; "
+            f"{given} needs a W&B API key: set WANDB_API_KEY or run `wandb login`; "
             f"or use {where}.mode=offline (the default; `wandb sync` uploads later) or logger=none"
         )
     url = os.environ.get("WANDB_BASE_URL", "https://api.wandb.ai")

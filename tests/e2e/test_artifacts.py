@@ -262,6 +262,12 @@ def test_wandb_mode_follows_wandbs_own_variable(tmp_path):
     )  # the command line's mode first
     assert given.returncode == 0 and list((tmp_path / "given" / "wandb").glob("offline-run-*")), given.stderr[-3000:]
     assert "mode: null" in (tmp_path / "off" / ".hydra" / "config.yaml").read_text()  # the environment's not saved
+    keyless = lander_env(WANDB_MODE="online", HOME=str(tmp_path), NETRC=str(tmp_path / "no-netrc"))
+    online = run_lander(tmp_path / "online", *tiny("a2c"), "logger=wandb", env=keyless)
+    assert online.returncode == 2 and not (tmp_path / "online").exists(), online.stderr[-3000:]
+    assert "WANDB_MODE=online (the environment's, which logger.wandb.mode=null follows) needs a W&B API key" in (
+        online.stderr
+    )
 
 
 def test_throughput_memory_and_cpu_are_logged(algo_run):

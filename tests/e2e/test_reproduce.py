@@ -203,3 +203,35 @@ def test_bad_input_is_one_line_exit_2_and_nothing_written(tmp_path, capsys, case
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 1 and err[0].startswith("lander.reproduce: ") and said in err[0], err
     assert sorted(tmp_path.rglob("*")) == before
+
+
+def test_two_reproductions_started_at_once_take_a_directory_each(tmp_path, monkeypatch):
+    """Two ``lander.reproduce`` of one run started at the same moment both chose ``<run>.reproduce-1``, the first
+    number free when each looked; the second failed at ``mkdir`` with ``FileExistsError``'s traceback. It now
+    takes the next number. (In this process: the other reproduction is a directory made between the look and the
+    ``mkdir``.)"""
+    import logging
+
+    import lander.reproduce as module
+    from lander.storage.rundir import RunPaths
+
+    run = tmp_path / "run"
+    tiny_run(run, "a2c", "logger=none")
+    looked = module.plan
+
+    def raced(*args):
+        planned = looked(*args)
+        planned.copy.mkdir()  # the other reproduction's
+        return planned
+
+    monkeypatch.setattr(module, "plan", raced)
+    root = logging.getLogger()
+    before = list(root.handlers)
+    try:
+        assert module.reproduce(run, None, []) == 0
+    finally:
+        for handler in [h for h in root.handlers if h not in before]:  # its run.log's, added to the root logger
+            root.removeHandler(handler)
+            handler.close()
+    assert json.loads(RunPaths(tmp_path / "run.reproduce-2").reproduction.read_text())["verdict"] == "identical"
+    assert list((tmp_path / "run.reproduce-1").iterdir()) == []  # the other's, untouched

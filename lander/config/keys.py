@@ -11,6 +11,8 @@ from __future__ import annotations
 import difflib
 import inspect
 import logging
+import types
+import typing
 from dataclasses import fields, is_dataclass
 from typing import Any
 
@@ -293,6 +295,36 @@ def check_callback_keys(cfg: DictConfig) -> None:
                 f"{where}: {target} needs {', '.join(map(repr, needed))}, which it is not given: "
                 f"add +{where}.{needed[0]}=<value>"
             )
+        check_scalar_types(where, cls, node)
+
+
+SCALARS: dict[type, tuple[type, ...]] = {int: (int,), float: (int, float), bool: (bool,), str: (str,)}
+
+
+def check_scalar_types(where: str, cls: type, node: DictConfig) -> None:
+    """Each value of ``node`` whose parameter of ``cls`` is annotated a plain ``int``, ``float``, ``bool`` or
+    ``str`` (or one of them or None) is of that type: ``max_episodes=many`` failed in the run, at its first step
+    (``'<' not supported between instances of 'int' and 'str'``). Annotations that cannot be read, or of other
+    types, are left to the class."""
+    try:
+        hints = typing.get_type_hints(cls.__init__)  # type: ignore[misc]  # the class's, as it is built
+    except Exception:  # a name the annotations use that cannot be found: nothing to judge by
+        return
+    for key in map(str, node):
+        hint = hints.get(key)
+        if hint is None or OmegaConf.is_interpolation(node, key):
+            continue
+        value = node[key]
+        allowed = typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType) else (hint,)
+        if value is None and type(None) in allowed:
+            continue
+        kinds = [k for k in allowed if k in SCALARS]
+        if len(kinds) != len([k for k in allowed if k is not type(None)]):  # another type among them: not judged
+            continue
+        fits = any(isinstance(value, SCALARS[k]) and (k is bool or not isinstance(value, bool)) for k in kinds)
+        if not fits:
+            names = " or ".join(k.__name__ for k in kinds) + (" or None" if type(None) in allowed else "")
+            raise ConfigError(f"{where}.{key}={value!r} is not allowed: {cls.__name__} takes {names} there")
 
 
 def check_keys(where: str, node: DictConfig, known: list[str] | None) -> None:

@@ -901,7 +901,9 @@ def test_a_presets_own_launcher_and_sweeper_are_the_ones_a_sweep_uses(tmp_path, 
 def test_callbacks_that_cannot_be_built_are_refused_before_anything_is_made(tmp_path, monkeypatch):
     """``callbacks`` were built as the run started: a name that does not import, a key the class does not take, one
     it needs and is not given, or no node at all made the run's directory, then removed it; a sweep launched
-    every job, each failing so (on SLURM, a job each). Now one line naming the key, before anything is made."""
+    every job, each failing so (on SLURM, a job each). A value of the wrong type for a parameter annotated ``int``
+    (``max_episodes=many``) failed the run at its first step. Now one line naming the key, before anything is
+    made."""
     from lander.config.precheck import check_command
 
     monkeypatch.setenv("HOME", str(tmp_path))
@@ -931,6 +933,11 @@ def test_callbacks_that_cannot_be_built_are_refused_before_anything_is_made(tmp_
             ["+callbacks.x._target_=collections.OrderedDict"],
             "callbacks.x._target_='collections.OrderedDict' is a class, not",
         ),
+        (
+            [stop, "+callbacks.stop.max_episodes=many"],
+            "callbacks.stop.max_episodes='many' is not allowed: StopTrainingOn",
+        ),
+        ([mine, "+callbacks.mine.every=2.5"], "callbacks.mine.every=2.5 is not allowed: Every takes int there"),
     ):
         for sweep in ([], ["--multirun", "seed=0,1"]):
             with pytest.raises(ConfigError, match=f"^{re.escape(said)}"):

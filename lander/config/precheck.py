@@ -282,6 +282,7 @@ def check_jobs(
         with lock, initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
             sweeper = [a for a in argv if a.startswith("hydra.sweeper.") and "=" in a]  # its keys, checked below
             swept, full = preset_sweeps([*search, *sweeper], overrides)
+            check_preset_sweep_keys(swept, overrides, str(full.algo.name))
             trusted(full, allowed)  # Hydra's node too: its callbacks, launcher and sweeper are instantiated
             check_output_dir(argv, full, multirun)
             check_sweep_mode(argv, full, multirun, swept)
@@ -527,6 +528,18 @@ def explain_model_override(
     raise ConfigError(
         f"{key} is a parameter of {owner} that algo={cfg.algo.name} does not set; add it with a '+': +{key}={value}"
     )
+
+
+def check_preset_sweep_keys(swept: list[str], overrides: list[str], algo: str) -> None:
+    """The keys a preset sweeps (its ``hydra.sweeper.params``) are keys of the config, as the command line's are
+    (:func:`lander.config.keys.check_override_keys`): a preset's ``gama: 0.9,0.99`` got Hydra's "Could not override
+    'gama'. To append to your config use +gama=0.9", advice lander then refuses. ``algo``: the preset's algorithm,
+    whose parameters the advice names."""
+    try:
+        check_override_keys([f"algo={algo}", *swept])
+    except ConfigError as exc:
+        preset = next((o for o in overrides if o.split("=", 1)[0] in ("experiment", "hparams_search")), "a preset")
+        raise ConfigError(f"{preset}'s hydra.sweeper.params: {exc}") from None
 
 
 def preset_sweeps(search: list[str], overrides: list[str]) -> tuple[list[str], DictConfig]:

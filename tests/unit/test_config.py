@@ -1005,6 +1005,9 @@ def test_a_key_a_config_file_of_ones_own_mistypes_is_named_with_the_closest_ones
         mine.write_text("# @package _global_\n" + written)
         with pytest.raises(ConfigError, match=rf"^{re.escape(said)}"):
             check_command(["experiment=mine"])
+    mine.write_text("# @package _global_\nhydra:\n  sweeper:\n    params:\n      gama: 0.9,0.99\n")
+    with pytest.raises(ConfigError, match=r"^experiment=mine's hydra.sweeper.params: unknown key 'gama' in override "):
+        check_command(["--multirun", "experiment=mine"])  # was Hydra's advice to add it with +, which lander refuses
     mine.write_text("total_timesteps: 400\n")  # no '# @package _global_': "unknown key 'experiment'"
     with pytest.raises(ConfigError, match=r"^In 'experiment/mine': its keys are put under 'experiment', a key no co"):
         check_command(["experiment=mine"])

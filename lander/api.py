@@ -168,11 +168,10 @@ class SweepRecord:
         :raises RunSetError: ``comparison/`` holds files of one's own (a user's ``report.md``), left as they are
         """
         paths = SweepPaths(self.path)
-        if foreign := not_a_comparisons(paths.comparison):
+        if (foreign := not_a_comparisons(paths.comparison)) is not None:
             raise RunSetError(
-                f"{paths.comparison} holds files of its own ({', '.join(foreign[:5])}) and is not a comparison's "
-                "directory, which report.md and the rest would replace: write it elsewhere, "
-                f"lander.api.write_comparison(sweep.comparison, <a new or empty directory>)"
+                f"{paths.comparison} {foreign}, which report.md and the rest would replace: write it elsewhere, "
+                "lander.api.write_comparison(sweep.comparison, <a new or empty directory>)"
             )
         write_comparison(self.comparison, paths.comparison, band=band, x=x)
         return paths.report

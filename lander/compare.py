@@ -83,13 +83,10 @@ def main(argv: list[str] | None = None) -> int:
             f"--out {out} is the comparison of the sweep {sweep.root}, which is not among the paths compared: it "
             "would be replaced by this one; give --out <a new or empty directory>"
         )
-    foreign = not_a_comparisons(out)
-    if foreign:  # a run's directory, a sweep's, a project: its report.html or report.md would be replaced
-        shown = ", ".join(foreign[:5]) + (", ..." if len(foreign) > 5 else "")
+    if (foreign := not_a_comparisons(out)) is not None:  # a run's directory, a sweep's, a project
         parser.error(
-            f"--out {out} holds files of its own ({shown}) and is not a comparison's directory: the comparison "
-            "would write report.html, report.md, table.csv and its plots among them; give --out <a new or empty "
-            "directory>"
+            f"--out {out} {foreign}: the comparison would write report.html, report.md, table.csv and its plots "
+            "among them; give --out <a new or empty directory>"
         )
     try:
         with said_on_exit(lambda: f"lander.compare: interrupted: {out} holds the files written so far, each whole"):

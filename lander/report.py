@@ -41,14 +41,11 @@ def write_reports(path: Path, band: str | None = None, x: str | None = None) -> 
     except RunSetError as exc:
         found, problem = None, str(exc)
     out = SweepPaths(path).comparison
-    if found is not None and (foreign := not_a_comparisons(out)):  # a folder of one's own there, not lander's
-        shown = ", ".join(foreign[:5]) + (", ..." if len(foreign) > 5 else "")
-        found, problem = (
-            None,
-            (
-                f"{out} holds files of its own ({shown}) and is not a comparison's directory, which report.md and the "
-                f"rest would replace: python -m lander.compare {path} --out <a new or empty directory> writes it"
-            ),
+    if found is not None and (foreign := not_a_comparisons(out)) is not None:  # a folder of one's own there
+        found = None
+        problem = (
+            f"{out} {foreign}, which report.md and the rest would replace: python -m lander.compare {path} --out "
+            "<a new or empty directory> writes it"
         )
     written = [write_run_report(run) for run in runs]  # before the comparison, whose report links to them
     if found is not None:

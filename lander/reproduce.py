@@ -45,7 +45,7 @@ from lander.config.schema import budget, load_saved
 from lander.config.trust import INTERRUPT_AT, STOP_AT, check_trusted
 from lander.errors import ConfigError, RunFileError
 from lander.storage.lock import RunLock
-from lander.storage.rundir import RunPaths, RunSummary, Status, not_a_run, write_json
+from lander.storage.rundir import RunPaths, RunSummary, Status, make_new, not_a_run, write_json
 
 log = logging.getLogger("lander.reproduce")
 
@@ -288,7 +288,8 @@ def verdict(original: RunPaths, copy: RunPaths, steps: int | None, trained: int)
 def reproduce(run: Path, steps: int | None, allowed: list[str]) -> int:
     """Train ``run`` again beside it and print the verdict; the exit code (0 identical, 1 diverged)."""
     planned = plan(run, steps, allowed)
-    planned.copy = made(planned.copy)
+    stem, number = planned.copy.name.rsplit("-", 1)  # <run>.reproduce-N, or the next N another one left free
+    planned.copy = make_new(planned.copy.with_name(stem), int(number))
     cfg, copy, steps = planned.cfg, planned.copy, planned.steps
     (copy / ".hydra").mkdir()
     OmegaConf.save(cfg, copy / ".hydra" / "config.yaml")
@@ -323,21 +324,6 @@ def reproduce(run: Path, steps: int | None, allowed: list[str]) -> int:
     write_json(RunPaths(copy).reproduction, {"original": str(run), "verdict": found, "lines": lines})
     print("\n".join(lines))
     return 0 if found == "identical" else 1
-
-
-def made(copy: Path) -> Path:
-    """Make ``copy`` (``<run>.reproduce-N``), or the next ``N`` free where another reproduction of the run, started
-    at the same moment, made it first (``mkdir`` is atomic): the second failed with ``FileExistsError``."""
-    stem, number = copy.name.rsplit("-", 1)
-    n = int(number)
-    while True:
-        try:
-            copy.mkdir()
-        except FileExistsError:
-            n += 1
-            copy = copy.with_name(f"{stem}-{n}")
-            continue
-        return copy
 
 
 def train_again(planned: Plan) -> tuple[DictConfig, RunSummary]:

@@ -112,15 +112,18 @@ COMPARISON_ENTRIES = re.compile(
 COMPARED = re.compile(r"left_out\.json|inputs\.json|(learning_curves|final_scores|performance_profile)_.+\.png")
 
 
-def not_a_comparisons(out: Path) -> list[str]:
-    """The files of the directory ``out`` that a comparison does not write, sorted: where there are any, writing a
-    comparison there would replace a user's ``report.md`` or a run's ``report.html``. A directory holding only
-    names a comparison writes is a comparison's where one of them is its own (:data:`COMPARED`): ``report.md``
-    alone may be a user's."""
+def not_a_comparisons(out: Path) -> str | None:
+    """Why a comparison may not be written into the directory ``out`` ("holds files of its own (...) and is not a
+    comparison's directory"): it holds files a comparison does not write, whose ``report.md`` (a user's) or
+    ``report.html`` (a run's) it would replace; None where it may. A directory holding only names a comparison
+    writes is a comparison's where one of them is its own (:data:`COMPARED`): ``report.md`` alone may be a user's."""
     foreign = foreign_entries(out, COMPARISON_ENTRIES)
     if not foreign and out.is_dir() and not any(COMPARED.fullmatch(p.name) for p in out.iterdir()):
         foreign = foreign_entries(out, frozenset())  # report.md alone, or table.csv: a user's files of those names
-    return foreign
+    if not foreign:
+        return None
+    shown = ", ".join(foreign[:5]) + (", ..." if len(foreign) > 5 else "")
+    return f"holds files of its own ({shown}) and is not a comparison's directory"
 
 
 def foreign_entries(root: Path, entries: frozenset[str] | re.Pattern[str] = RUN_ENTRIES) -> list[str]:
@@ -343,13 +346,16 @@ def new_directory(place: Path, label: str = "") -> Path:
     return make_new(place / now.strftime("%Y-%m-%d") / "_".join(filter(None, [now.strftime("%H-%M-%S"), label])))
 
 
-def make_new(base: Path) -> Path:
+def make_new(base: Path, first: int | None = None) -> Path:
     """Make ``base``, or ``base-2``, ``base-3``, ... where another process made that one first: ``mkdir`` is atomic,
-    so of two processes asking at once one makes a name and the other the next. Returns the directory made."""
+    so of two processes asking at once one makes a name and the other the next. Returns the directory made.
+
+    :param first: numbered from ``base-<first>`` on (``lander.reproduce``'s ``<run>.reproduce-N``), not ``base``
+    """
     base.parent.mkdir(parents=True, exist_ok=True)
-    n = 1
+    n = first or 1
     while True:
-        found = base if n == 1 else base.with_name(f"{base.name}-{n}")
+        found = base if first is None and n == 1 else base.with_name(f"{base.name}-{n}")
         try:
             found.mkdir()
         except FileExistsError:

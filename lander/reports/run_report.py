@@ -71,9 +71,12 @@ def resolved_config(paths: RunPaths, config: dict[str, Any], problem: str | None
     return OmegaConf.to_yaml(resolved)
 
 
-def header(summary: dict[str, Any], paths: RunPaths) -> str:
-    """Status, what was trained, and for a run that did not complete, what stopped it and how to continue."""
-    held = RunLock(paths.root).busy()  # a process of this machine trains the run (the lock is its own to its end)
+def header(summary: dict[str, Any], paths: RunPaths, held: bool) -> str:
+    """Status, what was trained, and for a run that did not complete, what stopped it and how to continue.
+
+    :param held: a process of this machine trains the run (the lock is its own to its end), as it was before
+        ``summary`` was read (a run that ended between the two reads is not "killed")
+    """
     status = shown_status(str(summary.get("status", "unknown")), held, lambda: False)  # as the dashboard shows it
     what = (
         f"{summary.get('algo', '?')} on {summary.get('env_id', '?')}, seed {summary.get('seed', '?')}, "
@@ -183,6 +186,7 @@ def saved_config(paths: RunPaths) -> tuple[dict[str, Any], str | None]:
 def write_run_report(run_dir: Path) -> Path:
     """Write ``report.html`` into ``run_dir`` from the files there; return its path."""
     paths = RunPaths(run_dir)
+    held = RunLock(paths.root).busy()  # before the summary, as the dashboard's listing
     try:  # a summary.json that is not a run's: the report says so instead of its results
         loaded = RunSummary.load(paths)
         summary: dict[str, Any] = loaded.to_dict() if loaded is not None else {}
@@ -218,7 +222,7 @@ def write_run_report(run_dir: Path) -> Path:
         log.warning("%s", note)
     warnings = "".join(f'<div class="error">{esc(note)}</div>' for note in notes)
     shown = summary or config_facts(config)  # no summary yet (killed before its first): what its config says
-    path = write_page(paths.report, f"lander run: {title}", sections, header(shown, paths) + warnings)
+    path = write_page(paths.report, f"lander run: {title}", sections, header(shown, paths, held) + warnings)
     log.info("report.html written (%.1f MB)", path.stat().st_size / 2**20)
     return path
 

@@ -297,9 +297,9 @@ class Launcher:
     def resume(self, run: Path) -> dict[str, Any]:
         """``python -m lander.run resume=<run>`` for an interrupted, failed or killed run whose saved config
         imports and resolves only what lander trusts (:func:`lander.config.trust.check_trusted`)."""
-        current = status(self.root, run)
-        if RunLock(run).busy():
+        if RunLock(run).busy():  # before the status: a run that ends meanwhile is read as it ended
             raise Refused(f"{run.name} is running (or still writing its last files): it cannot be resumed now", 409)
+        current = status(self.root, run)
         if current == Status.COMPLETED.value:
             raise Refused(f"{run.name} is completed: nothing to resume", 409)
         self.check_saved_config(run, "resumed")

@@ -249,10 +249,11 @@ def run_info(root: Path, path: Path, processes: Mapping[str, bool] | None = None
     :param processes: the directories of the processes the service started, each with whether one runs there
     """
     paths = RunPaths(path)
+    active = RunLock(path).busy()  # before the summary: a run that ends between the two reads is not "stopped"
     summary, problem = summary_of(root, path)
     if not summary:
         summary = from_config(root, paths)
-    active, latest = RunLock(path).busy(), last_eval(root, paths)
+    latest = last_eval(root, paths)
     relative = str(path.relative_to(root.resolve()))
     status = shown_status(
         str(summary.get("status", "created")), active, lambda: gone(relative, processes or {}) or lock_left(path)
@@ -391,10 +392,11 @@ def why_ended(root: Path, directory: Path, without: str) -> str:
 def job_statuses(root: Path, sweep: Path) -> Counter[str]:
     """How many jobs of a sweep whose process has ended have each status (:func:`shown_status`: a job without a
     summary that no process holds has ended too)."""
-    return Counter(
-        shown_status(str(summary_of(root, run)[0].get("status", "created")), RunLock(run).busy(), lambda: True)
-        for run in find_run_dirs([sweep])
-    )
+    counts: Counter[str] = Counter()
+    for run in find_run_dirs([sweep]):
+        active = RunLock(run).busy()  # before the summary, as :func:`run_info`
+        counts[shown_status(str(summary_of(root, run)[0].get("status", "created")), active, lambda: True)] += 1
+    return counts
 
 
 def jobs_ended(counts: Counter[str]) -> str:
@@ -461,10 +463,12 @@ def list_sweeps(root: Path, processes: Mapping[str, bool] | None = None) -> list
     for f in found:
         if not f.resolve().is_relative_to(root.resolve()):
             continue
-        path, compared = str(f.parent.relative_to(root)), servable(root, SweepPaths(f.parent).table)
-        launched, counts = processes.get(path), Counter[str]()
+        path, counts = str(f.parent.relative_to(root)), Counter[str]()
+        launched = processes.get(path)
+        held = launched is None and SweepLock(f.parent).busy()  # before its table: a sweep that ends meanwhile
+        compared = servable(root, SweepPaths(f.parent).table)
         if launched is None and not compared:  # started elsewhere: its process holds the sweep's lock while it runs
-            if SweepLock(f.parent).busy():
+            if held:
                 launched = True
             elif lock_left(f.parent, SweepLock):  # it ended, unless a job outlived it (a joblib worker's)
                 counts = job_statuses(root, f.parent)

@@ -376,6 +376,77 @@ def test_a_stray_byte_in_a_metrics_file_keeps_its_rows(tmp_path):
     assert [r["timesteps"] for r in found] == [100, 200, 300] and found[2]["mean"] == 3.5
 
 
+def test_a_run_that_ends_while_it_is_read_is_not_shown_stopped(tmp_path, monkeypatch):
+    """The run's process writes ``completed`` and then lets its lock go: read in between (its summary first, the
+    lock after), a run that completed was listed ``stopped`` (killed, no process holds it), the CI's poll of a
+    dashboard-launched run caught so once. Here its process ends just after each summary is read; the lock is read
+    first, so the run is shown as it was, running, or as it ended."""
+    from lander.reports import run_report
+    from lander.storage.rundir import RunSummary
+
+    run = planted_run(tmp_path, "0", "running")
+    lock = RunLock(run).acquire()
+
+    def ends_after(read):
+        def reading(*args, **kwargs):
+            found = read(*args, **kwargs)
+            (run / "summary.json").write_text(json.dumps({"status": "completed", "algo": "ppo", "timesteps": 0}))
+            lock.release()  # the process ends
+            return found
+
+        return reading
+
+    def shown(reader: str) -> str:
+        (run / "summary.json").write_text(json.dumps({"status": "running", "algo": "ppo", "timesteps": 0}))
+        lock.acquire()
+        if reader == "report":
+            with monkeypatch.context() as patch:
+                patch.setattr(RunSummary, "load", ends_after(RunSummary.load))
+                page = run_report.write_run_report(run).read_text()
+            return re.search(r'<span class="status (\w+)">', page).group(1)
+        with monkeypatch.context() as patch:
+            patch.setattr(store, "summary_of", ends_after(store.summary_of))
+            if reader == "listing":
+                return store.run_info(tmp_path, run)["status"]
+            return "".join(store.job_statuses(tmp_path, run.parent))
+
+    try:
+        assert {reader: shown(reader) for reader in ("listing", "sweep", "report")} == dict.fromkeys(
+            ("listing", "sweep", "report"), "running"
+        )
+    finally:
+        lock.release()
+
+
+def test_a_sweep_that_ends_while_it_is_listed_is_not_shown_ended(tmp_path, monkeypatch):
+    """A sweep started elsewhere writes its comparison and then lets its lock go: read in between (its table first,
+    the lock after), it was listed ``ended`` with its jobs' statuses as the error. Here it ends just after its table
+    is looked for; the lock is read first, so it is still sweeping."""
+    from lander.storage.lock import SweepLock
+
+    sweep = tmp_path / "multirun" / "s"
+    sweep.mkdir(parents=True)
+    planted_run(tmp_path, "0", "completed").rename(sweep / "0")  # its one job, completed
+    (sweep / "multirun.yaml").write_text("hydra: {}\n")
+    lock = SweepLock(sweep).acquire()
+    servable = store.servable
+
+    def looked_for(root, path):
+        found = servable(root, path)
+        if path.name == "table.csv":  # the sweep writes its comparison and ends
+            path.parent.mkdir(exist_ok=True)
+            path.write_text("algo,mean\n")
+            lock.release()
+        return found
+
+    monkeypatch.setattr(store, "servable", looked_for)
+    try:
+        listed = store.list_sweeps(tmp_path)
+    finally:
+        lock.release()
+    assert [(s["path"], s["state"], s.get("error")) for s in listed] == [("multirun/s", "sweeping", None)]
+
+
 def test_no_signal_goes_to_a_process_the_lock_file_names_but_did_not_write_it(tmp_path):
     """A run whose lock is held, but whose lock file names another pid: its pause went to that process as SIGUSR1
     and killed it; now refused (409) and the other process lives on."""

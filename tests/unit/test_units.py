@@ -385,7 +385,7 @@ def test_the_commands_a_run_prints_work_pasted_into_a_shell_whatever_its_directo
     assert shlex.split(line.split(": ", 1)[1]) == ["tensorboard", "--logdir", str(root / "tensorboard")]
     from lander.reports.run_report import header  # the report's "continue:" line, as HTML
 
-    shown = html.unescape(re.sub(r"<[^>]+>", "", header({"status": "interrupted", "error": "x"}, paths)))
+    shown = html.unescape(re.sub(r"<[^>]+>", "", header({"status": "interrupted", "error": "x"}, paths, False)))
     assert shlex.split(shown.split("continue: ", 1)[1]) == ["python", "-m", "lander.run", f"resume={root}"]
 
 

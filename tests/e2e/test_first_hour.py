@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from helpers import lander, lander_env, read_json, run_lander, start_lander, tiny
+from helpers import REPO, lander, lander_env, read_json, run_lander, start_lander, tiny
 from helpers.runs import fake_run
 from helpers.wandb_reader import read_runs
 from lander.storage.lock import RunLock, SweepLock
@@ -27,15 +27,21 @@ TINY = tiny("ppo", 0, eval_every=512, video=True, report=True)  # each test give
         ("lander.compare", ["usage: python -m lander.compare", "--at-timesteps", "Write the comparison a sweep"]),
         ("lander.reproduce", ["usage: python -m lander.reproduce", "Does this run reproduce here? Train it again"]),
         ("lander.report", ["usage: python -m lander.report", "Write the HTML reports of runs and sweeps anew"]),
+        ("lander.serve", ["usage: python -m lander.serve", "The experiment service: a dashboard and REST API"]),
     ],
 )
 def test_every_entry_point_has_help(module: str, expected: list[str]) -> None:
-    """Each says what it does in words (compare's said only its own usage, cut at a line's end, in reST's ``)."""
+    """Each says what it does in words (compare's said only its own usage, cut at a line's end, in reST's ``); the
+    first, ``lander.run``'s, names every command (it left out lander.reproduce and lander.serve)."""
     proc = lander("--help", module=module, timeout=120)
     assert proc.returncode == 0, proc.stderr
     for text in expected:
         assert text in " ".join(proc.stdout.split())
     assert "``" not in proc.stdout
+    if module == "lander.run":
+        commands = {p.stem for p in (REPO / "lander").glob("*.py") if '__name__ == "__main__"' in p.read_text()}
+        assert commands == {"run", "evaluate", "compare", "report", "reproduce", "serve"}
+        assert {c for c in commands if f"python -m lander.{c} " not in proc.stdout} == set()
 
 
 def test_a_typo_is_named_with_the_key_meant_and_leaves_no_directory(tmp_path: Path) -> None:

@@ -9,8 +9,8 @@ from typing import Any
 import imageio.v2 as imageio
 import numpy as np
 from omegaconf import DictConfig
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
 from stable_baselines3.common.base_class import BaseAlgorithm
-from tqdm.rich import tqdm
 
 from lander.envs import make_env
 from lander.evaluation.policy import record_episode
@@ -44,12 +44,13 @@ def write_video(
         writer = imageio.get_writer(
             tmp, fps=video_cfg.fps, codec="libx264", macro_block_size=2, output_params=X264_OPTIONS
         )
-        bar = frame_bar(video_cfg.max_steps) if progress else None
+        limit = getattr(env.spec, "max_episode_steps", None)  # the env's own time limit, where shorter
+        bar = FrameBar(min(video_cfg.max_steps, limit or video_cfg.max_steps)) if progress else None
 
         def append(frame: Any) -> None:
             writer.append_data(frame)
             if bar is not None:
-                bar.update(1)
+                bar.advance()
 
         try:
             info["frames"], info["return"] = record_episode(
@@ -67,6 +68,29 @@ def write_video(
     return {"seed": info["seed"], "return": info["return"], "frames": info["frames"]}
 
 
-def frame_bar(max_steps: int) -> Any:
-    """A progress bar of video frames, up to ``max_steps`` (an episode may end sooner)."""
-    return tqdm(total=max_steps + 1, desc="video.mp4", unit="frame")
+class FrameBar:
+    """A progress bar of video frames (rich's, as the training's), up to ``steps`` steps' (one frame more: the
+    reset's); an episode that ends sooner closes it full, at its frames.
+
+    :param steps: the most steps the episode can have
+    """
+
+    def __init__(self, steps: int) -> None:
+        self.progress = Progress(
+            TextColumn("video.mp4"),
+            TaskProgressColumn(),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+        )
+        self.task = self.progress.add_task("video.mp4", total=steps + 1)
+        self.progress.start()
+
+    def advance(self) -> None:
+        """One frame more."""
+        self.progress.advance(self.task)
+
+    def close(self) -> None:
+        """End the bar at the frames written."""
+        self.progress.update(self.task, total=self.progress.tasks[0].completed)
+        self.progress.stop()

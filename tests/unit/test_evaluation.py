@@ -7,6 +7,7 @@ from functools import partial
 import gymnasium as gym
 import numpy as np
 import pytest
+import torch
 from stable_baselines3 import PPO
 
 from lander.evaluation.policy import EvalResult, evaluate
@@ -66,3 +67,20 @@ def test_sampled_evaluation_is_seeded_and_leaves_trainings_random_streams_alone(
     greedy = evaluate(model, env_fn, n_episodes=4, base_seed=100, n_envs=2)
     assert first.returns == again.returns and first.lengths == again.lengths
     assert first.returns != greedy.returns
+
+
+def test_the_videos_bar_ends_full_at_the_episodes_frames(tmp_path, capsys) -> None:
+    """The video's progress bar ended at "5% 55/1,001" for a CartPole episode of 55 steps (1,001: video.max_steps
+    and the reset's frame): a video cut short, as it read. It now ends full, at the frames the episode had."""
+    from helpers import composed
+    from lander.evaluation.video import write_video
+
+    cfg = composed("env=cartpole")
+    model = PPO("MlpPolicy", gym.make("CartPole-v1"), seed=0, device="cpu")
+    model.policy.action_net.weight.data.zero_()  # action 0 always: the pole falls in about ten steps
+    model.policy.action_net.bias.data[:] = torch.tensor([1.0, 0.0])
+    written = write_video(model, cfg.env, cfg.video, tmp_path / "v.mp4", progress=True)
+    shown = capsys.readouterr()
+    lines = [line for line in (shown.out + shown.err).splitlines() if "video.mp4" in line]
+    done = f"{written['frames']}/{written['frames']}"
+    assert written["frames"] < 20 and lines and "100%" in lines[-1] and done in lines[-1], lines

@@ -49,9 +49,14 @@ def final_evaluation(cfg: DictConfig, model: Any, evaluator: PeriodicEval, paths
         record["mean"],
         record["sem"],
         record["n"],
-        record["success_rate"],
+        shown_rate(record["success_rate"]),
     )
     return record
+
+
+def shown_rate(rate: float | None) -> str:
+    """A success rate as the console says it: two decimals (it printed 0.3333333333333333), or that there is none."""
+    return "none (the env has no reward_threshold)" if rate is None else f"{rate:.2f}"
 
 
 def record_results(
@@ -180,7 +185,7 @@ def run_closing(summary: RunSummary, paths: RunPaths) -> str:
     if summary.final_eval_mean is not None:
         lines.append(
             f"  final evaluation: {summary.final_eval_mean:.4g} +- {summary.final_eval_sem or 0:.2g} (s.e.)"
-            f", success rate {summary.final_eval_success_rate}"
+            f", success rate {shown_rate(summary.final_eval_success_rate)}"
         )
     files = [p.name for p in (paths.model, paths.eval_json, paths.learning_curve, paths.video) if p.is_file()]
     lines += [f"  run directory: {paths.root}", f"  files: {', '.join(files)}, metrics/"]

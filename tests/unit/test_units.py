@@ -364,6 +364,21 @@ def test_restating_a_result_changes_its_cell_only_wherever_it_lies_in_the_report
     assert paths.report.read_bytes() == filler + after
 
 
+@pytest.mark.parametrize(
+    "rate,said", [(1 / 3, "success rate 0.33"), (None, "success rate none (the env has no reward_threshold)")]
+)
+def test_the_closing_block_says_the_success_rate_in_two_decimals(tmp_path, rate, said):
+    """A run of 3 evaluation episodes closed with "success rate 0.3333333333333333", an env without a
+    reward_threshold with "success rate None"."""
+    from lander.storage.rundir import RunPaths, RunSummary, Status
+    from lander.training.finish import run_closing
+
+    summary = RunSummary(status=Status.COMPLETED, final_eval_mean=10.0, final_eval_sem=1.0)
+    summary.final_eval_success_rate = rate
+    line = next(x for x in run_closing(summary, RunPaths(tmp_path)).splitlines() if "final evaluation" in x)
+    assert line.endswith(said), line
+
+
 def test_the_commands_a_run_prints_work_pasted_into_a_shell_whatever_its_directory_is_called(tmp_path):
     """``hydra.run.dir`` may hold spaces, ``$`` and quotes: the printed ``W&B upload: cd <dir> && wandb sync`` and
     ``continue: python -m lander.run resume=<dir>`` were not quoted, so pasted they went elsewhere (``$x`` expanded).

@@ -33,7 +33,7 @@ import yaml
 from hydra.utils import instantiate
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from lander.config.keys import check_tracker_keys, import_target
+from lander.config.keys import check_tracker_keys, did_you_mean, import_target
 from lander.config.schema import (
     ACTION_SPACES,
     CONF_DIR,
@@ -421,19 +421,33 @@ class Spaces(NamedTuple):
     observation_kind: str  # as env.observation_space names it (observation_space_kind), before env.wrappers
 
 
+MAKE_KEYWORDS = ("max_episode_steps", "disable_env_checker")  # gymnasium.make's own, beside the env's parameters
+
+
 def check_env_kwargs(env_id: str, kwargs: dict[str, Any]) -> None:
-    """Each of ``env.kwargs`` whose parameter defaults to a bool must be a bool, and one defaulting to a number a
-    number: the env takes what it is given, so ``+env.kwargs.enable_wind=no`` (the string ``'no'``, true to Python)
-    trained LunarLander with wind, without a word. Parameters read from the env's constructor
+    """A name the env's constructor does not take (where it names all it takes: no ``**kwargs``) is refused, with
+    the names it takes (``+env.kwargs.gravty=-5`` was Gymnasium's TypeError). Each of ``env.kwargs`` whose
+    parameter defaults to a bool must be a bool, and one defaulting to a number a number: the env takes what it is
+    given, so ``+env.kwargs.enable_wind=no`` (the string ``'no'``, true to Python) trained LunarLander with wind,
+    without a word. Parameters read from the env's constructor
     (:func:`lander.registry.env_creator`); one that cannot be read is passed over.
 
     :param env_id: the Gymnasium id, as named in the message
     :param kwargs: ``env.kwargs`` as plain values
     """
     try:
-        defaults = {name: p.default for name, p in inspect.signature(env_creator(env_id)).parameters.items()}
+        parameters = inspect.signature(env_creator(env_id)).parameters
     except (TypeError, ValueError):  # no readable signature (a C callable, a broken entry point): the env decides
         return
+    defaults = {name: p.default for name, p in parameters.items()}
+    if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):  # it names all it takes
+        known = [*defaults, *MAKE_KEYWORDS]
+        for name in kwargs:
+            if name not in known:
+                raise ConfigError(
+                    f"unknown key 'env.kwargs.{name}': {env_id} takes no parameter {name!r}."
+                    f"{did_you_mean(name, known)} It takes {', '.join(known)}"
+                )
     for name, value in kwargs.items():
         default = defaults.get(name, inspect.Parameter.empty)
         if isinstance(default, bool):

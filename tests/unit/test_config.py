@@ -287,7 +287,12 @@ BAD_INPUT = [
     (["-cp", "/elsewhere"], "hydra.searchpath=[file:///absolute/folder] adds a folder of configs"),
     # the env's own check of its arguments, which was a traceback
     (["+env.kwargs.gravity=5.0"], "env.kwargs: LunarLander-v3 cannot be made with {'gravity': 5.0} (AssertionError: g"),
-    (["+env.kwargs.nonsense=1"], "cannot be made with {'nonsense': 1} (TypeError: LunarLander.__init__() got an unex"),
+    (  # was Gymnasium's TypeError ("got an unexpected keyword argument")
+        ["+env.kwargs.gravty=-5.0"],
+        "unknown key 'env.kwargs.gravty': LunarLander-v3 takes no parameter 'gravty'. Did you mean 'gravity'? It takes "
+        "render_mode, continuous, gravity, enable_wind, wind_power, turbulence_power, max_episode_steps, disable_env_c",
+    ),
+    (["env=cartpole", "+env.kwargs.ms=3"], "CartPole-v1 takes no parameter 'ms'. It takes sutton_barto_reward, rend"),
     # the env took any value: 'no' (a string, true to Python) trained with wind, without a word
     (["+env.kwargs.enable_wind=no"], "env.kwargs.enable_wind must be true or false (LunarLander-v3's default: False)"),
     (["env=cartpole", "+env.kwargs.sutton_barto_reward=0"], "env.kwargs.sutton_barto_reward=0 is not allowed: env.k"),

@@ -32,7 +32,14 @@ from hydra.errors import HydraException, OverrideParseException
 from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
-from lander.config.checks import check_threads, check_trackers, memory_needed, sweep_memory_warning, validate
+from lander.config.checks import (
+    check_env_kwargs,
+    check_threads,
+    check_trackers,
+    memory_needed,
+    sweep_memory_warning,
+    validate,
+)
 from lander.config.keys import (
     check_callback_keys,
     check_model_keys,
@@ -300,7 +307,7 @@ def check_jobs(
             raise
         if isinstance(exc, yaml.YAMLError):  # a config file of one's own (./conf) that YAML cannot read
             raise ConfigError(yaml_message(exc)) from exc
-        explain_model_override(str(exc), search, overrides, lock, allowed)
+        explain_key_to_add(str(exc), search, overrides, lock, allowed)
         raise ConfigError(hydra_message(exc)) from exc  # Hydra's own words, in one line (exit 2, nothing written)
 
 
@@ -499,16 +506,17 @@ def trusted(cfg: DictConfig, allowed: Sequence[str] | None) -> None:
         check_trusted(cfg, allowed)
 
 
-def explain_model_override(
+def explain_key_to_add(
     error: str,
     search: list[str],
     overrides: list[str],
     lock: AbstractContextManager[Any] = NO_LOCK,
     allowed: Sequence[str] | None = None,
 ) -> None:
-    """Hydra's "Could not override 'algo.model.X'" (X not in the algorithm's config), said in lander's words:
-    a parameter the model class does not take (with the closest names), or one it takes, to add with ``+``."""
-    found = re.search(r"Could not override '(algo\.model\.[\w.]+)'", error)
+    """Hydra's "Could not override 'algo.model.X'" (X not in the algorithm's config), or 'env.kwargs.X', said in
+    lander's words: a parameter the model class (the env) does not take, with the closest names, or one it takes, to
+    add with ``+``."""
+    found = re.search(r"Could not override '((?:algo\.model|env\.kwargs)\.[\w.]+)'", error)
     if not found:
         return
     key = found.group(1)
@@ -519,11 +527,17 @@ def explain_model_override(
     except (HydraException, OmegaConfBaseException):
         return  # something else is wrong too: Hydra reports it
     trusted(cfg, allowed)  # before the model class is imported
+    value = next((o.split("=", 1)[1] for o in overrides if o.split("=", 1)[0] == key), "...")
+    if key.startswith("env.kwargs."):
+        check_env_kwargs(str(cfg.env.id), OmegaConf.to_container(cfg.env.kwargs, resolve=True))  # type: ignore[arg-type]
+        raise ConfigError(
+            f"{key} is a parameter of {cfg.env.id} that env={cfg.env.name} does not set; add it with a '+': "
+            f"+{key}={value}"
+        )
     check_model_keys(cfg)  # raises for a name the model class does not take
     policy = key.startswith("algo.model.policy_kwargs.")
     if policy:
         check_policy_kwargs(cfg)  # or its policy class
-    value = next((o.split("=", 1)[1] for o in overrides if o.split("=", 1)[0] == key), "...")
     owner = f"the policy of {cfg.algo.model._target_}" if policy else cfg.algo.model._target_
     raise ConfigError(
         f"{key} is a parameter of {owner} that algo={cfg.algo.name} does not set; add it with a '+': +{key}={value}"

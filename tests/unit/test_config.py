@@ -292,6 +292,12 @@ BAD_INPUT = [
         "unknown key 'env.kwargs.gravty': LunarLander-v3 takes no parameter 'gravty'. Did you mean 'gravity'? It takes "
         "render_mode, continuous, gravity, enable_wind, wind_power, turbulence_power, max_episode_steps, disable_env_c",
     ),
+    (  # without the '+': Hydra's "Could not override 'env.kwargs.gravity'.; To append to your config use +env..."
+        ["env.kwargs.gravity=-5.0"],
+        "env.kwargs.gravity is a parameter of LunarLander-v3 that env=lunar_lander does not set; add it with a '+': "
+        "+env.kwargs.gravity=-5.0",
+    ),
+    (["env.kwargs.gravty=-5.0"], "unknown key 'env.kwargs.gravty': LunarLander-v3 takes no parameter 'gravty'. Did"),
     (["env=cartpole", "+env.kwargs.ms=3"], "CartPole-v1 takes no parameter 'ms'. It takes sutton_barto_reward, rend"),
     # the env took any value: 'no' (a string, true to Python) trained with wind, without a word
     (["+env.kwargs.enable_wind=no"], "env.kwargs.enable_wind must be true or false (LunarLander-v3's default: False)"),

@@ -916,7 +916,10 @@ def check_side_by_side(cfg: DictConfig) -> None:
         return
     # what is refused, named by the key the user set: seeds_per_process (side by side) or batched_engine (alone)
     if value > 1:
-        switch, instead = f"seeds_per_process={value} trains seeds side by side", "seeds_per_process=1"
+        switch, instead = (
+            f"seeds_per_process={value} trains seeds side by side on the batched engine",
+            "seeds_per_process=1",
+        )
     else:
         switch, instead = "batched_engine=true trains a seed on the batched engine", "batched_engine=false"
     model = cfg.algo.model
@@ -925,30 +928,33 @@ def check_side_by_side(cfg: DictConfig) -> None:
     why = None
     if not keys:
         why = (
-            f"algo={cfg.algo.name} (algo.model._target_={model._target_}); only PPO and A2C "
-            f"({', '.join(SIDE_BY_SIDE_KEYS)}) are"
+            f"implements PPO and A2C only ({', '.join(SIDE_BY_SIDE_KEYS)}), not algo={cfg.algo.name} "
+            f"(algo.model._target_={model._target_})"
         )
     elif cfg.env.observation_space != "vector":
-        why = f"env={cfg.env.name} has {cfg.env.observation_space} observations; only vector ones (MlpPolicy) are"
+        why = f"takes vector observations only (MlpPolicy), not env={cfg.env.name}'s {cfg.env.observation_space} ones"
     elif unknown := sorted(set(model) - keys):
-        why = f"algo.model.{unknown[0]} is not implemented by it; these keys are: {', '.join(sorted(keys))}"
+        why = f"does not implement algo.model.{unknown[0]} (it implements {', '.join(sorted(keys))})"
     elif model.get("use_sde"):
-        why = "algo.model.use_sde=true (gSDE) is not implemented by it"
+        why = "does not implement algo.model.use_sde=true (gSDE)"
     elif model.get("policy") != "MlpPolicy":
-        why = f"algo.model.policy={model.get('policy')} is not; only MlpPolicy is"
+        why = f"takes algo.model.policy=MlpPolicy only, not {model.get('policy')}"
     elif unknown := sorted(set(policy_kwargs) - SIDE_BY_SIDE_POLICY_KWARGS):
         why = (
-            f"algo.model.policy_kwargs.{unknown[0]} is not implemented by it; these are: "
-            f"{', '.join(sorted(SIDE_BY_SIDE_POLICY_KWARGS))}"
+            f"does not implement algo.model.policy_kwargs.{unknown[0]} (it implements "
+            f"{', '.join(sorted(SIDE_BY_SIDE_POLICY_KWARGS))})"
         )
     elif (activation := activation_name(model)) not in SIDE_BY_SIDE_ACTIVATIONS:
-        why = f"algo.model.policy_kwargs.activation_fn={activation} is not; {', '.join(SIDE_BY_SIDE_ACTIVATIONS)} are"
+        why = (
+            f"implements activation_fn {', '.join(SIDE_BY_SIDE_ACTIVATIONS)} only, not "
+            f"algo.model.policy_kwargs.activation_fn={activation}"
+        )
     else:
         why = optimizer_refusal(policy_kwargs)
     if why is None and cfg.device != "cpu":
-        why = f"device={cfg.device}: its rollouts and updates are NumPy on the CPU; only device=cpu is"
+        why = f"runs its rollouts and updates in NumPy on the CPU: device=cpu only, not device={cfg.device}"
     if why:
-        raise ConfigError(f"{switch}, and {why} (or {instead})")
+        raise ConfigError(f"{switch}, which {why}: give {instead}")
 
 
 def optimizer_refusal(policy_kwargs: Any) -> str | None:
@@ -958,14 +964,17 @@ def optimizer_refusal(policy_kwargs: Any) -> str | None:
     path = str(optimizer.get("path") if isinstance(optimizer, DictConfig) else optimizer)
     kwargs = policy_kwargs.get("optimizer_kwargs") or {}
     if optimizer is not None and path not in SIDE_BY_SIDE_OPTIMIZERS:
-        return f"algo.model.policy_kwargs.optimizer_class={path} is not; {', '.join(SIDE_BY_SIDE_OPTIMIZERS)} are"
+        return (
+            f"implements optimizer_class {', '.join(SIDE_BY_SIDE_OPTIMIZERS)} only, not "
+            f"algo.model.policy_kwargs.optimizer_class={path}"
+        )
     if unknown := sorted(set(kwargs) - SIDE_BY_SIDE_OPTIMIZER_KWARGS):
         return (
-            f"algo.model.policy_kwargs.optimizer_kwargs.{unknown[0]} is not implemented by it; these are: "
-            f"{', '.join(sorted(SIDE_BY_SIDE_OPTIMIZER_KWARGS))}"
+            f"does not implement algo.model.policy_kwargs.optimizer_kwargs.{unknown[0]} (it implements "
+            f"{', '.join(sorted(SIDE_BY_SIDE_OPTIMIZER_KWARGS))})"
         )
     if kwargs.get("weight_decay"):
-        return "algo.model.policy_kwargs.optimizer_kwargs.weight_decay is not implemented by it (0 only)"
+        return "does not implement algo.model.policy_kwargs.optimizer_kwargs.weight_decay (0 only)"
     return None
 
 

@@ -225,33 +225,39 @@ BAD_INPUT = [
     (["memory_limit_mb=0"], "memory_limit_mb=0.0 is not allowed: memory_limit_mb must be null or a number of MB > 0"),
     (["memory_limit_mb=500", "monitor_freq=0"], "memory_limit_mb is checked every monitor_freq steps: it needs"),
     (["seeds_per_process=0"], "seeds_per_process=0 is not allowed: seeds_per_process must be an integer >= 1"),
-    (["algo=dqn", "seeds_per_process=2"], "seeds_per_process=2 trains seeds side by side, and algo=dqn (algo.model"),
-    (["algo=a2c", "seeds_per_process=2", "+algo.model.batch_size=8"], "algo.model.batch_size is not implemented by"),
+    (  # was "..., and algo=dqn (...); only PPO and A2C (...) are (or seeds_per_process=1)"
+        ["algo=dqn", "seeds_per_process=2"],
+        "seeds_per_process=2 trains seeds side by side on the batched engine, which implements PPO and A2C only "
+        "(stable_baselines3.PPO, stable_baselines3.A2C), not algo=dqn (algo.model._target_=stable_baselines3.DQN): "
+        "give seeds_per_process=1",
+    ),
+    (["algo=a2c", "seeds_per_process=2", "+algo.model.batch_size=8"], "does not implement algo.model.batch_size (it"),
     (
         ["algo=a2c", "seeds_per_process=2", "+algo.model.policy_kwargs.optimizer_kwargs.momentum=0.9"],
-        "algo.model.policy_kwargs.optimizer_kwargs.momentum is not implemented by it; these are: alpha, betas, eps,",
+        "does not implement algo.model.policy_kwargs.optimizer_kwargs.momentum (it implements alpha, betas, eps,",
     ),
     (
         ["algo=a2c", "seeds_per_process=2", "+algo.model.policy_kwargs.optimizer_class=torch.optim.SGD"],
-        "algo.model.policy_kwargs.optimizer_class=torch.optim.SGD is not; torch.optim.Adam, torch.optim.RMSprop,",
+        "implements optimizer_class torch.optim.Adam, torch.optim.RMSprop, stable_baselines3.common.sb2_compat.rmsprop_"
+        "tf_like.RMSpropTFLike only, not algo.model.policy_kwargs.optimizer_class=torch.optim.SGD: give seeds_per_",
     ),
-    (["env=pong", "seeds_per_process=2"], "and env=pong has image observations; only vector ones (MlpPolicy) are"),
-    (["seeds_per_process=2", "+algo.model.use_sde=true"], "algo.model.use_sde=true (gSDE) is not implemented by it"),
+    (["env=pong", "seeds_per_process=2"], "which takes vector observations only (MlpPolicy), not env=pong's image on"),
+    (["seeds_per_process=2", "+algo.model.use_sde=true"], "which does not implement algo.model.use_sde=true (gSDE)"),
     (
         ["seeds_per_process=2", "+algo.model.policy_kwargs={share_features_extractor:false}"],
-        "algo.model.policy_kwargs.share_features_extractor is not implemented by it; these are: activation_fn,",
+        "does not implement algo.model.policy_kwargs.share_features_extractor (it implements activation_fn,",
     ),
     (
         ["seeds_per_process=2", "device=auto"],
-        "device=auto: its rollouts and updates are NumPy on the CPU; only device=cpu",
+        "which runs its rollouts and updates in NumPy on the CPU: device=cpu only, not device=auto: give seeds_per_p",
     ),
     (
         ["algo=sac", "env=lunar_lander_continuous", "batched_engine=true"],
-        "batched_engine=true trains a seed on the batched engine, and algo=sac",
+        "batched_engine=true trains a seed on the batched engine, which implements PPO and A2C only",
     ),
     (
         ["batched_engine=true", "device=auto"],
-        "device=auto: its rollouts and updates are NumPy on the CPU; only device=cpu",
+        "device=cpu only, not device=auto: give batched_engine=false",
     ),
     (["batched_engine=2"], "batched_engine=2 is not allowed: batched_engine must be true or false"),
     (["log_grad_norm=yes"], "log_grad_norm='yes' is not allowed: log_grad_norm must be true or false"),
@@ -261,7 +267,7 @@ BAD_INPUT = [
     ),
     (
         ["seeds_per_process=2", f"+algo.model.policy_kwargs={{activation_fn:{{_target_:{GET_CLASS},path:{ELU}}}}}"],
-        "algo.model.policy_kwargs.activation_fn=torch.nn.ELU is not; torch.nn.Tanh, torch.nn.ReLU",
+        "implements activation_fn torch.nn.Tanh, torch.nn.ReLU, torch.nn.Identity only, not algo.model.policy_kwargs.a",
     ),
     (
         ["--multirun", "seed=0,1", "seeds_per_process=2", "hydra/launcher=joblib"],

@@ -19,6 +19,7 @@ import pandas as pd
 
 from lander.analysis import statistics as st
 from lander.analysis.runset import Run
+from lander.numbers import significant
 
 NAN = float("nan")
 
@@ -149,8 +150,8 @@ def seed_notes(table: pd.DataFrame) -> list[str]:
             notes.append(f"`{row['config']}`: n=1 seed, so no interval, test or P(improvement) across seeds.")
         elif n < 5 and row["ci95_low"] == row["ci95_high"]:  # every seed scored the same: no spread to widen it
             notes.append(
-                f"`{row['config']}`: only {n} seeds, each scoring {row['final_mean']:.4g}: the interval over seeds is "
-                f"that point, which more seeds may widen.{needed_note(row)}"
+                f"`{row['config']}`: only {n} seeds, each scoring {significant(row['final_mean'])}: the interval over "
+                f"seeds is that point, which more seeds may widen.{needed_note(row)}"
             )
         elif n < 5:
             notes.append(
@@ -168,8 +169,11 @@ def needed_note(row: pd.Series) -> str:
     if row["diff"] == 0:
         return " It scored the same as the baseline."
     if np.isinf(needed):
-        return f" The observed difference ({row['diff']:+.4g}) is too small to detect with {st.MAX_SEEDS} seeds."
+        return (
+            f" The observed difference ({significant(row['diff'], plus=True)}) is too small to detect with "
+            f"{st.MAX_SEEDS} seeds."
+        )
     return (
-        f" The observed difference from the baseline ({row['diff']:+.4g}) would need about "
+        f" The observed difference from the baseline ({significant(row['diff'], plus=True)}) would need about "
         f"{int(needed)} seeds per configuration for 80% power ({row['test']} test, alpha 0.05)."
     )

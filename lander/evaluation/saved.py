@@ -19,6 +19,7 @@ from lander.errors import ConfigError, RunFileError
 from lander.evaluation.loading import safe_load
 from lander.evaluation.policy import evaluate
 from lander.evaluation.video import write_video
+from lander.numbers import significant
 from lander.storage.normalization import read_stats, stats_path
 from lander.storage.rundir import (
     CHECKPOINT,
@@ -102,11 +103,11 @@ def evaluate_run(run_dir: Path, args: DictConfig) -> Path:
         record["video"] = write_video(model, cfg.env, video_cfg, output.with_suffix(".mp4"), False, normalizer)
     path = write_json(output, record)
     log.info(
-        "%s: %s mean %.4g +- %.2g (sem) over %d episodes -> %s",
+        "%s: %s mean %s +- %s (sem) over %d episodes -> %s",
         run_dir,
         record["model"],
-        record["mean"],
-        record["sem"],
+        significant(record["mean"]),
+        significant(record["sem"], 2),
         record["n"],
         path,
     )

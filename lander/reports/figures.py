@@ -19,6 +19,7 @@ from plotly.subplots import make_subplots
 from lander.analysis import statistics as st
 from lander.analysis.curves import ONE_EVALUATION, X_LABELS, config_curves, single_evaluations
 from lander.analysis.runset import Run, label_lines, short_labels, with_episodes
+from lander.numbers import significant
 from lander.storage.csvlog import read_complete
 from lander.storage.rundir import RunPaths
 
@@ -97,7 +98,7 @@ def returns_figure(
             name="training episode",
             marker={"size": 3, "color": rgba(COLORS[0], 0.35)},
             customdata=train[["episode", "length"]],
-            hovertemplate="episode %{customdata[0]}: %{y:.4g} (%{customdata[1]} steps)",
+            hovertemplate="episode %{customdata[0]}: %{y:.4~r} (%{customdata[1]} steps)",
         )
         smooth = train["return"].rolling(window, min_periods=1).mean()
         fig.add_scatter(
@@ -125,7 +126,7 @@ def returns_figure(
             name=f"evaluation mean ± s.e. ({int(evals['n'].iloc[-1])} episodes)",
             line={"color": COLORS[1], "width": 2.5},
             customdata=evals[["sem", "success_rate"]],
-            hovertemplate="%{y:.4g} ± %{customdata[0]:.2g}, success %{customdata[1]:.2f}",
+            hovertemplate="%{y:.4~r} ± %{customdata[0]:.2~r}, success %{customdata[1]:.2f}",
         )
     if threshold is not None:
         fig.add_hline(y=threshold, line={"dash": "dash", "color": "gray"}, annotation_text=f"threshold {threshold:g}")
@@ -145,7 +146,7 @@ def eval_episodes_figure(paths: RunPaths) -> go.Figure:
             name="evaluation episode",
             marker={"size": 6, "color": rgba(COLORS[1], 0.5)},
             customdata=episodes[["seed", "length"]],
-            hovertemplate="seed %{customdata[0]}: %{y:.4g} (%{customdata[1]} steps)",
+            hovertemplate="seed %{customdata[0]}: %{y:.4~r} (%{customdata[1]} steps)",
         )
         mean = episodes.groupby("timesteps", as_index=False)["return"].mean()
         fig.add_scatter(x=mean["timesteps"], y=mean["return"], name="mean", line={"color": COLORS[1], "width": 2})
@@ -302,7 +303,7 @@ def final_scores_figure(groups: dict[str, list[Run]], env: str) -> go.Figure:
             offsetgroup="seeds",
             orientation="h" if rows else "v",
             customdata=[[r.seed, plotly_text(str(r.path)), f"{r.timesteps:,}", r.final_mean] for r in runs],
-            hovertemplate="seed %{customdata[0]}: %{customdata[3]:.4g} at %{customdata[2]} steps"
+            hovertemplate="seed %{customdata[0]}: %{customdata[3]:.4~r} at %{customdata[2]} steps"
             "<br>%{customdata[1]}<extra></extra>",
         )
         fig.add_scatter(
@@ -315,7 +316,8 @@ def final_scores_figure(groups: dict[str, list[Run]], env: str) -> go.Figure:
             orientation="h" if rows else "v",
             marker={"symbol": "diamond", "size": 12, "color": "black"},
             name=f"{names[i]}: mean, 95% CI",
-            hovertemplate=f"mean {mean:.4g} [{low:.4g}, {high:.4g}]<extra></extra>",
+            hovertemplate=f"mean {significant(float(mean))} [{significant(float(low))}, {significant(float(high))}]"
+            "<extra></extra>",
         )
     what, layout = "evaluation mean return per seed", LAYOUT | {"hovermode": "closest"}
     threshold_line(fig, groups, vertical=rows)

@@ -15,6 +15,7 @@ import imageio.v2 as imageio
 import pandas as pd
 import plotly.graph_objects as go
 
+from lander.numbers import significant
 from lander.storage.rundir import atomic_write
 
 STYLE = """
@@ -56,8 +57,8 @@ def table(frame: pd.DataFrame, float_format: str = "{:.4g}") -> str:
 
 
 def number(value: Any) -> str:
-    """A float to 4 significant digits, anything else as it is."""
-    return format(value, ".4g") if isinstance(value, float) else str(value)
+    """A float to 4 significant digits (:func:`lander.numbers.significant`), anything else as it is."""
+    return significant(value) if isinstance(value, float) else str(value)
 
 
 def pairs(values: dict[str, Any]) -> str:

@@ -10,6 +10,7 @@ import pandas as pd
 from lander.analysis.runset import Run
 from lander.analysis.sequential import decision_matrix, seeds_table
 from lander.analysis.table import seed_notes
+from lander.numbers import significant
 
 
 def readable(table: pd.DataFrame) -> str:
@@ -21,7 +22,9 @@ def readable_rows(table: pd.DataFrame) -> list[dict[str, str]]:
     """The rows of :func:`readable` as text, for ``report.md`` and ``report.html``."""
 
     def number(value: float, fmt: str = ".4g") -> str:
-        return "" if pd.isna(value) else "inf" if value == float("inf") else format(value, fmt)
+        if pd.isna(value):
+            return ""
+        return significant(value) if fmt == ".4g" else "inf" if value == float("inf") else format(value, fmt)
 
     def with_ci(row: pd.Series, name: str, low: str, high: str) -> str:
         value = number(row[name])
@@ -194,15 +197,17 @@ def best_lines(result: pd.DataFrame) -> list[str]:
         top = rows[rows["final_mean"] == rows["final_mean"].max()]
         if len(top) > 1:
             names = ", ".join(f"**{config}**" for config in top["config"])
-            lines.append(f"Highest final mean on {env}: {names}, tied ({top['final_mean'].iloc[0]:.4g}).")
+            lines.append(f"Highest final mean on {env}: {names}, tied ({significant(top['final_mean'].iloc[0])}).")
             continue
         best = rows.loc[rows["final_mean"].idxmax()]
         spread = (
-            f"95% CI [{best['ci95_low']:.4g}, {best['ci95_high']:.4g}] over {best['seeds']} seeds"
+            f"95% CI [{significant(best['ci95_low'])}, {significant(best['ci95_high'])}] over {best['seeds']} seeds"
             if best["seeds"] > 1
             else "n=1 seed: no interval"
         )
-        lines.append(f"Highest final mean on {env}: **{best['config']}** ({best['final_mean']:.4g}, {spread}).")
+        lines.append(
+            f"Highest final mean on {env}: **{best['config']}** ({significant(best['final_mean'])}, {spread})."
+        )
     return lines
 
 

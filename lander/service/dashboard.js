@@ -13,7 +13,12 @@ function el(tag, text, cls) {  // text goes in as text, never as markup
   if (cls) node.className = cls;
   return node;
 }
-function num(value, digits = 4) { return value === null || value === undefined ? "" : Number(value).toPrecision(digits); }
+function num(value, digits = 4) {  // significant digits written out, as lander.numbers.significant: 140, not 1.4e+2
+  if (value === null || value === undefined) return "";
+  const rounded = Number(Number(value).toPrecision(digits));
+  const tiny = rounded !== 0 && Math.abs(rounded) < 1e-4;
+  return !Number.isFinite(rounded) || tiny || Math.abs(rounded) >= 1e9 ? rounded.toPrecision(digits) : String(rounded);
+}
 function link(href, text) { const a = el("a", text); a.href = href; a.target = "_blank"; a.rel = "noopener"; return a; }
 
 async function api(method, url, body) {

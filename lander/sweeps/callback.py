@@ -20,6 +20,7 @@ from omegaconf import DictConfig
 
 from lander.config.schema import chosen_wandb_mode, wandb_node
 from lander.errors import ConfigError, RunSetError
+from lander.numbers import significant
 from lander.storage.lock import SweepLock
 from lander.storage.rundir import SweepPaths
 from lander.sweeps.rerun import check_same_sweep, continue_study
@@ -156,10 +157,17 @@ def sweep_closing(found: Comparison, out_dir: Path) -> str:
         lines.append(f"  {env} at {found.budget(env):,} timesteps (mean [95% CI] over seeds):")
         width = max(len(str(c)) for c in table["config"])
         for _, row in table.iterrows():
-            interval = f" [{row['ci95_low']:.4g}, {row['ci95_high']:.4g}]" if row["seeds"] > 1 else ""
+            low, high = significant(row["ci95_low"]), significant(row["ci95_high"])
+            interval = f" [{low}, {high}]" if row["seeds"] > 1 else ""
             tested = isinstance(row["test"], str) and row["test"]  # the baseline's row has no test
-            test = f"  {row['diff']:+.4g} vs baseline, {row['test']} p={row['p_value']:.3g}" if tested else ""
-            lines.append(f"    {row['config']:<{width}}  {row['final_mean']:.4g}{interval}  n={row['seeds']}{test}")
+            test = (
+                f"  {significant(row['diff'], plus=True)} vs baseline, {row['test']} p={row['p_value']:.3g}"
+                if tested
+                else ""
+            )
+            lines.append(
+                f"    {row['config']:<{width}}  {significant(row['final_mean'])}{interval}  n={row['seeds']}{test}"
+            )
     if found.sequential:
         lines += sequential_closing(found.sequential)
     lines.append(f"  report: {out_dir / 'report.html'} (also report.md, table.csv)")

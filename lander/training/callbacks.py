@@ -29,6 +29,7 @@ from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from lander.envs import make_env
 from lander.errors import ConfigError, root_cause
 from lander.evaluation.policy import EvalResult, evaluate
+from lander.numbers import significant
 from lander.process.signals import LimitReached, hold_while_paused, raise_pending, stop_at_next_step, training_clock
 from lander.storage.csvlog import CsvLog, csv_rows
 from lander.storage.normalization import save_stats, stats_path, transform
@@ -720,10 +721,10 @@ class PeriodicEval(BaseCallback):
         if self.first_solved is None and self.threshold is not None and self.last_mean >= self.threshold:
             self.first_solved = self.num_timesteps
         log.info(
-            "eval at %d steps: mean %.4g +- %.2g (sem) over %d episodes, %.1fs",
+            "eval at %d steps: mean %s +- %s (sem) over %d episodes, %.1fs",
             self.num_timesteps,
-            stats["mean"],
-            stats["sem"],
+            significant(self.last_mean),
+            significant(float(stats["sem"] or 0), 2),
             stats["n"],
             seconds,
         )

@@ -15,6 +15,7 @@ from omegaconf import DictConfig
 from lander.algorithms.build import effective_gamma
 from lander.evaluation.video import write_video
 from lander.faults import fault
+from lander.numbers import significant
 from lander.reports.plots import plot_learning_curve
 from lander.reports.run_report import try_run_report
 from lander.storage.normalization import transform
@@ -45,9 +46,9 @@ def final_evaluation(cfg: DictConfig, model: Any, evaluator: PeriodicEval, paths
     }
     write_json(paths.eval_json, record)
     log.info(
-        "final evaluation: mean %.4g +- %.2g (sem), %d episodes, success rate %s",
-        record["mean"],
-        record["sem"],
+        "final evaluation: mean %s +- %s (sem), %d episodes, success rate %s",
+        significant(record["mean"]),
+        significant(record["sem"], 2),
         record["n"],
         shown_rate(record["success_rate"]),
     )
@@ -103,9 +104,9 @@ def record_results(
         normalizer = transform(model.get_vec_normalize_env())
         out["video"] = write_video(model, cfg.env, cfg.video, paths.video, cfg.progress_bar, normalizer)
         log.info(
-            "video.mp4: %d frames, return %.4g, %.0f s",
+            "video.mp4: %d frames, return %s, %.0f s",
             out["video"]["frames"],
-            out["video"]["return"],
+            significant(out["video"]["return"]),
             time.perf_counter() - started,
         )
     return out
@@ -184,7 +185,8 @@ def run_closing(summary: RunSummary, paths: RunPaths) -> str:
     ]
     if summary.final_eval_mean is not None:
         lines.append(
-            f"  final evaluation: {summary.final_eval_mean:.4g} +- {summary.final_eval_sem or 0:.2g} (s.e.)"
+            f"  final evaluation: {significant(summary.final_eval_mean)} +- "
+            f"{significant(summary.final_eval_sem or 0, 2)} (s.e.)"
             f", success rate {shown_rate(summary.final_eval_success_rate)}"
         )
     files = [p.name for p in (paths.model, paths.eval_json, paths.learning_curve, paths.video) if p.is_file()]

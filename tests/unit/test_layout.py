@@ -17,18 +17,20 @@ PACKAGE = REPO / "lander"
 LAYERS: dict[str, set[str]] = {
     "errors": set(),
     "faults": set(),
+    "numbers": set(),  # numbers as lander writes them for people
     "storage": {"errors", "faults"},
     "registry": set(),  # what Gymnasium's registry says of an env id: gymnasium only
     "envs": {"registry"},
     "algorithms": set(),
     "config": {"errors", "storage", "registry", "envs"},  # envs: MuJoCo's warnings routed before a check makes an env
     "process": {"errors", "storage"},
-    "evaluation": {"errors", "storage", "config", "envs", "algorithms"},
+    "evaluation": {"errors", "numbers", "storage", "config", "envs", "algorithms"},
     "tracking": {"errors", "storage", "config"},
-    "analysis": {"errors", "storage", "config"},
-    "reports": {"errors", "storage", "config", "analysis"},  # config: what of a saved config is resolved
+    "analysis": {"errors", "numbers", "storage", "config"},
+    "reports": {"errors", "numbers", "storage", "config", "analysis"},  # config: what of a saved config is resolved
     "training": {
         "errors",
+        "numbers",
         "faults",
         "storage",
         "envs",
@@ -39,7 +41,18 @@ LAYERS: dict[str, set[str]] = {
         "tracking",
         "reports",
     },
-    "sweeps": {"errors", "storage", "config", "process", "tracking", "analysis", "reports", "algorithms", "training"},
+    "sweeps": {
+        "errors",
+        "numbers",
+        "storage",
+        "config",
+        "process",
+        "tracking",
+        "analysis",
+        "reports",
+        "algorithms",
+        "training",
+    },
     # how a job runs: forking, signals held, each launcher; above the sweeps' comparison and re-run it ends with
     "execution": {"errors", "storage", "config", "process", "algorithms", "training", "sweeps"},
     "service": {"errors", "storage", "config"},

@@ -15,7 +15,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from helpers import composed, lander
+from helpers import REPO, composed, lander
 from lander.analysis.runset import Run
 from lander.config.schema import changes_nothing, labels, neutral_keys
 from lander.storage.rundir import (
@@ -615,3 +615,42 @@ def test_a_budget_rounded_down_to_no_rollout_says_it_trains_one(caplog) -> None:
     ), first
     assert second.endswith("(budget_rounding=down; the default, up, goes on to the first whole one past it)"), second
     assert third.endswith("(budget_rounding=up; budget_rounding=down stops at the last whole one within it)"), third
+
+
+SIGNIFICANT = [  # (value, digits, written): %.4g / %.2g wrote 1.3e+02, 1.235e+04
+    (130.4, 2, "130"),
+    (12345.6, 4, "12350"),
+    (229.7, 4, "229.7"),
+    (9.33333, 4, "9.333"),
+    (-170.94, 4, "-170.9"),
+    (0.012345, 2, "0.012"),
+    (24.5, 4, "24.5"),
+    (0.0, 2, "0"),
+    (3.1e-7, 2, "3.1e-07"),
+    (2.5e12, 2, "2.5e+12"),
+]
+
+
+def test_numbers_are_written_out_to_their_significant_digits_in_python_and_on_the_dashboard(tmp_path):
+    """A standard error of 130 read "+- 1.3e+02" in the run's log and closing block and "± 1.4e+2" on the
+    dashboard, a HalfCheetah mean of 12,345 "1.235e+04" in the comparison: written out now, in Python
+    (:func:`lander.numbers.significant`) and in the dashboard's JavaScript (``num``, run here in Chromium)."""
+    import json
+
+    from helpers.browser import open_page
+    from lander.numbers import significant
+    from lander.storage.rundir import RunPaths, RunSummary, Status
+    from lander.training.finish import run_closing
+
+    assert [significant(v, d) for v, d, _ in SIGNIFICANT] == [w for _, _, w in SIGNIFICANT]
+    assert significant(160.24, plus=True) == "+160.2" and significant(-3.0, plus=True) == "-3"
+    summary = RunSummary(status=Status.COMPLETED, final_eval_mean=12345.6, final_eval_sem=130.4)
+    assert "final evaluation: 12350 +- 130 (s.e.)" in run_closing(summary, RunPaths(tmp_path))
+    script = (REPO / "lander" / "service" / "dashboard.js").read_text()
+    num = script[script.index("function num(") : script.index("\n}\n", script.index("function num(")) + 2]
+    page_file = tmp_path / "num.html"
+    page_file.write_text("<html><body></body></html>")
+    with open_page(page_file) as (page, _):
+        cases = json.dumps([[v, d] for v, d, _ in SIGNIFICANT])
+        shown = page.evaluate(f"(() => {{ {num}; return {cases}.map(([v, d]) => num(v, d)); }})()")
+    assert shown == [w.replace("e-07", "e-7") for _, _, w in SIGNIFICANT]  # JavaScript's exponent: e-7

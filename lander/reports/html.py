@@ -49,11 +49,11 @@ def figure(fig: go.Figure, div_id: str) -> str:
     return f'<div class="plot">{body}</div>'
 
 
-def table(frame: pd.DataFrame, float_format: str = "{:.4g}") -> str:
-    """A DataFrame as an HTML table, cells escaped."""
+def table(frame: pd.DataFrame) -> str:
+    """A DataFrame as an HTML table, cells escaped, floats to 4 significant digits (:func:`number`)."""
     if frame.empty:
         return "<p><em>none</em></p>"
-    return str(frame.to_html(index=False, escape=True, na_rep="", border=0, float_format=float_format.format))
+    return str(frame.to_html(index=False, escape=True, na_rep="", border=0, float_format=significant))
 
 
 def number(value: Any) -> str:

@@ -13,6 +13,13 @@ from lander.analysis.table import seed_notes
 from lander.numbers import significant
 
 
+def markdown_table(frame: pd.DataFrame) -> str:
+    """``frame`` as a Markdown table, its floats to 4 significant digits (:func:`lander.numbers.significant`)."""
+    shown = frame.astype(object).map(lambda v: significant(v) if isinstance(v, float) else v)
+    align = ["right" if pd.api.types.is_numeric_dtype(frame[c]) else "left" for c in frame.columns]
+    return str(shown.to_markdown(index=False, disable_numparse=True, colalign=align))
+
+
 def readable(table: pd.DataFrame) -> str:
     """The report's table: values with their intervals side by side, blanks where a statistic does not apply."""
     return str(pd.DataFrame(readable_rows(table)).to_markdown(index=False, disable_numparse=True))
@@ -137,7 +144,7 @@ def report_lines(
             "P(improvement) over the baseline averaged over envs, with rliable's "
             "stratified bootstrap (seeds resampled within each env):",
             "",
-            spanning.to_markdown(index=False, floatfmt=".4g"),
+            markdown_table(spanning),
             "",
         ]
     listed = [
@@ -241,5 +248,5 @@ def sequential_lines(record: dict[str, Any]) -> list[str]:
     matrix = decision_matrix(record)
     if len(matrix):
         lines += ["Row a compared with column b (the interim that decided it):", "", matrix.to_markdown(), ""]
-    lines += [seeds_table(record).to_markdown(index=False, floatfmt=".4g"), ""]
+    lines += [markdown_table(seeds_table(record)), ""]
     return lines

@@ -22,6 +22,7 @@ from lander.reports.markdown import (
     budget_lines,
     left_out_line,
     left_out_names,
+    markdown_table,
     readable_rows,
     report_lines,
     sequential_lines,
@@ -185,7 +186,7 @@ def write_comparison(found: Comparison, out_dir: Path, band: str | None = None, 
 def write_tables(result: pd.DataFrame, spanning: pd.DataFrame, out_dir: Path, report: list[str]) -> list[Path]:
     """Write ``table.csv``, ``table.md``, ``report.md`` (and ``across_envs.csv`` when the comparison spans envs)."""
     atomic_write(out_dir / "table.csv", partial(result.to_csv, index=False))
-    write_text(out_dir / "table.md", result.to_markdown(index=False, floatfmt=".4g") + "\n")
+    write_text(out_dir / "table.md", markdown_table(result) + "\n")
     write_text(out_dir / "report.md", "\n".join(report))
     files = [out_dir / "table.csv", out_dir / "table.md", out_dir / "report.md"]
     if len(spanning):

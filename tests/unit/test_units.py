@@ -646,6 +646,14 @@ def test_numbers_are_written_out_to_their_significant_digits_in_python_and_on_th
     assert significant(160.24, plus=True) == "+160.2" and significant(-3.0, plus=True) == "-3"
     summary = RunSummary(status=Status.COMPLETED, final_eval_mean=12345.6, final_eval_sem=130.4)
     assert "final evaluation: 12350 +- 130 (s.e.)" in run_closing(summary, RunPaths(tmp_path))
+    import pandas as pd
+
+    from lander.reports.html import table
+    from lander.reports.markdown import markdown_table
+
+    frame = pd.DataFrame({"config": ["sac"], "final_mean": [12345.6], "sem": [130.4]})
+    assert markdown_table(frame).splitlines()[2] == "| sac      |        12350 | 130.4 |"  # numbers to the right
+    assert "<td>12350</td>" in table(frame) and "e+0" not in table(frame)  # report.html's tables
     script = (REPO / "lander" / "service" / "dashboard.js").read_text()
     num = script[script.index("function num(") : script.index("\n}\n", script.index("function num(")) + 2]
     page_file = tmp_path / "num.html"

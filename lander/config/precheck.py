@@ -15,6 +15,7 @@ import logging
 import math
 import os
 import re
+import shlex
 import shutil
 import socket
 from collections import Counter
@@ -29,6 +30,7 @@ from hydra._internal.config_loader_impl import ConfigLoaderImpl
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.override_parser.types import ChoiceSweep, IntervalSweep, RangeSweep
 from hydra.errors import HydraException, OverrideParseException
+from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
@@ -846,17 +848,24 @@ def check_fixed_hydra_keys(argv: list[str]) -> None:
             raise ConfigError(f"{arg}: lander keeps {key} as it is: {FIXED_HYDRA_KEYS[key]}")
 
 
-def check_swept_keys_once(argv: list[str]) -> None:
-    """In a sweep, a swept key is given once: Hydra's sweeper keeps the last override of a key without a word
-    (``seed=range(0,3) seed=1,2`` ran seeds 1 and 2). Two single values of a key stay Hydra's: the last one wins,
-    as scripts that add to a command rely on."""
-    if not {"-m", "--multirun"} & set(argv):
-        return
-    given: dict[str, list[Any]] = {}
+def check_swept_values(argv: list[str]) -> None:
+    """Values to sweep (``seed=0,1,2``) are refused by ``--cfg`` and ``--info``, which print one job's config
+    (a run without ``--multirun`` refuses them too: :func:`check_sweep_mode`). In a sweep, a swept key is given
+    once: Hydra's sweeper keeps the last override of a key without a word (``seed=range(0,3) seed=1,2`` ran seeds 1
+    and 2). Two single values of a key stay Hydra's: the last one wins, as scripts that add to a command rely on."""
     try:
         parsed = OverridesParser.create().parse_overrides(without_flags(argv))
     except HydraException:  # a malformed override: Hydra's words in one line, from check_jobs
         return
+    if not {"-m", "--multirun"} & set(argv):
+        swept = next((o for o in parsed if o.is_sweep_override()), None)
+        if swept is not None and set(argv) & {"--cfg", "-c", "--info", "-i"}:  # Hydra's help prints as it is
+            raise ConfigError(
+                f"{swept.input_line} sweeps its values, a job each; --cfg and --info print one job's config: give "
+                "it one value"
+            )
+        return  # the other commands: check_sweep_mode, which knows a preset's mode
+    given: dict[str, list[Any]] = {}
     for override in parsed:
         given.setdefault(override.get_key_element().lstrip("+~"), []).append(override)
     for key, overrides in given.items():
@@ -932,11 +941,19 @@ def check_n_jobs(argv: list[str]) -> None:
 
 
 def check_sweep_mode(argv: list[str], full: DictConfig, multirun: bool, swept: list[str]) -> None:
-    """A preset that sweeps (``swept``: :func:`preset_sweeps`) runs with --multirun; a sweep's launcher can run
-    here (:func:`check_launcher`); a search's keys are in range (:func:`check_search`)."""
+    """Values to sweep (``seed=0,1,2``) and a preset that sweeps (``swept``: :func:`preset_sweeps`) run with
+    --multirun (or a preset's ``hydra.mode: MULTIRUN``); a sweep's launcher can run here (:func:`check_launcher`); a
+    search's keys are in range (:func:`check_search`)."""
     check_search(argv, full)
     if multirun:
         check_launcher(argv, full)
+    elif full.hydra.get("mode") != RunMode.MULTIRUN and (
+        values := [o for o in without_flags(argv) if o not in single_values([o])]
+    ):
+        raise ConfigError(  # Hydra: "Value 'ChoiceSweep(...)' ... could not be converted to Integer"
+            f"{values[0]} sweeps its values, a job each, which needs --multirun: "
+            f"python -m lander.run --multirun {shlex.join(argv)}"
+        )
     elif swept:
         raise ConfigError(
             f"this preset is a sweep ({'; '.join(swept)}) and runs with --multirun: python -m lander.run "
@@ -1134,7 +1151,7 @@ def check_command(
     check_modes(argv)
     check_config_flags(argv)
     check_fixed_hydra_keys(argv)
-    check_swept_keys_once(argv)
+    check_swept_values(argv)
     if any(a.startswith("resume=") for a in argv):
         return resume_arguments(argv, given if allowed is None else allowed)
     if set(argv) & set(PRINT_ONLY):  # Hydra prints the config or its help and runs nothing

@@ -283,6 +283,13 @@ BAD_INPUT = [
         marks=pytest.mark.skipif(shutil.which("srun") is not None, reason="SLURM is here"),
     ),
     # the same job twice: trained twice, counted once by the comparison
+    (  # without --multirun: Hydra's "Value 'ChoiceSweep(tags=set(), list=[0, 1, 2], ...)' ... could not be converted"
+        ["seed=0,1,2", "env=cartpole"],
+        "seed=0,1,2 sweeps its values, a job each, which needs --multirun: python -m lander.run --multirun seed=0,1,2 "
+        "env=cartpole",
+    ),
+    (["seed=range(3)"], "python -m lander.run --multirun 'seed=range(3)'"),  # quoted for the shell
+    (["--cfg", "job", "seed=0,1"], "seed=0,1 sweeps its values, a job each; --cfg and --info print one job's conf"),
     (["--multirun", "seed=0,1,0"], "seed=0,1,0: 0 given more than once; a sweep runs each value once"),
     (["--multirun", "algo=ppo,a2c,ppo", "seed=0,1"], "algo=ppo,a2c,ppo: ppo given more than once"),
     (["--multirun", "gamma=0.99,0.990"], "gamma=0.99,0.990: 0.99 given more than once"),

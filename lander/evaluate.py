@@ -19,6 +19,7 @@ from pathlib import Path
 
 import hydra
 from hydra import compose, initialize_config_dir
+from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import DictConfig, OmegaConf
 
 from lander.config.checks import (
@@ -145,8 +146,16 @@ def check_command(argv: list[str]) -> None:
         if key not in keys and not key.startswith("hydra."):
             raise ConfigError(f"unknown key {key!r}.{did_you_mean(key, keys)} Keys: {', '.join(keys)}")
     try:
+        swept = [o for o in OverridesParser.create().parse_overrides(argv) if o.is_sweep_override()]
+        if swept:  # Hydra's advice was --multirun, which lander.evaluate refuses
+            raise ConfigError(
+                f"{swept[0].input_line}: lander.evaluate takes one value a key (a sweep directory as run= evaluates "
+                "every job in it; other values: one command each)"
+            )
         with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
             cfg = compose("evaluate", overrides=argv)
+    except ConfigError:
+        raise
     except Exception as exc:  # Hydra's and OmegaConf's errors: a bad value, a malformed override
         raise ConfigError(hydra_message(exc)) from None
     check(cfg)

@@ -65,6 +65,9 @@ def test_bad_arguments_are_named(ppo_run, tmp_path):
     assert proc.returncode == 2 and "episodes" in proc.stderr
     proc = evaluate(f"run={tmp_path}")
     assert proc.returncode == 2 and "holds no lander run" in proc.stderr
+    proc = evaluate(f"run={ppo_run},{tmp_path}")  # two runs: Hydra's advice was --multirun, which evaluate refuses
+    said = "lander.evaluate takes one value a key (a sweep directory as run= evaluates every job in it"
+    assert proc.returncode == 2 and said in proc.stderr and "--multirun" not in proc.stderr, proc.stderr
 
 
 def test_an_output_name_stays_inside_the_run(ppo_run, tmp_path):

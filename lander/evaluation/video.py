@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from lander.envs import make_env
 from lander.evaluation.policy import record_episode
 from lander.storage.rundir import atomic_write
 
+log = logging.getLogger(__name__)
 X264_OPTIONS = ["-preset", "veryfast", "-threads", "1"]  # ffmpeg's output options (see write_video)
 
 
@@ -35,6 +37,9 @@ def write_video(
     """
     env = make_env(env_cfg, render_mode="rgb_array")
     info: dict[str, Any] = {"seed": int(video_cfg.seed)}
+    limit = getattr(env.spec, "max_episode_steps", None)  # the env's own time limit, where shorter
+    steps = min(video_cfg.max_steps, limit or video_cfg.max_steps)
+    log.info("recording %s: one episode on seed %d, up to %d steps ...", path.name, video_cfg.seed, steps)
 
     def encode(tmp: Path) -> None:
         # frames go to the encoder as they are rendered, never all in memory (720 MB for 1,000 LunarLander
@@ -44,8 +49,7 @@ def write_video(
         writer = imageio.get_writer(
             tmp, fps=video_cfg.fps, codec="libx264", macro_block_size=2, output_params=X264_OPTIONS
         )
-        limit = getattr(env.spec, "max_episode_steps", None)  # the env's own time limit, where shorter
-        bar = FrameBar(min(video_cfg.max_steps, limit or video_cfg.max_steps)) if progress else None
+        bar = FrameBar(steps) if progress else None
 
         def append(frame: Any) -> None:
             writer.append_data(frame)

@@ -99,7 +99,6 @@ def record_results(
     plot_learning_curve(paths.root, title, cfg.env.reward_threshold, x=cfg.get("x_axis", "timesteps"))
     if cfg.video.enabled:
         fault("finish:video")
-        log.info("recording video.mp4: one episode on seed %d, up to %d steps ...", cfg.video.seed, cfg.video.max_steps)
         started = time.perf_counter()
         normalizer = transform(model.get_vec_normalize_env())
         out["video"] = write_video(model, cfg.env, cfg.video, paths.video, cfg.progress_bar, normalizer)

@@ -69,9 +69,13 @@ def test_sampled_evaluation_is_seeded_and_leaves_trainings_random_streams_alone(
     assert first.returns != greedy.returns
 
 
-def test_the_videos_bar_ends_full_at_the_episodes_frames(tmp_path, capsys) -> None:
+def test_the_videos_bar_ends_full_at_the_episodes_frames(tmp_path, capsys, caplog) -> None:
     """The video's progress bar ended at "5% 55/1,001" for a CartPole episode of 55 steps (1,001: video.max_steps
-    and the reset's frame): a video cut short, as it read. It now ends full, at the frames the episode had."""
+    and the reset's frame): a video cut short, as it read. It now ends full, at the frames the episode had; the log
+    says the most steps the episode can have (CartPole's 500, not video.max_steps's 1000)."""
+    import logging
+
+    caplog.set_level(logging.INFO, logger="lander.evaluation.video")
     from helpers import composed
     from lander.evaluation.video import write_video
 
@@ -84,3 +88,4 @@ def test_the_videos_bar_ends_full_at_the_episodes_frames(tmp_path, capsys) -> No
     lines = [line for line in (shown.out + shown.err).splitlines() if "video.mp4" in line]
     done = f"{written['frames']}/{written['frames']}"
     assert written["frames"] < 20 and lines and "100%" in lines[-1] and done in lines[-1], lines
+    assert "recording v.mp4: one episode on seed 1000000, up to 500 steps ..." in caplog.messages

@@ -933,10 +933,11 @@ def check_n_jobs(argv: list[str]) -> None:
     for arg in argv:
         if arg.startswith("hydra.launcher.n_jobs="):
             value = arg.split("=", 1)[1]
-            if not re.fullmatch(r"-?\d+", value) or int(value) == 0:
-                raise ConfigError(
-                    f"hydra.launcher.n_jobs={value!r} is not allowed: it must be a positive number of parallel "
-                    "jobs, or -1 for one per CPU core"
+            number = re.fullmatch(r"-?\d+", value)
+            if not number or int(value) == 0:
+                raise ConfigError(  # a number as given, other text quoted (as the schema's checks say them)
+                    f"hydra.launcher.n_jobs={value if number else repr(value)} is not allowed: it must be a positive "
+                    "number of parallel jobs, or -1 for one per CPU core"
                 )
 
 

@@ -291,6 +291,8 @@ BAD_INPUT = [
     (["seed=range(3)"], "python -m lander.run --multirun 'seed=range(3)'"),  # quoted for the shell
     (["--cfg", "job", "seed=0,1"], "seed=0,1 sweeps its values, a job each; --cfg and --info print one job's conf"),
     (["--multirun", "seed=0,1,0"], "seed=0,1,0: 0 given more than once; a sweep runs each value once"),
+    (["--multirun", "seed=0,1", "hydra.launcher.n_jobs=0"], "hydra.launcher.n_jobs=0 is not allowed: it must be a p"),
+    (["--multirun", "seed=0,1", "hydra.launcher.n_jobs=two"], "hydra.launcher.n_jobs='two' is not allowed: it must"),
     (["--multirun", "algo=ppo,a2c,ppo", "seed=0,1"], "algo=ppo,a2c,ppo: ppo given more than once"),
     (["--multirun", "gamma=0.99,0.990"], "gamma=0.99,0.990: 0.99 given more than once"),
     (["--multirun", "seed=0,1", "--cfg", "job"], "--multirun and --cfg: only one of --run, --multirun, --cfg,"),

@@ -32,7 +32,7 @@ from lander.config.trust import ALLOW_ENV, check_trusted
 from lander.errors import ConfigError
 from lander.service import files, store
 from lander.service.overrides import Refused
-from lander.storage.lock import RunLock, owner_process, same_process
+from lander.storage.lock import RunLock, owner_process, process_created, same_process
 from lander.storage.rundir import RunPaths, Status, new_directory
 from lander.storage.yamlfile import safe_yaml
 
@@ -341,9 +341,10 @@ def status(root: Path, run: Path) -> str:
 
 
 def created(pid: int) -> float | None:
-    """The creation time of process ``pid`` (psutil's), recorded with it; None if it has ended already."""
+    """The creation time of process ``pid`` (:func:`lander.storage.lock.process_created`), recorded with it; None
+    if it has ended already."""
     try:
-        return float(psutil.Process(pid).create_time())
+        return process_created(pid)
     except psutil.Error:
         return None
 

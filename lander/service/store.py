@@ -26,7 +26,7 @@ import yaml
 
 from lander.service.files import Unreadable, read_bytes, read_text, real_file, servable, shown
 from lander.storage.csvlog import complete_rows
-from lander.storage.lock import RunLock, SweepLock, owner_process
+from lander.storage.lock import RunLock, SweepLock, owner_process, same_process
 from lander.storage.rundir import RunPaths, SweepPaths, config_facts, find_run_dirs, shown_status
 from lander.storage.yamlfile import safe_yaml
 
@@ -237,10 +237,14 @@ def parsed_facts(root: Path, config: Path, _mtime_ns: int, _size: int) -> tuple[
 def lock_left(run: Path, kind: type[RunLock] = RunLock) -> bool:
     """True if a process of this machine took ``run``'s lock (a run takes its lock before it writes anything, and
     keeps it to its end; a sweep, ``kind`` :class:`SweepLock`, as it starts): for a run without a summary that no
-    process holds (:meth:`RunLock.busy`, which the caller asks), its process has ended. A lock file of another host
-    (a copied run, or one on a shared filesystem) says nothing of its process here."""
+    process holds (:meth:`RunLock.busy`, which the caller asks), its process has ended, unless the process the file
+    names still lives (it writes the file as it takes the lock: a run read in between was listed ``stopped``). A
+    lock file of another host (a copied run, or one on a shared filesystem) says nothing of its process here."""
     owner = kind(run).owner()
-    return owner is not None and owner.get("host") == socket.gethostname()
+    if owner is None or owner.get("host") != socket.gethostname():
+        return False
+    pid = owner.get("pid")  # its process alive: it is taking the lock now (the file is written as it is taken)
+    return not (isinstance(pid, int) and not isinstance(pid, bool) and same_process(pid, owner.get("created")))
 
 
 def run_info(root: Path, path: Path, processes: Mapping[str, bool] | None = None) -> dict[str, Any]:

@@ -23,6 +23,7 @@ import psutil
 from lander.errors import ConfigError
 
 NAME = ".lander.storage.lock"
+PROBE_RETRIES = 25  # acquire() tries again for half a second: a reader's busy() holds the lock for microseconds
 SWEEP_NAME = ".lander.sweep.lock"
 
 
@@ -78,14 +79,18 @@ class RunLock:
             return self
         self.path.parent.mkdir(parents=True, exist_ok=True)
         handle = self.path.open("a+")
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            handle.close()
-            raise ConfigError(self.message(self.owner())) from None
+        for attempt in range(PROBE_RETRIES + 1):  # busy() of a reader takes the lock for microseconds
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if attempt == PROBE_RETRIES:
+                    handle.close()
+                    raise ConfigError(self.message(self.owner())) from None
+                time.sleep(0.02)
         handle.seek(0)
         handle.truncate()
-        created = psutil.Process().create_time()
+        created = process_created(os.getpid())
         handle.write(
             json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "since": time.time(), "created": created})
         )
@@ -135,13 +140,30 @@ def check_free(run_dir: Path, kind: type[RunLock] = RunLock) -> None:
         raise ConfigError(lock.message(lock.owner()))
 
 
+def process_created(pid: int) -> float:
+    """When process ``pid`` started, in seconds since the machine booted: psutil's creation time less its boot
+    time, both read from the kernel as the clock now stands. psutil's creation time alone moves with the clock
+    (the boot time in ``/proc/stat`` is the wall clock less the time since boot, in whole seconds): a clock set
+    forward by a few milliseconds near a second's end moved every process's creation time by a second, and a
+    process recorded before it was no longer itself.
+
+    :raise psutil.Error: no such process
+    """
+    return float(psutil.Process(pid).create_time() - psutil.boot_time())
+
+
+BOOT_RELATIVE = 1e8  # a recorded creation time below this is seconds since boot; above, an older lander's epoch time
+
+
 def same_process(pid: int, created: object) -> bool:
-    """True if ``pid`` is alive and is the process created at ``created`` (psutil's creation time, recorded by
-    the process itself): not another process that was given the same pid, nor one a copied file names."""
+    """True if ``pid`` is alive and is the process created at ``created`` (:func:`process_created`, recorded by
+    the process itself or its starter): not another process that was given the same pid, nor one a copied file
+    names. A record of an older lander (psutil's epoch time) is compared as it was written."""
     if not isinstance(created, int | float) or isinstance(created, bool):
         return False
     try:
-        return bool(abs(psutil.Process(pid).create_time() - created) < 0.01)
+        now = psutil.Process(pid).create_time() if created > BOOT_RELATIVE else process_created(pid)
+        return bool(abs(now - created) < 0.01)
     except (psutil.Error, OSError, ValueError, OverflowError):
         return False
 

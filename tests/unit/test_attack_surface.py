@@ -485,6 +485,58 @@ def test_a_launched_process_is_known_by_its_creation_time_not_by_its_pid(tmp_pat
         other.wait()
 
 
+def test_a_process_is_still_itself_after_the_clock_is_set(tmp_path, monkeypatch):
+    """psutil's creation time is the kernel's boot time (``/proc/stat``'s btime: the wall clock less the time since
+    boot, in whole seconds) plus the process's start: a clock set forward by a few milliseconds near a second's end
+    moves it by a second. A process recorded before was then no longer itself: the dashboard listed a launched run
+    that had not yet taken its lock ``stopped`` (the CI caught it so, twice, with nothing yet in its service.log),
+    and pause and stop were refused as "not the process holding the run". Here btime moves a second forward after
+    the records are made; both still name their process."""
+    import psutil
+
+    from lander.service.launcher import created
+
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "lander.run"])
+    lock = RunLock(tmp_path).acquire()
+    try:
+        time.sleep(0.2)
+        recorded, before = created(other.pid), psutil.Process(other.pid).create_time()  # as the service records it
+        platform = psutil._psplatform  # type: ignore[attr-defined]
+        booted = platform.boot_time
+        monkeypatch.setattr(platform, "boot_time", lambda: booted() + 1)  # the clock, set forward
+        assert psutil.Process(other.pid).create_time() == pytest.approx(before + 1, abs=0.001)  # as psutil sees it
+        assert alive(other.pid, recorded) and owner_process(tmp_path) == os.getpid()
+    finally:
+        lock.release()
+        other.kill()
+        other.wait()
+
+
+def test_a_run_taking_its_lock_is_not_listed_stopped_nor_refused_by_a_reader(tmp_path):
+    """A run takes its lock by creating the file, locking it and writing its owner there; the dashboard's poll reads
+    whether it is locked and then who wrote it. Read in between (not locked yet, its owner written by then), a
+    starting run without a summary was listed ``stopped`` (the CI caught it, and a loop of the test under load
+    did, 2 runs in 6). And a reader's check takes the lock for a moment: a run that took it just then was refused
+    as "in use by another process". Here the file names a live process that holds no lock yet, and a reader holds
+    the lock for 0.1 s as the run takes it."""
+    import fcntl
+    import socket as sockets
+    import threading as threads
+
+    from lander.storage.lock import NAME, process_created
+
+    run = planted_run(tmp_path, "starting")
+    (run / "summary.json").unlink()  # no summary yet
+    owner = {"pid": os.getpid(), "host": sockets.gethostname(), "since": time.time()}
+    (run / NAME).write_text(json.dumps(owner | {"created": process_created(os.getpid())}))
+    assert store.run_info(tmp_path, run)["status"] == "created"
+    with (run / NAME).open() as probe:  # a reader's busy(), held longer than it is
+        fcntl.flock(probe, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        threads.Timer(0.1, lambda: fcntl.flock(probe, fcntl.LOCK_UN)).start()
+        lock = RunLock(run).acquire()
+    lock.release()
+
+
 def test_wandbs_own_links_do_not_stop_a_resume_and_other_links_out_still_do(tmp_path):
     """W&B 0.31 links ``wandb/offline-run-*/logs/debug-core.log`` to ``~/.cache/wandb``: every default run was
     refused by the dashboard's Resume (422 "links out of its run directory")."""

@@ -2,8 +2,8 @@
 one sweep directory, one sweep: ``<sweep dir>/.lander.sweep.lock``, held by the process that runs the sweep.
 
 The lock is an ``flock`` on the file, so the kernel releases it when its owner dies, ``kill -9`` included:
-a lock file left behind by a dead process is stale and taken over. The file holds the owner's pid,
-host, the time it took the lock and its process's creation time (``created``, as psutil reads it), for the message
+a lock file left behind by a dead process is stale and taken over. The file holds the owner's pid, host, the time
+it took the lock and its process's start (``created``, seconds since boot: :func:`process_created`), for the message
 that refuses a second writer and so that a signal goes only to the process that wrote it (:func:`owner_process`).
 """
 

@@ -243,8 +243,11 @@ def lock_left(run: Path, kind: type[RunLock] = RunLock) -> bool:
     owner = kind(run).owner()
     if owner is None or owner.get("host") != socket.gethostname():
         return False
-    pid = owner.get("pid")  # its process alive: it is taking the lock now (the file is written as it is taken)
-    return not (isinstance(pid, int) and not isinstance(pid, bool) and same_process(pid, owner.get("created")))
+    pid = owner.get("pid")  # a run's process alive: it is taking the lock now (the file is written as it is taken;
+    # a sweep's process holds its lock to its end, and one that let it go has ended)
+    if kind is RunLock and isinstance(pid, int) and not isinstance(pid, bool):
+        return not same_process(pid, owner.get("created"))
+    return True
 
 
 def run_info(root: Path, path: Path, processes: Mapping[str, bool] | None = None) -> dict[str, Any]:

@@ -948,14 +948,16 @@ def check_sweep_mode(argv: list[str], full: DictConfig, multirun: bool, swept: l
     check_search(argv, full)
     if multirun:
         check_launcher(argv, full)
-    elif full.hydra.get("mode") != RunMode.MULTIRUN and (
-        values := [o for o in without_flags(argv) if o not in single_values([o])]
-    ):
-        raise ConfigError(  # Hydra: "Value 'ChoiceSweep(...)' ... could not be converted to Integer"
-            f"{values[0]} sweeps its values, a job each, which needs --multirun: "
-            f"python -m lander.run --multirun {shlex.join(argv)}"
-        )
-    elif swept:
+        return
+    if full.hydra.get("mode") != RunMode.MULTIRUN:  # a preset's mode runs its sweep without the flag
+        overrides = without_flags(argv)
+        singles = single_values(overrides)
+        if values := [o for o in overrides if o not in singles]:
+            raise ConfigError(  # Hydra: "Value 'ChoiceSweep(...)' ... could not be converted to Integer"
+                f"{values[0]} sweeps its values, a job each, which needs --multirun: "
+                f"python -m lander.run --multirun {shlex.join(argv)}"
+            )
+    if swept:
         raise ConfigError(
             f"this preset is a sweep ({'; '.join(swept)}) and runs with --multirun: python -m lander.run "
             f"--multirun {' '.join(argv)}  (or give every swept key one value to run a single job)"

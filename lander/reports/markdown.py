@@ -28,10 +28,13 @@ def readable(table: pd.DataFrame) -> str:
 def readable_rows(table: pd.DataFrame) -> list[dict[str, str]]:
     """The rows of :func:`readable` as text, for ``report.md`` and ``report.html``."""
 
-    def number(value: float, fmt: str = ".4g") -> str:
+    def number(value: float, fmt: str | None = None) -> str:
+        """``value`` to 4 significant digits (:func:`significant`), or in ``fmt``; blank where it is missing."""
         if pd.isna(value):
             return ""
-        return significant(value) if fmt == ".4g" else "inf" if value == float("inf") else format(value, fmt)
+        if fmt is None:
+            return significant(value)
+        return "inf" if value == float("inf") else format(value, fmt)
 
     def with_ci(row: pd.Series, name: str, low: str, high: str) -> str:
         value = number(row[name])

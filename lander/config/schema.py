@@ -164,7 +164,7 @@ class LanderConfig:
     torch_fast_paths: bool = neutral()  # identical results (tests/e2e/test_speed_paths.py)
     seeds_per_process: int = MISSING  # PPO or A2C seeds of a sweep trained side by side, batched: equivalent results
     batched_engine: bool = MISSING  # one PPO or A2C seed on the batched engine: equivalent results, not identical
-    vec_env: str = MISSING
+    vec_env: str = neutral()  # subproc steps the same envs elsewhere: dummy's metrics and weights (test_faults.py)
     checkpoint_freq: int = neutral()
     checkpoint_keep: int = neutral()
     checkpoint_replay_buffer: bool = neutral()

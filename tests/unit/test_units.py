@@ -90,13 +90,14 @@ def test_neutral_keys_are_declared_on_the_schema() -> None:
         "checkpoint_keep",
         "monitor_freq",
         "torch_fast_paths",
+        "vec_env",  # subproc gives dummy's metrics and weights (tests/e2e/test_faults.py)
         "progress_bar",
         "logger",
         "video",
     } <= set(keys)
     assert not {"torch_threads", "seed", "gamma", "eval", "callbacks", "device"} & set(keys)
     assert changes_nothing("video.fps=10") and changes_nothing("logger=none") and changes_nothing("seed=1,2")
-    assert changes_nothing("checkpoint_keep=0")
+    assert changes_nothing("checkpoint_keep=0") and changes_nothing("vec_env=subproc")
     assert not changes_nothing("experiment=gamma_sweep")  # a preset may set any key: a sweep over presets compares them
     assert not changes_nothing("gamma=0.98") and not changes_nothing("torch_threads=2")
     assert not changes_nothing("video_budget=1")  # a prefix of a key is not that key

@@ -19,6 +19,7 @@ import contextlib
 import json
 import logging
 import sys
+from itertools import takewhile
 from pathlib import Path
 
 from lander.errors import RunSetError
@@ -88,16 +89,18 @@ def main(argv: list[str] | None = None) -> int:
             f"--out {out} {foreign}: the comparison would write report.html, report.md, table.csv and its plots "
             "among them; give --out <a new or empty directory>"
         )
+    # the directories made for it, removed where it writes nothing: new_directory's and its date's, or --out's new ones
+    made = (
+        [out, out.parent, out.parent.parent] if beside else [*takewhile(lambda p: not p.exists(), [out, *out.parents])]
+    )
+    before = files_in(out)
     try:
-        with said_on_exit(lambda: f"lander.compare: interrupted: {out} holds the files written so far, each whole"):
+        with said_on_exit(lambda: interrupted(out, before, made)):
             compare(args.paths, out, args.baseline, args.at_timesteps, args.band, args.x_axis)
     except (RunSetError, OSError) as exc:  # OSError: an --out that cannot be made (under a file, a read-only
         # place), a full disk
         log.error("lander.compare: %s", exc if isinstance(exc, RunSetError) else cannot_write(out, exc))
-        if beside:  # the directory made for it (new_directory) and its date's, where nothing was written there
-            with contextlib.suppress(OSError):
-                for made in (out, out.parent, out.parent.parent):
-                    made.rmdir()
+        remove_empty(made)
         return 2
     if beside:  # its inputs.json, as the service writes its own: the dashboard of a service rooted here lists it
         (out / "inputs.json").write_text(json.dumps([str(listed_path(p)) for p in args.paths]))
@@ -122,6 +125,39 @@ def argument_error(args: argparse.Namespace) -> str | None:
             "directory outside it>"
         )
     return None
+
+
+def files_in(out: Path) -> dict[str, int]:
+    """The files of ``out`` (not its hidden ones: atomic writes' temporary files) and when each was last written
+    (``st_mtime_ns``); none where it is no directory."""
+    if not out.is_dir():
+        return {}
+    return {p.name: p.stat().st_mtime_ns for p in out.iterdir() if p.is_file() and not p.name.startswith(".")}
+
+
+def remove_empty(made: list[Path]) -> None:
+    """Remove the directories made for a comparison, innermost first, as far as they are empty."""
+    with contextlib.suppress(OSError):
+        for directory in made:
+            directory.rmdir()
+
+
+def interrupted(out: Path, before: dict[str, int], made: list[Path]) -> str:
+    """The line a comparison stopped by a signal ends on: the files it wrote in ``out``, each whole, and those an
+    earlier comparison left there (``before``: :func:`files_in` as it began), or that it wrote none (and the
+    directories ``made`` for it are removed). It said "holds the files written so far" of an ``out`` it had not
+    made yet, and of an earlier comparison's files beside the new ones."""
+    now = files_in(out)
+    written = sorted(name for name, stamp in now.items() if before.get(name) != stamp)
+    earlier = sorted(name for name in now if name not in written)
+    if not written:
+        remove_empty(made)
+        kept = f"; {out} holds the earlier comparison as it was" if earlier else ""
+        return f"lander.compare: interrupted before it wrote a file{kept}"
+    line = f"lander.compare: interrupted: {out} holds the files written so far, each whole ({', '.join(written)})"
+    if earlier:
+        line += f", beside the earlier comparison's {', '.join(earlier)}: compare again for a whole one"
+    return line
 
 
 def cannot_write(out: Path, exc: OSError) -> str:

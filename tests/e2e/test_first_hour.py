@@ -86,6 +86,32 @@ def test_ctrl_c_on_compare_or_report_is_one_line(tmp_path: Path, module: str, fa
     assert not [p for p in (tmp_path / "sweep").rglob("*") if ".tmp" in p.name]  # atomic_write's temporary files
 
 
+def test_ctrl_c_on_compare_names_what_it_wrote_and_what_an_earlier_comparison_left(tmp_path: Path) -> None:
+    """SIGINT before a comparison's first file is whole: it says it wrote none, and the directory it made is gone
+    (before: "<out> holds the files written so far" of a directory holding nothing). SIGINT while a sweep's
+    comparison is written again: the files written now are named, and the earlier comparison's left beside them
+    (before: all of them passed for the new comparison's files)."""
+    for seed in range(2):
+        for config in ("algo=ppo", "algo=a2c"):
+            fake_run(tmp_path / "sweep", f"{config[5:]}{seed}", [config], seed, {1000: 10.0 + seed})
+    out = tmp_path / "sweep" / "comparison"
+
+    def compare(fault: str | None = None) -> str:
+        proc = lander(str(tmp_path / "sweep"), module="lander.compare", env=lander_env(LANDER_FAULT=fault or ""))
+        assert proc.returncode == (130 if fault else 0) and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+        return proc.stderr
+
+    said = compare("write:learning_curves_lunar.png:INT")
+    assert "lander.compare: interrupted before it wrote a file\n" in said and not out.exists(), said[-3000:]
+    compare()
+    said = compare("write:report.md:INT")  # after the plots, table.csv and table.md
+    new = "final_scores_lunar.png, learning_curves_lunar.png, performance_profile_lunar.png, table.csv, table.md"
+    assert (
+        f"lander.compare: interrupted: {out} holds the files written so far, each whole ({new}), beside the earlier "
+        "comparison's left_out.json, report.html, report.md: compare again for a whole one\n"
+    ) in said, said[-3000:]
+
+
 def test_ctrl_c_prints_one_block_keeps_a_curve_and_the_checkpoint_can_be_evaluated(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
     cmd = [

@@ -7,7 +7,7 @@ Modelled on Jupyter Server, since the service starts Python processes as the use
   127.0.0.1 (DNS rebinding) is refused (403).
 - **Token**: on by default, random at each start. The URL printed at start (``/?token=...``) sets it as an
   HttpOnly, SameSite=Strict cookie (one per port) and redirects to ``/``, so the dashboard works after one click;
-  scripts send ``Authorization: Bearer <token>``. Without it: 401.
+  scripts send ``Authorization: Bearer <token>`` (or Jupyter's ``Authorization: token <token>``). Without it: 401.
 - **State changes** (POST): a JSON body (``Content-Type: application/json``; no simple cross-site request is
   one), an ``Origin`` (or ``Referer``) that is the service's own where the browser sends one, and the token in
   a header: ``Authorization: Bearer``, or for the dashboard the ``X-XSRF-Token`` header echoing the
@@ -110,7 +110,8 @@ class Guard:
         except CookieError:  # a malformed Cookie header: as if none was sent
             cookies = SimpleCookie()
         scheme, _, credentials = headers.get("authorization", "").strip().partition(" ")
-        bearer = credentials.strip() if scheme.lower() == "bearer" else ""  # schemes are case-insensitive (RFC 9110)
+        # Bearer, or Jupyter Server's "token" scheme; schemes are case-insensitive (RFC 9110)
+        bearer = credentials.strip() if scheme.lower() in ("bearer", "token") else ""
         cookie = cookies[self.cookie].value if self.cookie in cookies else ""
         given = query.get("token", [""])[0]
         if unsafe:

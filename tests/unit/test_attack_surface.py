@@ -330,6 +330,19 @@ def test_the_bearer_scheme_is_case_insensitive_and_the_token_still_required(tmp_
         assert http.get("/api/runs", headers={"Authorization": f"Basic {TOKEN}"}).status_code == 401
 
 
+def test_jupyters_token_scheme_is_taken_as_the_bearer_is(tmp_path):
+    """``Authorization: token <token>``, the form Jupyter Server's docs give, works as ``Bearer`` does, for a GET
+    and a POST, and only with the token (before: 401 for the right token)."""
+    with client(tmp_path) as http:
+        http.headers.pop("Authorization")
+        assert http.get("/api/runs", headers={"Authorization": f"token {TOKEN}"}).status_code == 200
+        assert http.get("/api/runs", headers={"Authorization": "token wrong"}).status_code == 401
+        stop = {"Authorization": f"token {TOKEN}", "Content-Type": "application/json"}
+        assert http.post("/api/runs/none/stop", content=b"{}", headers=stop).status_code == 404  # past the guard
+        stop["Authorization"] = "token wrong"
+        assert http.post("/api/runs/none/stop", content=b"{}", headers=stop).status_code == 401
+
+
 def test_a_chunked_body_is_refused_before_it_is_read(tmp_path):
     """``Transfer-Encoding: chunked`` beside ``Content-Length: 20``: a 20 MB body was parsed past the 64 kB bound."""
     sent = []

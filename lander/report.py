@@ -16,6 +16,7 @@ if __name__ == "__main__":
 import argparse
 import logging
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from lander.analysis.comparison import analyse
@@ -27,12 +28,19 @@ from lander.storage.rundir import RunPaths, SweepPaths, find_run_dirs, not_a_com
 log = logging.getLogger(__name__)
 
 
-def write_reports(path: Path, band: str | None = None, x: str | None = None) -> tuple[list[Path], str | None]:
-    """The reports of one run directory, or of every run under ``path`` and their comparison: their paths, and why
+def write_reports(
+    path: Path, band: str | None = None, x: str | None = None, each: Callable[[Path], object] = print
+) -> str | None:
+    """Write the reports of one run directory, or of every run under ``path`` and their comparison; return why
     there is no comparison where the runs cannot be compared (of several envs, none finished: a killed sweep's runs
-    still get their reports)."""
+    still get their reports).
+
+    :param each: called with each report's path once it is written (the console lists it then: a sweep's reports
+        were listed once all of them were, so a Ctrl-C listed none of those already whole)
+    """
     if RunPaths(path).is_run():
-        return [write_run_report(path)], None
+        each(write_run_report(path))
+        return None
     runs = find_run_dirs([path])
     if not runs:
         raise RunSetError(f"no run directories (with .hydra/config.yaml) under {path}")
@@ -47,11 +55,13 @@ def write_reports(path: Path, band: str | None = None, x: str | None = None) -> 
             f"{out} {foreign}, which report.md and the rest would replace: python -m lander.compare {path} --out "
             "<a new or empty directory> writes it"
         )
-    written = [write_run_report(run) for run in runs]  # before the comparison, whose report links to them
+    for run in runs:  # before the comparison, whose report links to them
+        each(write_run_report(run))
     if found is not None:
         write_comparison(found, out, band=band, x=x)
-        written += [p for p in found.files if p.suffix == ".html"]
-    return written, problem
+        for page in (p for p in found.files if p.suffix == ".html"):
+            each(page)
+    return problem
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -75,8 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with said_on_exit(lambda: "lander.report: interrupted: the reports listed above are written, each whole"):
             for path in args.paths:
-                written, problem = write_reports(path, args.band, args.x_axis)
-                print("\n".join(map(str, written)))
+                problem = write_reports(path, args.band, args.x_axis, each=lambda page: print(page, flush=True))
                 if problem:
                     log.error("lander.report: %s: its runs' reports are written, no comparison: %s", path, problem)
                     uncompared += 1

@@ -112,6 +112,21 @@ def test_ctrl_c_on_compare_names_what_it_wrote_and_what_an_earlier_comparison_le
     ) in said, said[-3000:]
 
 
+def test_reports_of_a_sweep_interrupted_are_listed_as_they_are_written(tmp_path: Path) -> None:
+    """SIGINT as a sweep's second run report is written: the first, whole, is listed above the line that says "the
+    reports listed above are written" (before: a sweep's reports were listed once all were written, so none was)."""
+    for seed in range(2):
+        fake_run(tmp_path / "sweep", f"ppo{seed}", ["algo=ppo"], seed, {1000: 10.0 + seed})
+    stopped = lander(
+        str(tmp_path / "sweep"), module="lander.report", env=lander_env(LANDER_FAULT="write:report.html@2:INT")
+    )
+    assert stopped.returncode == 130 and "the reports listed above are written" in stopped.stderr, stopped.stderr
+    (listed,) = stopped.stdout.split()
+    assert Path(listed).name == "report.html" and Path(listed).parent.parent == tmp_path / "sweep"
+    assert Path(listed).read_text().rstrip().endswith("</html>")
+    assert sorted(p.parent.name for p in (tmp_path / "sweep").rglob("report.html")) == [Path(listed).parent.name]
+
+
 def test_ctrl_c_prints_one_block_keeps_a_curve_and_the_checkpoint_can_be_evaluated(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
     cmd = [

@@ -28,9 +28,7 @@ from lander.storage.rundir import RunPaths, SweepPaths, find_run_dirs, not_a_com
 log = logging.getLogger(__name__)
 
 
-def write_reports(
-    path: Path, band: str | None = None, x: str | None = None, each: Callable[[Path], object] = print
-) -> str | None:
+def write_reports(path: Path, band: str | None, x: str | None, each: Callable[[Path], object]) -> str | None:
     """Write the reports of one run directory, or of every run under ``path`` and their comparison; return why
     there is no comparison where the runs cannot be compared (of several envs, none finished: a killed sweep's runs
     still get their reports).
@@ -85,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with said_on_exit(lambda: "lander.report: interrupted: the reports listed above are written, each whole"):
             for path in args.paths:
-                problem = write_reports(path, args.band, args.x_axis, each=lambda page: print(page, flush=True))
+                problem = write_reports(path, args.band, args.x_axis, lambda page: print(page, flush=True))
                 if problem:
                     log.error("lander.report: %s: its runs' reports are written, no comparison: %s", path, problem)
                     uncompared += 1

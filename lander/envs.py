@@ -25,9 +25,25 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+from Box2D import (
+    b2_dynamicBody,
+    b2_staticBody,
+    b2BodyDef,
+    b2EdgeShape,
+    b2FixtureDef,
+    b2PolygonShape,
+    b2RevoluteJointDef,
+    b2World,
+)
 from gymnasium.envs.box2d.lunar_lander import (
     FPS,
+    INITIAL_RANDOM,
+    LANDER_POLY,
+    LEG_AWAY,
     LEG_DOWN,
+    LEG_H,
+    LEG_SPRING_TORQUE,
+    LEG_W,
     MAIN_ENGINE_POWER,
     MAIN_ENGINE_Y_LOCATION,
     SCALE,
@@ -36,6 +52,7 @@ from gymnasium.envs.box2d.lunar_lander import (
     SIDE_ENGINE_POWER,
     VIEWPORT_H,
     VIEWPORT_W,
+    ContactDetector,
     LunarLander,
 )
 from gymnasium.wrappers import OrderEnforcing, TimeLimit
@@ -332,6 +349,38 @@ LUNAR_LANDER_ENTRY = "gymnasium.envs.box2d.lunar_lander:LunarLander"
 DRAW_ONLY = "lander-draw-only"  # a render mode Gymnasium's LunarLander.render draws for and converts nothing for
 
 
+class Blueprints:
+    """The Box2D definitions Gymnasium's ``LunarLander.reset`` builds anew for every episode from keyword arguments,
+    built once with the same keyword arguments (:meth:`LeanLunarLander.reset` creates the same bodies, fixtures and
+    joints from them, in the same order). Box2D copies a definition into what it creates, so one serves every
+    episode; the shapes are kept here, since a fixture definition points at its shape without holding it."""
+
+    def __init__(self) -> None:
+        x, y = VIEWPORT_W / SCALE / 2, VIEWPORT_H / SCALE
+        # the moon: CreateStaticBody(shapes=edgeShape(...)) is a body, then a fixture of a default b2FixtureDef
+        self.moon = b2BodyDef(type=b2_staticBody)
+        self.floor_shape = b2EdgeShape(vertices=[(0, 0), (VIEWPORT_W / SCALE, 0)])
+        self.floor = b2FixtureDef(shape=self.floor_shape)
+        # each of its CreateEdgeFixture(vertices=..., density=0, friction=0.1): this shape given the vertices
+        self.edge_shape = b2EdgeShape()
+        self.edge = b2FixtureDef(shape=self.edge_shape, density=0, friction=0.1)
+        self.hull_shape = b2PolygonShape(vertices=[(px / SCALE, py / SCALE) for px, py in LANDER_POLY])
+        hull = b2FixtureDef(shape=self.hull_shape, density=5.0, friction=0.1, categoryBits=0x0010, maskBits=0x001,
+                            restitution=0.0)  # fmt: skip
+        self.lander = b2BodyDef(type=b2_dynamicBody, position=(x, y), angle=0.0, fixtures=hull)
+        self.leg_shape = b2PolygonShape(box=(LEG_W / SCALE, LEG_H / SCALE))
+        self.legs: list[tuple[b2BodyDef, b2RevoluteJointDef]] = []
+        for side in (-1, +1):
+            leg = b2FixtureDef(shape=self.leg_shape, density=1.0, restitution=0.0, categoryBits=0x0020, maskBits=0x001)
+            body = b2BodyDef(type=b2_dynamicBody, position=(x - side * LEG_AWAY / SCALE, y), angle=side * 0.05,
+                             fixtures=leg)  # fmt: skip
+            joint = b2RevoluteJointDef(localAnchorA=(0, 0), localAnchorB=(side * LEG_AWAY / SCALE, LEG_DOWN / SCALE),
+                                       enableMotor=True, enableLimit=True, maxMotorTorque=LEG_SPRING_TORQUE,
+                                       motorSpeed=+0.3 * side)  # fmt: skip
+            joint.lowerAngle, joint.upperAngle = (+0.9 - 0.5, +0.9) if side == -1 else (-0.9, -0.9 + 0.5)
+            self.legs.append((body, joint))
+
+
 class LeanLunarLander(LunarLander):
     """Gymnasium's ``LunarLander`` whose ``step`` (without rendering) is written for speed and gives the same
     numbers: the same Box2D calls in the same order with the same arguments, the same random draws from the same
@@ -343,11 +392,71 @@ class LeanLunarLander(LunarLander):
     Gymnasium's (particles are drawn) and its ``rgb_array`` frames, the same pixels, are read faster (:meth:`render`).
     """
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.blueprints = Blueprints()  # the definitions reset creates an episode's bodies from
+
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         if self.render_mode is not None:  # particles and frames: Gymnasium's own step
             return super().step(action)  # type: ignore[no-any-return,no-untyped-call]  # Gymnasium's, untyped
         state, reward, terminated = self.advance(action)
         return np.array(state, dtype=np.float32), reward, terminated, False, {}
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[np.ndarray, dict[str, Any]]:
+        """Gymnasium's ``reset``, without rendering: the same draws from ``np_random``, the same bodies, fixtures and
+        joints created in the same order in a new world, from definitions built once (:class:`Blueprints`) instead of
+        keyword arguments; and the last episode's world let go whole instead of its bodies destroyed one by one
+        (Box2D's ``DestroyBody`` of the moon's eleven fixtures alone took a third of Gymnasium's reset)."""
+        if self.render_mode is not None or self.particles:  # particles are drawn: Gymnasium's own reset
+            return super().reset(seed=seed, options=options)  # type: ignore[no-any-return]  # Gymnasium's, untyped
+        gym.Env.reset(self, seed=seed)
+        if self.moon is not None:  # Gymnasium's _destroy first clears the listener: no callback of a dying world
+            self.world.contactListener = None
+        self.moon, self.lander, self.legs, self.drawlist = None, None, [], []  # nothing left of the world let go
+        parts = self.blueprints
+        self.world = b2World(gravity=(0, self.gravity))
+        self.world.contactListener_keepref = ContactDetector(self)  # type: ignore[no-untyped-call]
+        self.world.contactListener = self.world.contactListener_keepref
+        self.game_over, self.prev_shaping = False, None
+        self._moon(parts)
+        self.lander = lander = self.world.CreateBody(parts.lander)
+        lander.color1, lander.color2 = (128, 102, 230), (77, 77, 128)
+        draw = self.np_random.uniform
+        lander.ApplyForceToCenter((draw(-INITIAL_RANDOM, INITIAL_RANDOM), draw(-INITIAL_RANDOM, INITIAL_RANDOM)), True)
+        if self.enable_wind:
+            self.wind_idx = self.np_random.integers(-9999, 9999)
+            self.torque_idx = self.np_random.integers(-9999, 9999)
+        for body, joint in parts.legs:
+            leg = self.world.CreateBody(body)
+            leg.ground_contact = False
+            leg.color1, leg.color2 = (128, 102, 230), (77, 77, 128)
+            joint.bodyA, joint.bodyB = lander, leg
+            joint.referenceAngle = leg.angle - lander.angle  # what b2RevoluteJointDef(bodyA=, bodyB=, ...) sets
+            leg.joint = self.world.CreateJoint(joint)
+            self.legs.append(leg)
+        self.drawlist = [lander, *self.legs]
+        return self.step(np.array([0, 0]) if self.continuous else 0)[0], {}
+
+    def _moon(self, parts: Blueprints) -> None:
+        """The terrain of the episode: Gymnasium's heights from ``np_random``, its body and its eleven edges."""
+        chunks, width, height = 11, VIEWPORT_W / SCALE, VIEWPORT_H / SCALE
+        heights = self.np_random.uniform(0, height / 2, size=(chunks + 1,))
+        chunk_x = [width / (chunks - 1) * i for i in range(chunks)]
+        self.helipad_x1, self.helipad_x2 = chunk_x[chunks // 2 - 1], chunk_x[chunks // 2 + 1]
+        self.helipad_y = height / 4
+        heights[chunks // 2 - 2 : chunks // 2 + 3] = self.helipad_y
+        smooth_y = [0.33 * (heights[i - 1] + heights[i + 0] + heights[i + 1]) for i in range(chunks)]
+        self.moon = moon = self.world.CreateBody(parts.moon)
+        moon.CreateFixture(parts.floor)
+        self.sky_polys = []
+        for i in range(chunks - 1):
+            p1, p2 = (chunk_x[i], smooth_y[i]), (chunk_x[i + 1], smooth_y[i + 1])
+            parts.edge_shape.vertices = [p1, p2]
+            moon.CreateFixture(parts.edge)
+            self.sky_polys.append([p1, p2, (p2[0], height), (p1[0], height)])
+        moon.color1, moon.color2 = (0.0, 0.0, 0.0), (0.0, 0.0, 0.0)
 
     def render(self) -> Any:
         """Gymnasium's frame. For ``rgb_array``, the same pixels read from the surface Gymnasium's ``render`` drew, by

@@ -14,7 +14,14 @@ from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import DummyVecEnv
 
 from helpers import composed
-from lander.envs import LeanLunarLander, LunarLanderVecEnv, is_plain_lunar_lander, make_env, make_train_env
+from lander.envs import (
+    LeanLunarLander,
+    LunarLanderVecEnv,
+    is_plain_lunar_lander,
+    lean_lunar_lander,
+    make_env,
+    make_train_env,
+)
 from lander.evaluation.policy import evaluate
 
 ENV_ID = "LunarLander-v3"
@@ -71,6 +78,61 @@ def test_the_lean_lunar_lander_steps_as_the_wrapped_envs(variant: str) -> None:
     if "max_episode_steps" in kwargs:
         assert truncations > 10
     assert lean.env_is_wrapped(Monitor) == ref.env_is_wrapped(Monitor)
+
+
+def world(game) -> list:
+    """Everything of ``game``'s Box2D world a step reads: each body's kind, pose, velocities, mass and flags, each
+    fixture's shape, material and collision filter, each joint's anchors, reference angle, limits and motor, in
+    Box2D's own order of its lists."""
+
+    def fixture(f) -> tuple:
+        shape = f.shape
+        geometry = [tuple(v) for v in shape.vertices] if hasattr(shape, "vertices") else None
+        extra = (shape.hasVertex0, shape.hasVertex3) if hasattr(shape, "hasVertex0") else None
+        filtered = (f.filterData.categoryBits, f.filterData.maskBits, f.filterData.groupIndex)
+        return (
+            type(shape).__name__,
+            geometry,
+            extra,
+            shape.radius,
+            f.density,
+            f.friction,
+            f.restitution,
+            f.sensor,
+            filtered,
+        )
+
+    def body(b) -> tuple:
+        pose = (tuple(b.position), b.angle, tuple(b.linearVelocity), b.angularVelocity, b.mass, b.inertia)
+        flags = (b.type, b.awake, b.sleepingAllowed, b.bullet, b.fixedRotation, b.linearDamping, b.angularDamping)
+        return pose, flags, [fixture(f) for f in b.fixtures]
+
+    def joint(j) -> tuple:
+        limits = (j.limitEnabled, j.lowerLimit, j.upperLimit, j.motorEnabled, j.motorSpeed, j.GetMaxMotorTorque())
+        return tuple(j.anchorA), tuple(j.anchorB), j.angle, j.collideConnected, limits
+
+    w = game.world
+    return [tuple(w.gravity), [body(b) for b in w.bodies], [joint(j) for j in w.joints]]
+
+
+@pytest.mark.parametrize("variant", ["discrete", "continuous-wind-60-step-limit"])
+def test_the_lean_reset_builds_gymnasiums_world(variant: str) -> None:
+    """The lean reset (definitions built once, the last world let go whole) builds the world Gymnasium's reset
+    builds, the parts no trajectory above reaches included (the floor under the terrain, its friction)."""
+    import gymnasium as gym
+
+    kwargs = {k: v for k, v in VARIANTS[variant].items() if k != "max_episode_steps"}
+    lean = lean_lunar_lander(ENV_ID, kwargs)[0]
+    gymnasiums = gym.make(ENV_ID, **kwargs).unwrapped
+    rng = np.random.default_rng(0)
+    for seed in (0, 1, None, None):  # a seed, another, then two without (after episodes played to their end)
+        assert np.array_equal(lean.reset(seed=seed)[0], gymnasiums.reset(seed=seed)[0])
+        assert world(lean) == world(gymnasiums)
+        for _ in range(400):
+            chosen = actions(rng, "continuous" in kwargs, 1)[0]
+            if lean.step(chosen)[2] | gymnasiums.step(chosen)[2]:
+                break
+        assert world(lean) == world(gymnasiums)
 
 
 def test_a_model_trained_on_either_ends_with_the_same_weights() -> None:

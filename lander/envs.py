@@ -382,14 +382,15 @@ class Blueprints:
 
 
 class LeanLunarLander(LunarLander):
-    """Gymnasium's ``LunarLander`` whose ``step`` (without rendering) is written for speed and gives the same
-    numbers: the same Box2D calls in the same order with the same arguments, the same random draws from the same
-    ``np_random``, the same arithmetic on the same doubles (``math.sqrt`` for ``np.sqrt`` of a float, ``min`` and
-    ``max`` for ``np.clip``), without ``action_space.contains`` or a Box2D property read twice, each of the
-    engines' two dispersion draws made of ``random()`` as ``uniform(-1, 1)`` makes it (:meth:`advance`, which
-    :class:`LunarLanderVecEnv` calls).
-    ``tests/unit/test_envs.py`` steps it beside Gymnasium's own for tens of thousands of steps. Rendering, it steps as
-    Gymnasium's (particles are drawn) and its ``rgb_array`` frames, the same pixels, are read faster (:meth:`render`).
+    """Gymnasium's ``LunarLander`` whose ``step`` and ``reset`` (without rendering) are written for speed and give the
+    same numbers (``reset``: the same world, :meth:`reset`). ``step``: the same Box2D calls in the same order with the
+    same arguments, the same random draws from the same ``np_random``, the same arithmetic on the same doubles
+    (``math.sqrt`` for ``np.sqrt`` of a float, ``min`` and ``max`` for ``np.clip``), without
+    ``action_space.contains`` or a Box2D property read twice, each of the engines' two dispersion draws made of
+    ``random()`` as ``uniform(-1, 1)`` makes it (:meth:`advance`, which :class:`LunarLanderVecEnv` calls).
+    ``tests/unit/test_envs.py`` steps it beside Gymnasium's own for tens of thousands of steps. Rendering, it resets and
+    steps as Gymnasium's (particles are drawn) and its ``rgb_array`` frames, the same pixels, are read faster
+    (:meth:`render`).
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:

@@ -15,7 +15,6 @@ if __name__ == "__main__":
     exit_on_signals()  # Ctrl-C: exit 130 and one line (said_on_exit), the files written whole
 
 import argparse
-import contextlib
 import json
 import logging
 import sys
@@ -23,7 +22,7 @@ from itertools import takewhile
 from pathlib import Path
 
 from lander.errors import RunSetError
-from lander.reports.sweep_report import compare
+from lander.reports.sweep_report import compare, files_in, interrupted, remove_empty
 from lander.storage.rundir import RunPaths, SweepPaths, enclosing_run, new_directory, not_a_comparisons
 
 log = logging.getLogger(__name__)
@@ -125,39 +124,6 @@ def argument_error(args: argparse.Namespace) -> str | None:
             "directory outside it>"
         )
     return None
-
-
-def files_in(out: Path) -> dict[str, int]:
-    """The files of ``out`` (not its hidden ones: atomic writes' temporary files) and when each was last written
-    (``st_mtime_ns``); none where it is no directory."""
-    if not out.is_dir():
-        return {}
-    return {p.name: p.stat().st_mtime_ns for p in out.iterdir() if p.is_file() and not p.name.startswith(".")}
-
-
-def remove_empty(made: list[Path]) -> None:
-    """Remove the directories made for a comparison, innermost first, as far as they are empty."""
-    with contextlib.suppress(OSError):
-        for directory in made:
-            directory.rmdir()
-
-
-def interrupted(out: Path, before: dict[str, int], made: list[Path]) -> str:
-    """The line a comparison stopped by a signal ends on: the files it wrote in ``out``, each whole, and those an
-    earlier comparison left there (``before``: :func:`files_in` as it began), or that it wrote none (and the
-    directories ``made`` for it are removed). It said "holds the files written so far" of an ``out`` it had not
-    made yet, and of an earlier comparison's files beside the new ones."""
-    now = files_in(out)
-    written = sorted(name for name, stamp in now.items() if before.get(name) != stamp)
-    earlier = sorted(name for name in now if name not in written)
-    if not written:
-        remove_empty(made)
-        kept = f"; {out} holds the earlier comparison as it was" if earlier else ""
-        return f"lander.compare: interrupted before it wrote a file{kept}"
-    line = f"lander.compare: interrupted: {out} holds the files written so far, each whole ({', '.join(written)})"
-    if earlier:
-        line += f", beside the earlier comparison's {', '.join(earlier)}: compare again for a whole one"
-    return line
 
 
 def cannot_write(out: Path, exc: OSError) -> str:

@@ -22,19 +22,27 @@ from pathlib import Path
 from lander.analysis.comparison import analyse
 from lander.errors import RunSetError
 from lander.reports.run_report import write_run_report
-from lander.reports.sweep_report import write_comparison
+from lander.reports.sweep_report import files_in, interrupted, write_comparison
 from lander.storage.rundir import RunPaths, SweepPaths, find_run_dirs, not_a_comparisons
 
 log = logging.getLogger(__name__)
 
 
-def write_reports(path: Path, band: str | None, x: str | None, each: Callable[[Path], object]) -> str | None:
+def write_reports(
+    path: Path,
+    band: str | None,
+    x: str | None,
+    each: Callable[[Path], object],
+    comparing: Callable[[Path | None], object] = lambda out: None,
+) -> str | None:
     """Write the reports of one run directory, or of every run under ``path`` and their comparison; return why
     there is no comparison where the runs cannot be compared (of several envs, none finished: a killed sweep's runs
     still get their reports).
 
     :param each: called with each report's path once it is written (the console lists it then: a sweep's reports
         were listed once all of them were, so a Ctrl-C listed none of those already whole)
+    :param comparing: called with the comparison's directory as its writing begins, and with None once it is written
+        (a Ctrl-C in between says which of its files are new, as ``lander.compare`` does)
     """
     if RunPaths(path).is_run():
         each(write_run_report(path))
@@ -56,10 +64,29 @@ def write_reports(path: Path, band: str | None, x: str | None, each: Callable[[P
     for run in runs:  # before the comparison, whose report links to them
         each(write_run_report(run))
     if found is not None:
+        comparing(out)
         write_comparison(found, out, band=band, x=x)
+        comparing(None)
         for page in (p for p in found.files if p.suffix == ".html"):
             each(page)
     return problem
+
+
+class Comparing:
+    """The comparison being written, if one is (its directory, :func:`files_in` of it as it began, the directory if
+    it was made for it), for the line a Ctrl-C ends on."""
+
+    def __init__(self) -> None:
+        self.now: tuple[Path, dict[str, int], list[Path]] | None = None
+
+    def __call__(self, out: Path | None) -> None:
+        self.now = None if out is None else (out, files_in(out), [] if out.exists() else [out])
+
+    def said(self) -> str:
+        listed = "the reports listed above are written, each whole"
+        if self.now is None:
+            return f"lander.report: interrupted: {listed}"
+        return f"{interrupted(*self.now, prog='lander.report')}; {listed}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -79,11 +106,11 @@ def main(argv: list[str] | None = None) -> int:
     missing = [str(p) for p in args.paths if not p.is_dir()]
     if missing:
         parser.error(f"not a directory: {', '.join(missing)}")
-    uncompared = 0
+    uncompared, comparison = 0, Comparing()
     try:
-        with said_on_exit(lambda: "lander.report: interrupted: the reports listed above are written, each whole"):
+        with said_on_exit(comparison.said):
             for path in args.paths:
-                problem = write_reports(path, args.band, args.x_axis, lambda page: print(page, flush=True))
+                problem = write_reports(path, args.band, args.x_axis, lambda page: print(page, flush=True), comparison)
                 if problem:
                     log.error("lander.report: %s: its runs' reports are written, no comparison: %s", path, problem)
                     uncompared += 1

@@ -4,6 +4,7 @@ and the runs left out (failed, unfinished, duplicates). One self-contained file 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
@@ -193,3 +194,36 @@ def write_tables(result: pd.DataFrame, spanning: pd.DataFrame, out_dir: Path, re
         atomic_write(out_dir / "across_envs.csv", partial(spanning.to_csv, index=False))
         files.append(out_dir / "across_envs.csv")
     return files
+
+
+def files_in(out: Path) -> dict[str, int]:
+    """The files of ``out`` (not its hidden ones: atomic writes' temporary files) and when each was last written
+    (``st_mtime_ns``); none where it is no directory."""
+    if not out.is_dir():
+        return {}
+    return {p.name: p.stat().st_mtime_ns for p in out.iterdir() if p.is_file() and not p.name.startswith(".")}
+
+
+def remove_empty(made: list[Path]) -> None:
+    """Remove the directories made for a comparison, innermost first, as far as they are empty."""
+    with contextlib.suppress(OSError):
+        for directory in made:
+            directory.rmdir()
+
+
+def interrupted(out: Path, before: dict[str, int], made: list[Path], prog: str = "lander.compare") -> str:
+    """The line ``prog`` ends on where a signal stopped it writing a comparison: the files it wrote in ``out``, each
+    whole, and those an earlier comparison left there (``before``: :func:`files_in` as it began), or that it wrote
+    none (and the directories ``made`` for it are removed). It said "holds the files written so far" of an ``out``
+    it had not made yet, and of an earlier comparison's files beside the new ones."""
+    now = files_in(out)
+    written = sorted(name for name, stamp in now.items() if before.get(name) != stamp)
+    earlier = sorted(name for name in now if name not in written)
+    if not written:
+        remove_empty(made)
+        kept = f"; {out} holds the earlier comparison as it was" if earlier else ""
+        return f"{prog}: interrupted before it wrote a file{kept}"
+    line = f"{prog}: interrupted: {out} holds the files written so far, each whole ({', '.join(written)})"
+    if earlier:
+        line += f", beside the earlier comparison's {', '.join(earlier)}: compare again for a whole one"
+    return line

@@ -127,6 +127,32 @@ def test_reports_of_a_sweep_interrupted_are_listed_as_they_are_written(tmp_path:
     assert sorted(p.parent.name for p in (tmp_path / "sweep").rglob("report.html")) == [Path(listed).parent.name]
 
 
+def test_ctrl_c_on_a_sweeps_reports_names_what_its_comparison_wrote(tmp_path: Path) -> None:
+    """SIGINT while ``lander.report`` writes a sweep's comparison says what ``lander.compare`` says of it (before: only
+    "the reports listed above are written", with the earlier comparison's report.html beside the new tables, or an
+    empty comparison/ left behind)."""
+    for seed in range(2):
+        for config in ("algo=ppo", "algo=a2c"):
+            fake_run(tmp_path / "sweep", f"{config[5:]}{seed}", [config], seed, {1000: 10.0 + seed})
+    out = tmp_path / "sweep" / "comparison"
+
+    def report(fault: str) -> str:
+        proc = lander(str(tmp_path / "sweep"), module="lander.report", env=lander_env(LANDER_FAULT=fault))
+        assert proc.returncode == (130 if fault else 0) and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+        return proc.stderr
+
+    listed = "the reports listed above are written, each whole\n"
+    said = report("write:learning_curves_lunar.png:INT")
+    assert f"lander.report: interrupted before it wrote a file; {listed}" in said and not out.exists(), said[-3000:]
+    report("")
+    said = report("write:report.md:INT")  # after the plots, table.csv and table.md
+    new = "final_scores_lunar.png, learning_curves_lunar.png, performance_profile_lunar.png, table.csv, table.md"
+    assert (
+        f"lander.report: interrupted: {out} holds the files written so far, each whole ({new}), beside the earlier "
+        f"comparison's left_out.json, report.html, report.md: compare again for a whole one; {listed}"
+    ) in said, said[-3000:]
+
+
 def test_ctrl_c_prints_one_block_keeps_a_curve_and_the_checkpoint_can_be_evaluated(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
     cmd = [

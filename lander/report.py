@@ -33,7 +33,7 @@ def write_reports(
     band: str | None,
     x: str | None,
     each: Callable[[Path], object],
-    comparing: Callable[[Path | None], object] = lambda out: None,
+    comparing: Callable[[Path | None], object],
 ) -> str | None:
     """Write the reports of one run directory, or of every run under ``path`` and their comparison; return why
     there is no comparison where the runs cannot be compared (of several envs, none finished: a killed sweep's runs

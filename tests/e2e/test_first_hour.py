@@ -86,15 +86,20 @@ def test_ctrl_c_on_compare_or_report_is_one_line(tmp_path: Path, module: str, fa
     assert not [p for p in (tmp_path / "sweep").rglob("*") if ".tmp" in p.name]  # atomic_write's temporary files
 
 
+def ppo_a2c_sweep(sweep: Path) -> Path:
+    """``sweep``: two seeds each of ``algo=ppo`` and ``algo=a2c``, finished (fake runs, no training)."""
+    for seed in range(2):
+        for config in ("algo=ppo", "algo=a2c"):
+            fake_run(sweep, f"{config[5:]}{seed}", [config], seed, {1000: 10.0 + seed})
+    return sweep
+
+
 def test_ctrl_c_on_compare_names_what_it_wrote_and_what_an_earlier_comparison_left(tmp_path: Path) -> None:
     """SIGINT before a comparison's first file is whole: it says it wrote none, and the directory it made is gone
     (before: "<out> holds the files written so far" of a directory holding nothing). SIGINT while a sweep's
     comparison is written again: the files written now are named, and the earlier comparison's left beside them
     (before: all of them passed for the new comparison's files)."""
-    for seed in range(2):
-        for config in ("algo=ppo", "algo=a2c"):
-            fake_run(tmp_path / "sweep", f"{config[5:]}{seed}", [config], seed, {1000: 10.0 + seed})
-    out = tmp_path / "sweep" / "comparison"
+    out = ppo_a2c_sweep(tmp_path / "sweep") / "comparison"
 
     def compare(fault: str | None = None) -> str:
         proc = lander(str(tmp_path / "sweep"), module="lander.compare", env=lander_env(LANDER_FAULT=fault or ""))
@@ -131,10 +136,7 @@ def test_ctrl_c_on_a_sweeps_reports_names_what_its_comparison_wrote(tmp_path: Pa
     """SIGINT while ``lander.report`` writes a sweep's comparison says what ``lander.compare`` says of it (before: only
     "the reports listed above are written", with the earlier comparison's report.html beside the new tables, or an
     empty comparison/ left behind)."""
-    for seed in range(2):
-        for config in ("algo=ppo", "algo=a2c"):
-            fake_run(tmp_path / "sweep", f"{config[5:]}{seed}", [config], seed, {1000: 10.0 + seed})
-    out = tmp_path / "sweep" / "comparison"
+    out = ppo_a2c_sweep(tmp_path / "sweep") / "comparison"
 
     def report(fault: str) -> str:
         proc = lander(str(tmp_path / "sweep"), module="lander.report", env=lander_env(LANDER_FAULT=fault))

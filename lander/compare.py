@@ -4,7 +4,8 @@ seeds|episodes] [--x-axis timesteps|episodes]``: write the comparison a sweep wr
 ``comparisons/<date>/<time>``): ``table.csv``, ``table.md``, ``report.md``, ``report.html`` and per env
 ``learning_curves_<env>.png``, ``final_scores_<env>.png`` and ``performance_profile_<env>.png``. Every run of an env
 is compared at the largest evaluated timestep all of them reached; with ``--at-timesteps N``, every run that got N
-steps far, as it stood at its last evaluation up to N.
+steps far, as it stood at its last evaluation up to N. A run a stop rule ended early (``early_stop``,
+``max_episodes``) is compared at its last evaluation wherever the others are.
 """
 
 from __future__ import annotations

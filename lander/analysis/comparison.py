@@ -2,7 +2,8 @@
 
 Every run of an env is compared at the largest evaluated timestep all of them reached (:mod:`lander.analysis.runset`);
 with ``at_timesteps=N``, every run that got N steps far is compared as it stood at its last evaluation up to N
-(finished or not). The statistics are in :mod:`lander.analysis.table` and :mod:`lander.analysis.statistics`;
+(finished or not); a run a stop rule ended early, at its last evaluation either way. The statistics are in
+:mod:`lander.analysis.table` and :mod:`lander.analysis.statistics`;
 :func:`lander.reports.sweep_report.compare` writes what :func:`analyse` finds.
 """
 

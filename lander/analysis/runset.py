@@ -4,7 +4,10 @@ A run is one job directory. Runs are grouped into configurations by their overri
 not change training left out). By default every run of an env is compared at one budget: the largest evaluated
 timestep that all of them reached (:func:`common_budget`), each run as it stood there: its evaluation at that
 budget, also where whole steps of its envs carried it a few steps past (:func:`at_budget`), else its last one
-before. A (configuration, seed) found twice counts once (:func:`drop_duplicates`).
+before. A run that a stop rule ended before its budget (``early_stop``, ``max_episodes``, a callback of the
+user's: ``summary.json``'s ``stopped_early``) stands at its last evaluation, the one it stopped at, for any later
+budget: it sets no budget for the others. A (configuration, seed) found twice counts once
+(:func:`drop_duplicates`).
 """
 
 from __future__ import annotations
@@ -53,6 +56,12 @@ class Run:
     @property
     def paths(self) -> RunPaths:
         return RunPaths(self.path)
+
+    @property
+    def stopped_early(self) -> bool:
+        """Completed before its budget by a stop rule (``summary.json``'s ``stopped_early``): it will not be
+        evaluated further, so its last evaluation is its result at any later budget."""
+        return self.status == Status.COMPLETED and bool(self.summary.get("stopped_early"))
 
     @property
     def key(self) -> tuple[str, ...]:
@@ -184,10 +193,13 @@ def find_runs(paths: list[Path]) -> list[Run]:
 def at_budget(run: Run, timesteps: int) -> Run | None:
     """The run as it stood at ``timesteps``: its evaluation at the budget where whole steps of its envs carried it
     past (the first one at or after ``timesteps`` within one step of its ``n_envs`` envs: 16-env PPO is evaluated
-    at 3,008 for a budget of 3,000), else its last evaluation before; None if it stopped short of ``timesteps``.
+    at 3,008 for a budget of 3,000), else its last evaluation before; a run stopped early (:attr:`Run.stopped_early`)
+    short of ``timesteps``, its last evaluation; None if another run stopped short of ``timesteps``.
 
     Per-episode returns come from ``metrics/eval_episodes.csv`` (runs older than that file have none).
     """
+    if run.stopped_early:
+        timesteps = min(timesteps, run.reached)
     if run.eval is None or run.reached < timesteps:
         return None
     steps = run.eval["timesteps"]
@@ -213,8 +225,10 @@ def at_budget(run: Run, timesteps: int) -> Run | None:
 
 
 def common_budget(runs: list[Run]) -> int:
-    """The largest evaluated timestep that every one of ``runs`` reached."""
-    return min(r.reached for r in runs)
+    """The largest evaluated timestep that every one of ``runs`` reached, those stopped early by their rule
+    left out (each stands at its last evaluation); where every run stopped early, the last of their evaluations."""
+    going = [r.reached for r in runs if not r.stopped_early]
+    return min(going) if going else max(r.reached for r in runs)
 
 
 class Selection(NamedTuple):
@@ -232,7 +246,8 @@ ALIVE = (Status.RUNNING, Status.PAUSED)  # a process holds the run: it is not fi
 
 def select(runs: list[Run], at_timesteps: int | None) -> Selection:
     """Without ``at_timesteps`` the completed runs are compared, each env's at its :func:`common_budget`;
-    with it, every run (finished or not) that reached ``at_timesteps``, as it stood there."""
+    with it, every run (finished or not) that reached ``at_timesteps``, as it stood there; a run stopped early
+    (:attr:`Run.stopped_early`) short of either, at its last evaluation."""
     failed = [r for r in runs if r.status not in (Status.COMPLETED, *ALIVE)]
     if at_timesteps is not None:
         standing = {r.path: (r, at_budget(r, at_timesteps)) for r in runs if r.status in (Status.COMPLETED, *ALIVE)}

@@ -72,17 +72,31 @@ def budget_lines(by_label: dict[str, list[Run]], at_timesteps: int | None) -> li
             f"Compared at **{at_timesteps:,} timesteps**: every run that got that far (finished or not), "
             "as it stood at its last evaluation up to then."
         ]
+    elif all(r.stopped_early for r in runs):
+        lines = [
+            f"Compared at **{at:,} timesteps**: every compared run stopped early by its stop rule, the last there."
+        ]
     else:
-        limit = min(runs, key=lambda r: r.reached)
+        going = [r for r in runs if not r.stopped_early]
+        limit = min(going, key=lambda r: r.reached)
         least = (
             "every run ended there"
-            if all(r.reached == limit.reached for r in runs)
+            if all(r.reached == limit.reached for r in going)
             else f"the one that stopped first: `{limit.path}`, at {limit.reached:,}"
         )
         lines = [
             f"Compared at **{at:,} timesteps**: the largest evaluated timestep that every compared run "
             f"reached ({least})."
         ]
+    stopped = [r for r in runs if r.stopped_early and r.timesteps < (at_timesteps or at)]
+    if stopped:
+        lines.append(
+            f"{len(stopped)} run(s) stopped early by their stop rule before it (`summary.json`'s `stopped_early`) "
+            "and are compared at their last evaluation, the one they stopped at, their result for any later "
+            "budget: "
+            + "; ".join(f"`{r.path}` at {r.timesteps:,} ({r.summary['stopped_early']})" for r in stopped)
+            + "."
+        )
     further = [r for r in runs if r.reached > r.timesteps]
     if further:
         lines.append(
@@ -96,7 +110,7 @@ def budget_lines(by_label: dict[str, list[Run]], at_timesteps: int | None) -> li
             lines.append(
                 f"`{label}` is compared at its evaluation at {', '.join(f'{s:,}' for s in steps)} steps "
                 "(at the budget, where whole steps of its envs went a few steps past it; else its last "
-                "one before)."
+                "one before, or the one it stopped early at)."
             )
     return lines
 

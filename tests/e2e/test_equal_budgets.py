@@ -56,3 +56,38 @@ def test_runs_left_out_are_said_at_the_top_and_in_the_api_and_a_run_trained_furt
     dropped = store.left_out(tmp_path, out)
     assert [(Path(r["run"]).name, r["why"]) for r in dropped] == [("long", "unevaluated")], dropped
     assert "1 of 3 runs not compared" in (out / "report.html").read_text()
+
+
+def test_runs_stopped_early_by_their_rule_stand_at_their_last_evaluation(tmp_path: Path) -> None:
+    """A sweep of ``early_stop.reward_threshold=1,null`` on CartPole (a return is at least 8): the two runs with a
+    threshold stop at their first evaluation, 500 steps; the two without train to the budget, 1,500. The budget is
+    the one of the runs that trained on, and a run stopped by its rule is compared at the evaluation it stopped at,
+    its result for any later budget (before: every run compared at 500 steps, the budget the first stop set, the
+    runs that trained on cut back to where the others had stopped)."""
+    sweep = tmp_path / "sweep"
+    proc = lander(
+        "--multirun",
+        *tiny("a2c", 1500, episodes=2),
+        "env=cartpole",
+        "seed=0,1",
+        "early_stop.reward_threshold=1,null",
+        f"hydra.sweep.dir={sweep}",
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    found = analyse([sweep])
+    standing = {}
+    for label, runs in found.groups["cartpole"].items():
+        for run in runs:
+            summary = run.summary
+            assert run.final_mean == float(pd.read_csv(run.paths.eval_csv)["mean"].iloc[-1])  # its last evaluation
+            standing[(label, run.seed)] = (run.timesteps, bool(summary["stopped_early"]), summary["timesteps"])
+    stopped = {key: value for key, value in standing.items() if "reward_threshold=1" in key[0]}
+    assert sorted(stopped.values()) == [(500, True, 500)] * 2, standing
+    trained_on = {key: value for key, value in standing.items() if key not in stopped}
+    assert sorted(trained_on.values()) == [(1500, False, 1500)] * 2, standing
+    assert found.budget("cartpole") == 1500
+    table = pd.read_csv(sweep / "comparison" / "table.csv").set_index("config")["timesteps"].to_dict()
+    assert sorted(table.values()) == [500, 1500], table
+    report = (sweep / "comparison" / "report.md").read_text()
+    assert "Compared at **1,500 timesteps**" in report, report
+    assert "2 run(s) stopped early by their stop rule" in report, report

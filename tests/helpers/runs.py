@@ -184,13 +184,15 @@ def fake_run(
     evals: dict[int, float],
     env: str = "lunar",
     status: Status = Status.COMPLETED,
+    stopped_early: str | None = None,
 ) -> Path:
-    """A run directory as lander leaves it (config, overrides, summary, eval.csv) with the given eval means."""
+    """A run directory as lander leaves it (config, overrides, summary, eval.csv) with the given eval means;
+    ``stopped_early``: why a stop rule ended it before its budget."""
     paths = RunPaths(root / name)
     paths.hydra.mkdir(parents=True)
     paths.config.write_text(yaml.safe_dump({"seed": seed, "env": {"name": env, "reward_threshold": 200}}))
     paths.overrides.write_text(yaml.safe_dump([*overrides, f"seed={seed}"]))
-    RunSummary(status=status, seed=seed, overrides=overrides).save(paths)
+    RunSummary(status=status, seed=seed, overrides=overrides, stopped_early=stopped_early).save(paths)
     paths.eval_csv.parent.mkdir(parents=True, exist_ok=True)
     rows = [{"timesteps": t, "mean": m, "std": 1.0, "sem": 0.5, "n": 4, "success_rate": 0.5} for t, m in evals.items()]
     pd.DataFrame(rows).to_csv(paths.eval_csv, index=False)

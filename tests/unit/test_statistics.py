@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import warnings
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from scipy import stats
 
 from helpers import fake_run
 from lander.analysis import statistics as st
+from lander.analysis.curves import mean_curve, pooled_curve
 from lander.compare import main as compare_main
 from lander.errors import RunSetError
 from lander.reports.sweep_report import compare
@@ -128,6 +130,40 @@ def test_configurations_are_compared_at_the_timestep_all_runs_reached(tmp_path: 
     assert "Compared at **20,000 timesteps**" in report and "3 run(s) went further (up to 32,768" in report
     at = compare([tmp_path], tmp_path / "at", at_timesteps=32768).table
     assert list(at["config"]) == ["algo=ppo"] and at["final_mean"].iloc[0] == pytest.approx(101.0)
+
+
+def test_a_run_stopped_early_stands_at_its_last_evaluation_in_the_table_and_the_curve(tmp_path: Path) -> None:
+    """Seed 0 of ``gamma=0.9`` stopped by its rule at 20k (200.0), its other seed trained to 40k: the table and the
+    curve count seed 0 at 200.0 past 20k (before: the budget was 20k for every run, and the curve's mean past 20k
+    was seed 1's alone). A comparison asked at 40k counts it too; where every run stopped early, each stands at
+    its last evaluation."""
+    fake_run(tmp_path, "x0", ["gamma=0.9"], 0, {10000: 100.0, 20000: 200.0}, stopped_early="eval mean 200.0 reached")
+    fake_run(tmp_path, "x1", ["gamma=0.9"], 1, {10000: 50.0, 20000: 60.0, 30000: 70.0, 40000: 80.0})
+    for seed in range(2):
+        fake_run(tmp_path, f"y{seed}", ["gamma=0.99"], seed, {20000: 10.0, 40000: 20.0 + seed})
+    result = compare([tmp_path], tmp_path / "out")
+    table = result.table.set_index("config")
+    assert table.loc["gamma=0.9", "final_mean"] == pytest.approx(140.0)  # (200 + 80) / 2, at 40k
+    assert table.loc["gamma=0.99", "timesteps"] == 40000 and result.budget("lunar") == 40000
+    curve = mean_curve(result.groups["lunar"]["gamma=0.9"]).set_index("timesteps")
+    assert curve.loc[40000, "mean"] == pytest.approx(140.0) and curve.loc[40000, "n_seeds"] == 2
+    assert curve.loc[30000, "mean"] == pytest.approx(135.0)  # (200 + 70) / 2
+    for run in result.groups["lunar"]["gamma=0.9"]:  # two episodes an evaluation, each at the evaluation's mean
+        rows = [(t, m + d) for t, m in zip(run.eval["timesteps"], run.eval["mean"], strict=True) for d in (-1, 1)]
+        pd.DataFrame(rows, columns=["timesteps", "return"]).to_csv(run.paths.eval_episodes, index=False)
+    pooled = pooled_curve(result.groups["lunar"]["gamma=0.9"]).set_index("timesteps")
+    assert list(pooled.index) == [10000, 20000, 30000, 40000] and set(pooled["n_episodes"]) == {4}
+    assert pooled.loc[30000, "mean"] == pytest.approx(135.0) and pooled.loc[40000, "n_seeds"] == 2
+    report = (tmp_path / "out/report.md").read_text()
+    assert "Compared at **40,000 timesteps**" in report and "1 run(s) stopped early by their stop rule" in report
+    assert f"`{tmp_path / 'x0'}` at 20,000 (eval mean 200.0 reached)" in report
+    at = compare([tmp_path], tmp_path / "at", at_timesteps=30000).table.set_index("config")
+    assert at.loc["gamma=0.9", "final_mean"] == pytest.approx(135.0) and at.loc["gamma=0.9", "seeds"] == 2
+    for name in ("x1", "y0", "y1"):
+        shutil.rmtree(tmp_path / name)
+    fake_run(tmp_path, "z0", ["gamma=0.9"], 1, {10000: 5.0}, stopped_early="no new best eval mean in 3 evaluations")
+    alone = compare([tmp_path / "x0", tmp_path / "z0"], tmp_path / "alone")
+    assert alone.table["final_mean"].iloc[0] == pytest.approx(102.5) and alone.budget("lunar") == 20000
 
 
 def test_a_run_not_evaluated_by_the_common_timestep_is_listed_not_compared(tmp_path: Path) -> None:

@@ -159,6 +159,9 @@ def test_a_run_stopped_early_stands_at_its_last_evaluation_in_the_table_and_the_
     assert f"`{tmp_path / 'x0'}` at 20,000 (eval mean 200.0 reached)" in report
     at = compare([tmp_path], tmp_path / "at", at_timesteps=30000).table.set_index("config")
     assert at.loc["gamma=0.9", "final_mean"] == pytest.approx(135.0) and at.loc["gamma=0.9", "seeds"] == 2
+    before = compare([tmp_path], tmp_path / "before", at_timesteps=15000).table.set_index("config")
+    assert before.loc["gamma=0.9", "final_mean"] == pytest.approx(75.0)  # x0 at 15k: its 10k evaluation
+    assert "stopped early" not in (tmp_path / "before/report.md").read_text()
     for name in ("x1", "y0", "y1"):
         shutil.rmtree(tmp_path / name)
     fake_run(tmp_path, "z0", ["gamma=0.9"], 1, {10000: 5.0}, stopped_early="no new best eval mean in 3 evaluations")

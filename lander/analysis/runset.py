@@ -194,7 +194,7 @@ def at_budget(run: Run, timesteps: int) -> Run | None:
     """The run as it stood at ``timesteps``: its evaluation at the budget where whole steps of its envs carried it
     past (the first one at or after ``timesteps`` within one step of its ``n_envs`` envs: 16-env PPO is evaluated
     at 3,008 for a budget of 3,000), else its last evaluation before; a run stopped early (:attr:`Run.stopped_early`)
-    short of ``timesteps``, its last evaluation; None if another run stopped short of ``timesteps``.
+    short of ``timesteps``, its last evaluation; None for any other run short of ``timesteps``.
 
     Per-episode returns come from ``metrics/eval_episodes.csv`` (runs older than that file have none).
     """

@@ -154,7 +154,10 @@ def sweep_closing(found: Comparison, out_dir: Path) -> str:
         + "".join(f", {len(v)} {k}" for k, v in found.left_out.items() if v)
     ]
     for env, table in found.tables.items():
-        lines.append(f"  {env} at {found.budget(env):,} timesteps (mean [95% CI] over seeds):")
+        budget = found.budget(env)
+        early = sum(r.stopped_early and r.reached < budget for runs in found.groups[env].values() for r in runs)
+        stopped = f", {early} run(s) stopped early before it at their last evaluation" if early else ""
+        lines.append(f"  {env} at {budget:,} timesteps{stopped} (mean [95% CI] over seeds):")
         width = max(len(str(c)) for c in table["config"])
         for _, row in table.iterrows():
             low, high = significant(row["ci95_low"]), significant(row["ci95_high"])

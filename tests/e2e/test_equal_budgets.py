@@ -91,3 +91,5 @@ def test_runs_stopped_early_by_their_rule_stand_at_their_last_evaluation(tmp_pat
     report = (sweep / "comparison" / "report.md").read_text()
     assert "Compared at **1,500 timesteps**" in report, report
     assert "2 run(s) stopped early by their stop rule" in report, report
+    closing = "cartpole at 1,500 timesteps, 2 run(s) stopped early before it at their last evaluation"
+    assert closing in proc.stdout + proc.stderr, proc.stderr[-3000:]  # the sweep's last lines say it too

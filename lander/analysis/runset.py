@@ -63,6 +63,11 @@ class Run:
         evaluated further, so its last evaluation is its result at any later budget."""
         return self.status == Status.COMPLETED and bool(self.summary.get("stopped_early"))
 
+    def stopped_before(self, timesteps: int) -> bool:
+        """Stopped early by its rule (:attr:`stopped_early`) short of ``timesteps``: compared there at its last
+        evaluation."""
+        return self.stopped_early and self.reached < timesteps
+
     @property
     def key(self) -> tuple[str, ...]:
         """The configuration: every override except the seed and those that do not change training."""
@@ -198,8 +203,8 @@ def at_budget(run: Run, timesteps: int) -> Run | None:
 
     Per-episode returns come from ``metrics/eval_episodes.csv`` (runs older than that file have none).
     """
-    if run.stopped_early:
-        timesteps = min(timesteps, run.reached)
+    if run.stopped_before(timesteps):
+        timesteps = run.reached
     if run.eval is None or run.reached < timesteps:
         return None
     steps = run.eval["timesteps"]

@@ -88,7 +88,7 @@ def budget_lines(by_label: dict[str, list[Run]], at_timesteps: int | None) -> li
             f"Compared at **{at:,} timesteps**: the largest evaluated timestep that every compared run "
             f"reached ({least})."
         ]
-    stopped = [r for r in runs if r.stopped_early and r.reached < (at_timesteps or at)]  # before the budget
+    stopped = [r for r in runs if r.stopped_before(at_timesteps or at)]
     if stopped:
         lines.append(
             f"{len(stopped)} run(s) stopped early by their stop rule before it (`summary.json`'s `stopped_early`) "

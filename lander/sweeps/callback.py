@@ -155,7 +155,7 @@ def sweep_closing(found: Comparison, out_dir: Path) -> str:
     ]
     for env, table in found.tables.items():
         budget = found.budget(env)
-        early = sum(r.stopped_early and r.reached < budget for runs in found.groups[env].values() for r in runs)
+        early = sum(r.stopped_before(budget) for runs in found.groups[env].values() for r in runs)
         stopped = f", {early} run(s) stopped early before it at their last evaluation" if early else ""
         lines.append(f"  {env} at {budget:,} timesteps{stopped} (mean [95% CI] over seeds):")
         width = max(len(str(c)) for c in table["config"])

@@ -159,7 +159,9 @@ class SweepRecord:
         and ``x_axis`` (else seeds, timesteps)."""
         found = self.comparison
         band, x = found.curve_settings(band, x)
-        return {env: sweep_figures(by_label, env, band, found.budget(env), x) for env, by_label in found.groups.items()}
+        return {
+            env: sweep_figures(by_label, env, band, found.budgets(env), x) for env, by_label in found.groups.items()
+        }
 
     def report(self, band: str | None = None, x: str | None = None) -> Path:
         """Write ``comparison/`` (tables, plots, ``report.html``) anew, as :attr:`table` compares the runs (the

@@ -21,3 +21,9 @@ def significant(value: float, digits: int = 4, plus: bool = False) -> str:
     if not math.isfinite(value) or (value != 0 and not 1e-4 <= abs(value) < 1e9):
         return sign + format(value, f".{digits}g")
     return sign + str(np.format_float_positional(value, precision=digits, unique=False, fractional=False, trim="-"))
+
+
+def timesteps_listed(steps: list[int]) -> str:
+    """Timesteps written out for a sentence: ``20,000``, ``20,000 and 40,000``, ``20,000, 30,000 and 40,000``."""
+    written = [f"{step:,}" for step in steps]
+    return ", ".join(written[:-1]) + " and " + written[-1] if len(written) > 1 else "".join(written)

@@ -1,6 +1,7 @@
 """Comparison of runs: configurations grouped across seeds, compared at an equal budget, with statistics over runs.
 
-Every run of an env is compared at the largest evaluated timestep all of them reached (:mod:`lander.analysis.runset`);
+Every run of an env is compared at the largest evaluated timestep all of them reached (each budget's runs at their
+own, where the configurations differ in the budget: :mod:`lander.analysis.runset`);
 with ``at_timesteps=N``, every run that got N steps far is compared as it stood at its last evaluation up to N
 (finished or not); a run a stop rule ended early, at its last evaluation either way. The statistics are in
 :mod:`lander.analysis.table` and :mod:`lander.analysis.statistics`;
@@ -17,7 +18,7 @@ from typing import Any
 
 import pandas as pd
 
-from lander.analysis.runset import Run, configurations, drop_duplicates, find_runs, select, without_env
+from lander.analysis.runset import Run, by_budget, configurations, drop_duplicates, find_runs, select, without_env
 from lander.analysis.sequential import read_record
 from lander.analysis.table import across_envs, env_table
 from lander.errors import RunSetError
@@ -107,9 +108,19 @@ class Comparison:
         """The compared runs, every env's."""
         return [r for by_label in self.groups.values() for runs in by_label.values() for r in runs]
 
-    def budget(self, env: str) -> int:
-        """The timestep ``env``'s runs are compared at."""
-        return max(r.timesteps for runs in self.groups[env].values() for r in runs)
+    def budget_groups(self, env: str) -> list[tuple[int, dict[str, list[Run]]]]:
+        """``env``'s compared configurations by the timestep they are compared at: one group (every one at
+        :attr:`at_timesteps` where it is given), or one a budget where the configurations differ in their budget
+        (:func:`lander.analysis.runset.by_budget`), the smallest first.
+
+        :return: ``[(timestep, {label: runs})]``
+        """
+        groups = by_budget(self.groups[env]) if self.at_timesteps is None else [self.groups[env]]
+        return [(max(r.timesteps for runs in group.values() for r in runs), group) for group in groups]
+
+    def budgets(self, env: str) -> list[int]:
+        """The timesteps ``env``'s runs are compared at (:meth:`budget_groups`)."""
+        return [budget for budget, _ in self.budget_groups(env)]
 
 
 def saved_baseline(runs: list[Run], groups: dict[str, dict[str, list[Run]]]) -> str | None:

@@ -4,10 +4,11 @@ A run is one job directory. Runs are grouped into configurations by their overri
 not change training left out). By default every run of an env is compared at one budget: the largest evaluated
 timestep that all of them reached (:func:`common_budget`), each run as it stood there: its evaluation at that
 budget, also where whole steps of its envs carried it a few steps past (:func:`at_budget`), else its last one
-before. A run that a stop rule ended before its budget (``early_stop``, ``max_episodes``, a callback of the
-user's: ``summary.json``'s ``stopped_early``) stands at its last evaluation, the one it stopped at, for any later
-budget: it sets no budget for the others. A (configuration, seed) found twice counts once
-(:func:`drop_duplicates`).
+before. Where the configurations differ in the budget itself (``total_timesteps=100000,400000``: the budget is
+what they compare), each budget's runs are compared at their own common budget (:func:`budget_groups`). A run
+that a stop rule ended before its budget (``early_stop``, ``max_episodes``, a callback of the user's:
+``summary.json``'s ``stopped_early``) stands at its last evaluation, the one it stopped at, for any later budget:
+it sets no budget for the others. A (configuration, seed) found twice counts once (:func:`drop_duplicates`).
 """
 
 from __future__ import annotations
@@ -236,6 +237,42 @@ def common_budget(runs: list[Run]) -> int:
     return min(going) if going else max(r.reached for r in runs)
 
 
+BUDGET_KEYS = ("total_timesteps", "algo.total_timesteps")  # the overrides that set a run's budget, the first first
+
+
+def budget_of(run: Run) -> str | None:
+    """The override of a run's configuration that sets its budget (:data:`BUDGET_KEYS`: ``total_timesteps=400000``
+    as its :attr:`Run.key` writes it; a run trained further has its new one, :func:`with_budget`), None where
+    none does."""
+    given = {o.split("=", 1)[0]: o for o in run.key if "=" in o}
+    return next((given[key] for key in BUDGET_KEYS if key in given), None)
+
+
+def budget_groups(runs: list[Run]) -> list[list[Run]]:
+    """``runs`` (one env's) by the budget they are compared at: one group, unless their configurations differ in the
+    budget an override sets (:func:`budget_of`: a budget sweep, ``total_timesteps=100000,400000``, or a run trained
+    further), where the budget is what is compared: a group per budget, each compared at its own
+    :func:`common_budget` (not every run at the smallest, where the longer ones would be cut short or left out).
+    The configurations within a group are still compared at one budget.
+
+    :return: the groups, the smallest budget first
+    """
+    groups: dict[str | None, list[Run]] = {}
+    for run in runs:
+        groups.setdefault(budget_of(run), []).append(run)
+    if len(groups) == 1:
+        return [runs]
+    return sorted(groups.values(), key=lambda group: max(r.reached for r in group))
+
+
+def by_budget(by_label: dict[str, list[Run]]) -> list[dict[str, list[Run]]]:
+    """One env's compared configurations (label -> runs) split as :func:`budget_groups` splits their runs (a
+    configuration's runs share its budget): one dict unless the configurations differ in their budget."""
+    firsts = {id(runs[0]): label for label, runs in by_label.items() if runs}
+    groups = budget_groups([runs[0] for runs in by_label.values() if runs])
+    return [{firsts[id(run)]: by_label[firsts[id(run)]] for run in group} for group in groups]
+
+
 class Selection(NamedTuple):
     """What :func:`select` found: the runs compared (as they stood at their budget) and the others."""
 
@@ -250,7 +287,8 @@ ALIVE = (Status.RUNNING, Status.PAUSED)  # a process holds the run: it is not fi
 
 
 def select(runs: list[Run], at_timesteps: int | None) -> Selection:
-    """Without ``at_timesteps`` the completed runs are compared, each env's at its :func:`common_budget`;
+    """Without ``at_timesteps`` the completed runs are compared, each env's at its :func:`common_budget` (each
+    budget's, where the configurations differ in it: :func:`budget_groups`);
     with it, every run (finished or not) that reached ``at_timesteps``, as it stood there; a run stopped early
     (:attr:`Run.stopped_early`) short of either, at its last evaluation."""
     failed = [r for r in runs if r.status not in (Status.COMPLETED, *ALIVE)]
@@ -266,9 +304,14 @@ def select(runs: list[Run], at_timesteps: int | None) -> Selection:
     for r in done:
         if r.eval is None:
             raise RunSetError(f"{r.paths.eval_csv} is missing or empty, but {r.path} completed")
-    budgets = {env: common_budget([r for r in done if r.env == env]) for env in {r.env for r in done}}
-    at: dict[Path, Run | None] = {r.path: at_budget(r, budgets[r.env]) for r in done}
-    unevaluated = [replace(r, timesteps=budgets[r.env]) for r in done if at[r.path] is None]
+    budgets = {  # each run's compared budget: its env's common one, or its budget group's (a budget sweep)
+        r.path: common_budget(group)
+        for env in {r.env for r in done}
+        for group in budget_groups([r for r in done if r.env == env])
+        for r in group
+    }
+    at: dict[Path, Run | None] = {r.path: at_budget(r, budgets[r.path]) for r in done}
+    unevaluated = [replace(r, timesteps=budgets[r.path]) for r in done if at[r.path] is None]
     compared = [b for b in at.values() if b is not None]
     return Selection(compared, failed, [r for r in runs if r.status in ALIVE], unevaluated)
 

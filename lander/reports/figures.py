@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import html
 import textwrap
+from collections.abc import Sequence
 from math import ceil
 from pathlib import Path
 
@@ -224,14 +225,19 @@ def threshold_line(fig: go.Figure, groups: dict[str, list[Run]], vertical: bool 
 
 
 def curves_figure(
-    groups: dict[str, list[Run]], env: str, band_kind: str = "seeds", budget: int = 0, x: str = "timesteps"
+    groups: dict[str, list[Run]],
+    env: str,
+    band_kind: str = "seeds",
+    budgets: Sequence[int] = (),
+    x: str = "timesteps",
 ) -> go.Figure:
     """Per configuration the mean evaluation return over seeds with its band, against ``x`` (timesteps or training
-    episodes; the compared budget is marked against timesteps only); each seed's curve toggles on."""
+    episodes; the compared budgets, one or one a budget where the configurations differ in it, are marked against
+    timesteps only); each seed's curve toggles on."""
     fig = go.Figure()
     curves = config_curves(groups, band_kind, x)
     single = single_evaluations(curves)
-    budget = budget if x == "timesteps" else 0
+    budgets = budgets if x == "timesteps" else ()
     names = dict(zip(groups, map(plotly_text, short_labels(list(groups))), strict=True))  # what the legend shows
     for label, (with_curves, curve) in curves.items():
         color = COLORS[[*groups].index(label) % len(COLORS)]  # as without curves: the same color a label
@@ -257,7 +263,7 @@ def curves_figure(
                 line=seed_line,
             )
     threshold_line(fig, groups)
-    if budget:
+    for budget in budgets:
         fig.add_vline(
             x=budget,
             line={"dash": "dot", "color": "black"},
@@ -265,7 +271,7 @@ def curves_figure(
             annotation_position="bottom left",
         )
     if single:  # one point a configuration: an axis from 0 to past the budget, and why there is no curve
-        last = max([budget, *(int(c[x].max()) for _, c in curves.values())])
+        last = max([*budgets, *(int(c[x].max()) for _, c in curves.values())])
         fig.update_xaxes(range=[0, last * 1.1])
         fig.add_annotation(text=ONE_EVALUATION, xref="paper", yref="paper", x=0.5, y=0.02, showarrow=False)
     spread = "± s.e. over all evaluation episodes" if band_kind == "episodes" else "95% bootstrap CI over seeds"
@@ -400,12 +406,16 @@ def profile_figure(groups: dict[str, list[Run]], env: str) -> go.Figure:
 
 
 def sweep_figures(
-    groups: dict[str, list[Run]], env: str, band_kind: str = "seeds", budget: int = 0, x: str = "timesteps"
+    groups: dict[str, list[Run]],
+    env: str,
+    band_kind: str = "seeds",
+    budgets: Sequence[int] = (),
+    x: str = "timesteps",
 ) -> dict[str, go.Figure]:
     """Every figure of one env of a comparison, by name: ``learning_curves`` (against ``x``), ``final_scores``,
     ``performance_profile``."""
     return {
-        "learning_curves": curves_figure(groups, env, band_kind, budget, x),
+        "learning_curves": curves_figure(groups, env, band_kind, budgets, x),
         "final_scores": final_scores_figure(groups, env),
         "performance_profile": profile_figure(groups, env),
     }

@@ -7,10 +7,10 @@ from typing import Any
 
 import pandas as pd
 
-from lander.analysis.runset import Run
+from lander.analysis.runset import Run, budget_of, by_budget
 from lander.analysis.sequential import decision_matrix, seeds_table
 from lander.analysis.table import seed_notes
-from lander.numbers import significant
+from lander.numbers import significant, timesteps_listed
 
 
 def markdown_table(frame: pd.DataFrame) -> str:
@@ -64,7 +64,27 @@ def readable_rows(table: pd.DataFrame) -> list[dict[str, str]]:
 
 
 def budget_lines(by_label: dict[str, list[Run]], at_timesteps: int | None) -> list[str]:
-    """Where the runs of one env are compared, and which ones trained further than that."""
+    """Where the runs of one env are compared, and which ones trained further than that; where the configurations
+    differ in their budget (:func:`lander.analysis.runset.by_budget`), each budget's runs, one after the other."""
+    groups = by_budget(by_label) if at_timesteps is None else [by_label]
+    if len(groups) == 1:
+        return one_budget_lines(by_label, at_timesteps)
+    at = timesteps_listed([max(r.timesteps for runs in group.values() for r in runs) for group in groups])
+    lines = [
+        f"The configurations differ in their budget: it is what they compare, so each budget's runs are compared at "
+        f"their own ({at} timesteps), not every run at the smallest (`lander.compare --at-timesteps N` compares "
+        "them all at N)."
+    ]
+    for group in groups:
+        first, *rest = one_budget_lines(group, None)
+        budget = budget_of(next(iter(group.values()))[0])
+        lines += [f"{f'`{budget}`' if budget else 'Without a budget override'}: {first[0].lower()}{first[1:]}", *rest]
+    return lines
+
+
+def one_budget_lines(by_label: dict[str, list[Run]], at_timesteps: int | None) -> list[str]:
+    """Where the runs of one env (of one budget, :func:`budget_lines`) are compared, and which ones trained further
+    than that."""
     runs = [r for group in by_label.values() for r in group]
     at = max(r.timesteps for r in runs)
     if at_timesteps is not None:

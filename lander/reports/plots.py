@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Sequence
 from pathlib import Path
 
 import matplotlib
@@ -76,7 +77,12 @@ def plot_learning_curve(
 
 
 def plot_curves(
-    groups: dict[str, list[Run]], env: str, path: Path, band: str = "seeds", budget: int = 0, x: str = "timesteps"
+    groups: dict[str, list[Run]],
+    env: str,
+    path: Path,
+    band: str = "seeds",
+    budgets: Sequence[int] = (),
+    x: str = "timesteps",
 ) -> None:
     """Eval return vs timesteps (or training episodes): per configuration the mean over seeds and a band, and the
     compared budget.
@@ -84,14 +90,14 @@ def plot_curves(
     :param band: ``"seeds"`` (95% bootstrap interval of the mean over seeds; none where only one seed has a
         value) or ``"episodes"`` (mean ± s.e. over all evaluation episodes of all seeds, as course assignment
         004 asks; runs without ``eval_episodes.csv`` fall back to seeds)
-    :param budget: the timestep the comparison is made at, drawn as a dotted line (0: none; not drawn against
-        episodes, where it has no one place)
+    :param budgets: the timesteps the comparison is made at (one, or one a budget where the configurations differ
+        in it), each drawn as a dotted line (none against episodes, where they have no one place)
     :param x: ``"timesteps"`` or ``"episodes"`` (training episodes each run had ended by each evaluation)
     """
     fig, ax = plt.subplots(figsize=(9, 5.5), dpi=110)
     curves = config_curves(groups, band, x)
     single = single_evaluations(curves)
-    budget = budget if x == "timesteps" else 0
+    budgets = budgets if x == "timesteps" else ()
     for label, (runs, curve) in curves.items():
         at, mean = curve[x], curve["mean"]
         (line,) = ax.plot(at, mean, lw=2, marker="o" if single else None, label=f"{label} (n={len(runs)})")
@@ -100,10 +106,10 @@ def plot_curves(
         else:
             ax.fill_between(at, curve["low"], curve["high"], color=line.get_color(), alpha=0.2)
     draw_threshold(ax, groups)
-    if budget:
+    for budget in budgets:
         ax.axvline(budget, color="black", ls=":", lw=1, label=f"compared at {budget:,}")
     if single:
-        last = max([budget, *(int(c[x].max()) for _, c in curves.values())])
+        last = max([*budgets, *(int(c[x].max()) for _, c in curves.values())])
         ax.set_xlim(0, last * 1.1)
         ax.text(0.5, 0.04, ONE_EVALUATION, transform=ax.transAxes, ha="center", color="dimgray")
     spread = "± s.e. over all eval episodes of all seeds" if band == "episodes" else "and 95% bootstrap CI over seeds"

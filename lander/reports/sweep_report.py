@@ -65,7 +65,7 @@ def runs_table(runs: list[Run], report: Path) -> str:
 def env_section(found: Comparison, env: str, band: str, x: str) -> str:
     """One env: where it is compared, the table, the figures (curves against ``x``)."""
     by_label, rows = found.groups[env], found.tables[env]
-    figures = sweep_figures(by_label, env, band, found.budget(env), x)
+    figures = sweep_figures(by_label, env, band, found.budgets(env), x)
     lines = "".join(f"<p>{inline_markdown(line)}</p>" for line in budget_lines(by_label, found.at_timesteps))
     return (
         f"<h3>{esc(env)}</h3>{lines}<p>Baseline: <code>{esc(rows['baseline'].iloc[0])}</code>. Every statistic "
@@ -166,7 +166,7 @@ def write_comparison(found: Comparison, out_dir: Path, band: str | None = None, 
     files: list[Path] = []
     for env, by_label in found.groups.items():
         for name, plot in (
-            ("learning_curves", partial(plot_curves, band=band, budget=found.budget(env), x=x)),
+            ("learning_curves", partial(plot_curves, band=band, budgets=found.budgets(env), x=x)),
             ("final_scores", plot_final_scores),
             ("performance_profile", plot_profile),
         ):

@@ -20,7 +20,7 @@ from omegaconf import DictConfig
 
 from lander.config.schema import chosen_wandb_mode, wandb_node
 from lander.errors import ConfigError, RunSetError
-from lander.numbers import significant
+from lander.numbers import significant, timesteps_listed
 from lander.storage.lock import SweepLock
 from lander.storage.rundir import SweepPaths
 from lander.sweeps.rerun import check_same_sweep, continue_study
@@ -154,10 +154,12 @@ def sweep_closing(found: Comparison, out_dir: Path) -> str:
         + "".join(f", {len(v)} {k}" for k, v in found.left_out.items() if v)
     ]
     for env, table in found.tables.items():
-        budget = found.budget(env)
-        early = sum(r.stopped_before(budget) for runs in found.groups[env].values() for r in runs)
+        groups = found.budget_groups(env)
+        early = sum(r.stopped_before(budget) for budget, group in groups for runs in group.values() for r in runs)
         stopped = f", {early} run(s) stopped early before it at their last evaluation" if early else ""
-        lines.append(f"  {env} at {budget:,} timesteps{stopped} (mean [95% CI] over seeds):")
+        at = timesteps_listed([budget for budget, _ in groups])
+        each = ", each budget at its own" if len(groups) > 1 else ""
+        lines.append(f"  {env} at {at} timesteps{each}{stopped} (mean [95% CI] over seeds):")
         width = max(len(str(c)) for c in table["config"])
         for _, row in table.iterrows():
             low, high = significant(row["ci95_low"]), significant(row["ci95_high"])

@@ -144,7 +144,7 @@ def test_a_run_stopped_early_stands_at_its_last_evaluation_in_the_table_and_the_
     result = compare([tmp_path], tmp_path / "out")
     table = result.table.set_index("config")
     assert table.loc["gamma=0.9", "final_mean"] == pytest.approx(140.0)  # (200 + 80) / 2, at 40k
-    assert table.loc["gamma=0.99", "timesteps"] == 40000 and result.budget("lunar") == 40000
+    assert table.loc["gamma=0.99", "timesteps"] == 40000 and result.budgets("lunar") == [40000]
     curve = mean_curve(result.groups["lunar"]["gamma=0.9"]).set_index("timesteps")
     assert curve.loc[40000, "mean"] == pytest.approx(140.0) and curve.loc[40000, "n_seeds"] == 2
     assert curve.loc[30000, "mean"] == pytest.approx(135.0)  # (200 + 70) / 2
@@ -166,7 +166,37 @@ def test_a_run_stopped_early_stands_at_its_last_evaluation_in_the_table_and_the_
         shutil.rmtree(tmp_path / name)
     fake_run(tmp_path, "z0", ["gamma=0.9"], 1, {10000: 5.0}, stopped_early="no new best eval mean in 3 evaluations")
     alone = compare([tmp_path / "x0", tmp_path / "z0"], tmp_path / "alone")
-    assert alone.table["final_mean"].iloc[0] == pytest.approx(102.5) and alone.budget("lunar") == 20000
+    assert alone.table["final_mean"].iloc[0] == pytest.approx(102.5) and alone.budgets("lunar") == [20000]
+
+
+def test_configurations_that_differ_in_their_budget_are_each_compared_at_their_own(tmp_path: Path) -> None:
+    """Runs whose overrides set budgets of 20k (``total_timesteps=``) and 40k (``algo.total_timesteps=``) and runs
+    with none (the algorithm's own, here 30k): three budget groups, each at its own common budget, the smallest
+    first (before: every run at 20k). ``at_timesteps`` still puts every run at the one asked for."""
+    for seed in range(2):
+        fake_run(tmp_path, f"a{seed}", ["total_timesteps=20000"], seed, {10000: 1.0, 20000: 2.0 + seed})
+        fake_run(tmp_path, f"b{seed}", ["algo.total_timesteps=40000"], seed, {20000: 3.0, 40000: 4.0 + seed})
+        fake_run(tmp_path, f"c{seed}", ["gamma=0.9"], seed, {10000: 5.0, 30000: 6.0 + seed})
+    result = compare([tmp_path], tmp_path / "out")
+    assert result.budgets("lunar") == [20000, 30000, 40000]
+    assert [list(group) for _, group in result.budget_groups("lunar")] == [
+        ["total_timesteps=20000"],
+        ["gamma=0.9"],
+        ["algo.total_timesteps=40000"],
+    ]
+    table = result.table.set_index("config")
+    assert table["timesteps"].to_dict() == {
+        "total_timesteps=20000": 20000,
+        "algo.total_timesteps=40000": 40000,
+        "gamma=0.9": 30000,
+    }
+    assert table.loc["algo.total_timesteps=40000", "final_mean"] == pytest.approx(4.5)
+    report = (tmp_path / "out/report.md").read_text()
+    assert "compared at their own (20,000, 30,000 and 40,000 timesteps)" in report, report
+    assert "Without a budget override: compared at **30,000 timesteps**" in report, report
+    at = compare([tmp_path], tmp_path / "at", at_timesteps=20000)
+    assert at.budgets("lunar") == [20000] and set(at.table["timesteps"]) == {10000, 20000}
+    assert "differ in their budget" not in (tmp_path / "at/report.md").read_text()
 
 
 def test_a_run_not_evaluated_by_the_common_timestep_is_listed_not_compared(tmp_path: Path) -> None:
@@ -546,13 +576,13 @@ def test_a_sweep_with_one_evaluation_per_run_shows_points_and_says_why(tmp_path:
         fake_run(tmp_path / "runs", f"a{seed}", ["gamma=0.9"], seed, {20000: 1.0 + seed})
         fake_run(tmp_path / "runs", f"b{seed}", ["gamma=0.99"], seed, {20000: 5.0 + 2 * seed})
     groups = analyse([tmp_path / "runs"]).groups["lunar"]
-    fig = curves_figure(groups, "lunar", budget=20000)
+    fig = curves_figure(groups, "lunar", budgets=[20000])
     means = [t for t in fig.data if t.name and t.name.endswith("(n=3)")]
     assert len(means) == 2 and all("markers" in t.mode for t in means)
     assert all(t.error_y.arrayminus[0] > 0 and t.error_y.array[0] > 0 for t in means)  # the interval over seeds
     assert fig.layout.xaxis.range[0] == 0 and fig.layout.xaxis.range[1] > 20000
     assert [a.text for a in fig.layout.annotations if a.text == ONE_EVALUATION]
-    plot_curves(groups, "lunar", tmp_path / "curves.png", budget=20000)
+    plot_curves(groups, "lunar", tmp_path / "curves.png", budgets=[20000])
     assert (tmp_path / "curves.png").stat().st_size > 10_000
 
 

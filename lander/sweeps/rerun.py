@@ -122,12 +122,54 @@ def check_same_sweep(config: DictConfig) -> None:
             with read_write(config):  # Hydra numbers the jobs in the order of the overrides: the saved order keeps
                 config.hydra.overrides.task = before  # job N the configuration it was
             continue
+        added = more_seeds(before, now) if key == "hydra.overrides.task" else None
+        if added:
+            raise ConfigError(seeds_elsewhere(Path(config.hydra.sweep.dir), *added))
         if before != now:
             raise ConfigError(
                 f"hydra.sweep.dir={config.hydra.sweep.dir} holds a sweep with other {what}: "
                 f"{before} there, {now} now. Re-run it with the same command to complete it, "
                 "or give a new hydra.sweep.dir"
             )
+
+
+def more_seeds(before: object, now: object) -> tuple[str, list[str]] | None:
+    """Where two sweeps' overrides (``hydra.overrides.task``) differ only in ``seed=`` (integers separated by
+    commas in both) and ``now`` adds seeds: the same experiment given more seeds. Its ``seed=`` override before, and
+    the seeds added; None otherwise."""
+
+    def seeds_and_rest(overrides: list[str]) -> tuple[list[str], list[str]]:
+        seeds = [o for o in overrides if o.startswith("seed=")]
+        return seeds, sorted(o for o in overrides if not o.startswith("seed="))
+
+    if not isinstance(before, list) or not isinstance(now, list):
+        return None
+    (old, rest_before), (new, rest_now) = seeds_and_rest(before), seeds_and_rest(now)
+    if len(old) != 1 or len(new) != 1 or rest_before != rest_now:
+        return None
+    old_values, new_values = old[0].split("=", 1)[1].split(","), new[0].split("=", 1)[1].split(",")
+    if not all(v.strip().lstrip("-").isdigit() for v in [*old_values, *new_values]):
+        return None
+    old_seeds = {int(v) for v in old_values}
+    added = [v.strip() for v in new_values if int(v) not in old_seeds]
+    return (old[0], added) if added else None
+
+
+def seeds_elsewhere(sweep_dir: Path, seeds: str, added: list[str]) -> str:
+    """Why a sweep with more seeds is refused the directory of the sweep of ``seeds`` (its ``seed=`` override), and
+    the two commands that add them (:func:`more_seeds`): the new seeds into a directory of their own, then one
+    comparison of both, into a third (the first sweep's ``comparison/`` stays its own)."""
+    given = [a for a in sys.argv[1:] if not a.startswith("hydra.sweep.dir=")]
+    given = [f"seed={','.join(added)}" if a.startswith("seed=") else a for a in given]
+    more = sweep_dir.with_name(sweep_dir.name + "-more-seeds")
+    run = shlex.join(["python", "-m", "lander.run", *given, f"hydra.sweep.dir={more}"])
+    together = sweep_dir.with_name(sweep_dir.name + "-all-seeds")  # not the first sweep's own comparison/
+    compare = shlex.join(["python", "-m", "lander.compare", str(sweep_dir), str(more), "--out", str(together)])
+    return (
+        f"hydra.sweep.dir={sweep_dir} holds this sweep with {seeds}, and a sweep's job N is its Nth configuration "
+        f"and seed, so one with other seeds cannot share it. To add seed(s) {','.join(added)}, run them into a "
+        f"directory of their own and compare the two sweeps together: {run} && {compare}"
+    )
 
 
 def continue_study(config: DictConfig) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shlex
 import signal
 import time
 from pathlib import Path
@@ -95,6 +96,33 @@ def test_a_rerun_with_other_overrides_is_refused_before_anything_is_written(tmp_
     assert sorted(p.name for p in sweep_dir.iterdir()) == ["0", "multirun.yaml"] and not any(
         (sweep_dir / "0").iterdir()
     )
+
+
+def test_more_seeds_for_a_sweep_are_refused_its_directory_with_the_commands_that_add_them(tmp_path: Path) -> None:
+    """A sweep of seeds 0 and 1, then the same command with ``seed=0,1,2``: refused (job N is the Nth configuration
+    and seed), with two commands that add seed 2, run here as printed (before: only "re-run it with the same
+    command, or give a new hydra.sweep.dir"); their comparison has the three seeds."""
+    sweep_dir = tmp_path / "sweep"
+    small = [*tiny("a2c", 500, episodes=2), "env=cartpole"]
+    first = lander("--multirun", *small, "seed=0,1", f"hydra.sweep.dir={sweep_dir}")
+    assert first.returncode == 0, first.stderr[-3000:]
+    before = {job: digests(sweep_dir / job) for job in ("0", "1")}
+    more = lander("--multirun", *small, "seed=0,1,2", f"hydra.sweep.dir={sweep_dir}")
+    assert more.returncode == 2, more.stderr[-3000:]
+    said = (more.stderr + more.stdout).strip().splitlines()[-1]
+    assert "holds this sweep with seed=0,1" in said and "To add seed(s) 2," in said, said
+    assert {job: digests(sweep_dir / job) for job in ("0", "1")} == before and not (sweep_dir / "2").exists()
+    run, compare = said.split(": ", 2)[-1].split(" && ")
+    assert run.startswith("python -m lander.run --multirun ") and compare.startswith("python -m lander.compare "), said
+    added = lander(*shlex.split(run)[3:])  # as printed: the new seed into a sweep of its own
+    assert added.returncode == 0, added.stderr[-3000:]
+    compared = lander(*shlex.split(compare)[3:], module="lander.compare")
+    assert compared.returncode == 0, compared.stderr[-3000:]
+    out = sweep_dir.with_name("sweep-more-seeds")
+    assert read_json(out / "0" / "summary.json")["seed"] == 2
+    table = pd.read_csv(sweep_dir.with_name("sweep-all-seeds") / "table.csv")
+    assert list(table["seeds"]) == [3], table
+    assert list(pd.read_csv(sweep_dir / "comparison" / "table.csv")["seeds"]) == [2]  # the first sweep's, its own
 
 
 @pytest.mark.slow  # 35 s; the default suite keeps test_sweep.py's resumed (not killed) Optuna study

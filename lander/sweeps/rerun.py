@@ -15,6 +15,7 @@ to ``attempts/``. Re-running the command then completes the study to ``n_trials`
 from __future__ import annotations
 
 import logging
+import re
 import shlex
 import shutil
 import sys
@@ -133,10 +134,22 @@ def check_same_sweep(config: DictConfig) -> None:
             )
 
 
-def more_seeds(before: object, now: object) -> tuple[str, list[str]] | None:
-    """Where two sweeps' overrides (``hydra.overrides.task``) differ only in ``seed=`` (integers separated by
-    commas in both) and ``now`` adds seeds: the same experiment given more seeds. Its ``seed=`` override before, and
-    the seeds added; None otherwise."""
+def sweep_seeds(override: str) -> list[int] | None:
+    """The seeds of a ``seed=`` override as Hydra sweeps them: ``seed=0,1,2`` or ``seed=range(5)`` (``range(2, 5)``,
+    ``range(0, 10, 2)``); None for any other form."""
+    value = override.split("=", 1)[1].replace(" ", "")
+    ranged = re.fullmatch(r"range\((-?\d+)(?:,(-?\d+))?(?:,(-?\d+))?\)", value)
+    if ranged:
+        bounds = [int(b) for b in ranged.groups() if b is not None]
+        return list(range(*bounds)) if bounds[2:] != [0] else None
+    values = value.split(",")
+    return [int(v) for v in values] if all(v.lstrip("-").isdigit() for v in values) else None
+
+
+def more_seeds(before: object, now: object) -> tuple[str, list[int]] | None:
+    """Where two sweeps' overrides (``hydra.overrides.task``) differ only in ``seed=`` (:func:`sweep_seeds` reads
+    both) and ``now`` adds seeds: the same experiment given more seeds. Its ``seed=`` override before, and the seeds
+    added; None otherwise."""
 
     def seeds_and_rest(overrides: list[str]) -> tuple[list[str], list[str]]:
         seeds = [o for o in overrides if o.startswith("seed=")]
@@ -147,27 +160,27 @@ def more_seeds(before: object, now: object) -> tuple[str, list[str]] | None:
     (old, rest_before), (new, rest_now) = seeds_and_rest(before), seeds_and_rest(now)
     if len(old) != 1 or len(new) != 1 or rest_before != rest_now:
         return None
-    old_values, new_values = old[0].split("=", 1)[1].split(","), new[0].split("=", 1)[1].split(",")
-    if not all(v.strip().lstrip("-").isdigit() for v in [*old_values, *new_values]):
+    old_seeds, new_seeds = sweep_seeds(old[0]), sweep_seeds(new[0])
+    if old_seeds is None or new_seeds is None:
         return None
-    old_seeds = {int(v) for v in old_values}
-    added = [v.strip() for v in new_values if int(v) not in old_seeds]
+    added = [seed for seed in new_seeds if seed not in old_seeds]
     return (old[0], added) if added else None
 
 
-def seeds_elsewhere(sweep_dir: Path, seeds: str, added: list[str]) -> str:
+def seeds_elsewhere(sweep_dir: Path, seeds: str, added: list[int]) -> str:
     """Why a sweep with more seeds is refused the directory of the sweep of ``seeds`` (its ``seed=`` override), and
     the two commands that add them (:func:`more_seeds`): the new seeds into a directory of their own, then one
     comparison of both, into a third (the first sweep's ``comparison/`` stays its own)."""
     given = [a for a in sys.argv[1:] if not a.startswith("hydra.sweep.dir=")]
-    given = [f"seed={','.join(added)}" if a.startswith("seed=") else a for a in given]
+    listed = ",".join(map(str, added))
+    given = [f"seed={listed}" if a.startswith("seed=") else a for a in given]
     more = sweep_dir.with_name(sweep_dir.name + "-more-seeds")
     run = shlex.join(["python", "-m", "lander.run", *given, f"hydra.sweep.dir={more}"])
     together = sweep_dir.with_name(sweep_dir.name + "-all-seeds")  # not the first sweep's own comparison/
     compare = shlex.join(["python", "-m", "lander.compare", str(sweep_dir), str(more), "--out", str(together)])
     return (
         f"hydra.sweep.dir={sweep_dir} holds this sweep with {seeds}, and a sweep's job N is its Nth configuration "
-        f"and seed, so one with other seeds cannot share it. To add seed(s) {','.join(added)}, run them into a "
+        f"and seed, so one with other seeds cannot share it. To add seed(s) {listed}, run them into a "
         f"directory of their own and compare the two sweeps together: {run} && {compare}"
     )
 

@@ -28,7 +28,7 @@ from lander.storage.rundir import (
     new_directory,
     write_json,
 )
-from lander.sweeps.rerun import check_same_sweep, plan_job, set_aside
+from lander.sweeps.rerun import check_same_sweep, more_seeds, plan_job, set_aside, sweep_seeds
 from lander.training.callbacks import Every, StopOnPlateau
 
 
@@ -42,6 +42,18 @@ def test_every_fires_at_multiples_and_from_a_resumed_step() -> None:
     never = Every(0)
     never.start(0)
     assert not any(never(steps) for steps in range(0, 10_000, 7))
+
+
+def test_more_seeds_are_read_from_a_sweeps_seed_override_as_hydra_sweeps_it() -> None:
+    assert sweep_seeds("seed=0,1,2") == [0, 1, 2] and sweep_seeds("seed=-1,3") == [-1, 3]
+    assert sweep_seeds("seed=range(3)") == [0, 1, 2] and sweep_seeds("seed=range(2, 5)") == [2, 3, 4]
+    assert sweep_seeds("seed=range(0,10,4)") == [0, 4, 8]
+    assert sweep_seeds("seed=choice(1,2)") is None and sweep_seeds("seed=range(1,2,0)") is None
+    assert more_seeds(["algo=a2c", "seed=range(3)"], ["seed=range(5)", "algo=a2c"]) == ("seed=range(3)", [3, 4])
+    assert more_seeds(["algo=a2c", "seed=0,1"], ["algo=a2c", "seed=0,1,5"]) == ("seed=0,1", [5])
+    assert more_seeds(["algo=a2c", "seed=0,1"], ["algo=a2c", "seed=1,0"]) is None  # no seed added: job order
+    assert more_seeds(["algo=a2c", "seed=0,1"], ["algo=ppo", "seed=0,1,2"]) is None  # another experiment
+    assert more_seeds(["seed=0,1"], None) is None
 
 
 def test_run_summary_round_trip_keeps_unknown_keys_out(tmp_path: Path) -> None:

@@ -1,9 +1,10 @@
 """``python -m lander.compare <sweep dir or run dirs...> [--baseline LABEL] [--out DIR] [--at-timesteps N] [--band
 seeds|episodes] [--x-axis timesteps|episodes]``: write the comparison a sweep writes at its end
-(:func:`lander.reports.sweep_report.compare`) into ``<sweep>/comparison`` (or ``--out``; of run directories,
-``comparisons/<date>/<time>``): ``table.csv``, ``table.md``, ``report.md``, ``report.html`` and per env
-``learning_curves_<env>.png``, ``final_scores_<env>.png`` and ``performance_profile_<env>.png``. Every run of an env
-is compared at the largest evaluated timestep all of them reached; with ``--at-timesteps N``, every run that got N
+(:func:`lander.reports.sweep_report.compare`) into ``<sweep>/comparison`` (or ``--out``; of run directories, or
+of more than one path, ``comparisons/<date>/<time>``): ``table.csv``, ``table.md``, ``report.md``, ``report.html``
+and per env ``learning_curves_<env>.png``, ``final_scores_<env>.png`` and ``performance_profile_<env>.png``. Every
+run of an env is compared at the largest evaluated timestep all of them reached (each budget's runs at their own,
+where the configurations differ in the budget an override sets); with ``--at-timesteps N``, every run that got N
 steps far, as it stood at its last evaluation up to N. A run a stop rule ended early (``early_stop``,
 ``max_episodes``) is compared at its last evaluation wherever the others are.
 """
@@ -38,8 +39,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--out",
         type=Path,
-        help="output directory (default: <first path>/comparison for a sweep or a folder of runs; "
-        "comparisons/<date>/<time> for run directories, as the service names its comparisons)",
+        help="output directory (default: <path>/comparison for one sweep or folder of runs; "
+        "comparisons/<date>/<time> for run directories or several paths, as the service names its comparisons)",
     )
     parser.add_argument(
         "--baseline",
@@ -68,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     if (refused := argument_error(args)) is not None:
         parser.error(refused)
-    beside = args.out is None and RunPaths(args.paths[0]).is_run()  # runs, compared into comparisons/
+    beside = args.out is None and apart(args.paths)  # compared into comparisons/
     try:  # a new directory of its own (made: another comparison started in the same second takes the next name)
         out = args.out or (new_directory(Path("comparisons")) if beside else SweepPaths(args.paths[0]).comparison)
     except OSError as exc:
@@ -117,7 +118,7 @@ def argument_error(args: argparse.Namespace) -> str | None:
         return f"not a directory: {', '.join(missing)}"
     if args.at_timesteps is not None and args.at_timesteps < 1:
         return f"--at-timesteps={args.at_timesteps}: must be a number of timesteps >= 1"
-    out = args.out if args.out is not None else Path("comparisons") if RunPaths(args.paths[0]).is_run() else None
+    out = args.out if args.out is not None else Path("comparisons") if apart(args.paths) else None
     if out is not None and (run := enclosing_run(out)) is not None:
         given = f"--out {out}" if args.out is not None else "comparisons/ (the default --out)"
         return (
@@ -125,6 +126,13 @@ def argument_error(args: argparse.Namespace) -> str | None:
             "directory outside it>"
         )
     return None
+
+
+def apart(paths: list[Path]) -> bool:
+    """Whether the comparison of ``paths`` goes to a directory of its own by default (``comparisons/<date>/<time>``):
+    run directories (it never writes into one), or several paths (two sweeps: not into the first one's
+    ``comparison/``, which is that sweep's own); else into the one sweep's or folder's ``comparison/``."""
+    return len(paths) > 1 or RunPaths(paths[0]).is_run()
 
 
 def cannot_write(out: Path, exc: OSError) -> str:

@@ -529,7 +529,8 @@ def test_runs_are_compared_beside_them_and_no_sweeps_comparison_is_replaced(
     """``lander.compare <run> <run>`` wrote its comparison into the first run's directory, and ``--out
     <sweep>/comparison`` replaced that sweep's comparison with one of other runs. Runs are now compared into
     ``comparisons/<date>/<time>`` of the working directory; another sweep's comparison is refused in one line,
-    exit 2, every byte kept; a sweep's own (its directory or its jobs among the paths) is written anew."""
+    exit 2, every byte kept; a sweep's own (its directory or its jobs among the paths) is written anew. Two sweeps
+    (more seeds of one experiment) are compared into ``comparisons/`` too, not into the first one's own."""
     runs = [
         fake_run(tmp_path / "runs", f"{g}{seed}", [f"gamma={g}"], seed, {100: g + seed})
         for g in (0.9, 0.99)
@@ -558,6 +559,15 @@ def test_runs_are_compared_beside_them_and_no_sweeps_comparison_is_replaced(
     said = capsys.readouterr().err
     assert f"--out {sweep / 'comparison'} is the comparison of the sweep {sweep}, which is not among" in said
     assert {p: p.read_bytes() for p in (sweep / "comparison").rglob("*") if p.is_file()} == before
+    second = tmp_path / "second"  # more seeds of the same experiment, a sweep of their own
+    for seed in (2, 3):
+        fake_run(second, str(seed - 2), ["gamma=0.5"], seed, {100: 7.0})
+    (second / "multirun.yaml").write_text("hydra: {}\n")
+    assert compare_main([str(sweep), str(second)]) == 0  # before: into the first sweep's own comparison/
+    assert {p: p.read_bytes() for p in (sweep / "comparison").rglob("*") if p.is_file()} == before
+    (together,) = set((tmp_path / "comparisons").glob("*/*")) - {written}
+    assert json.loads((together / "inputs.json").read_text()) == ["sweep", "second"]
+    assert pd.read_csv(together / "table.csv")["seeds"].tolist() == [4]
     assert compare_main([str(sweep / "0"), str(sweep / "1"), "--out", str(sweep / "comparison")]) == 0  # its jobs
     (tmp_path / "notes.txt").write_text("mine")  # an --out that cannot be made: one line, not a traceback
     assert compare_main([str(sweep), "--out", str(tmp_path / "notes.txt" / "out")]) == 2

@@ -195,7 +195,7 @@ def report_lines(
             [run_line(r) for r in left_out["unfinished"]],
         ),
         (
-            "Runs with no evaluation at or before their env's compared timestep (e.g. eval.freq=0 and a longer budget)",
+            "Runs with no evaluation at or before their compared timestep (e.g. eval.freq=0 and a longer budget)",
             [f"{run_line(r)} (compared timestep {r.timesteps:,})" for r in left_out["unevaluated"]],
         ),
     ]

@@ -115,8 +115,7 @@ class Comparison:
 
         :return: ``[(timestep, {label: runs})]``
         """
-        groups = by_budget(self.groups[env]) if self.at_timesteps is None else [self.groups[env]]
-        return [(max(r.timesteps for runs in group.values() for r in runs), group) for group in groups]
+        return by_budget(self.groups[env], self.at_timesteps)
 
     def budgets(self, env: str) -> list[int]:
         """The timesteps ``env``'s runs are compared at (:meth:`budget_groups`)."""

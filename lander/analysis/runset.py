@@ -265,12 +265,22 @@ def budget_groups(runs: list[Run]) -> list[list[Run]]:
     return sorted(groups.values(), key=lambda group: max(r.reached for r in group))
 
 
-def by_budget(by_label: dict[str, list[Run]]) -> list[dict[str, list[Run]]]:
-    """One env's compared configurations (label -> runs) split as :func:`budget_groups` splits their runs (a
-    configuration's runs share its budget): one dict unless the configurations differ in their budget."""
-    firsts = {id(runs[0]): label for label, runs in by_label.items() if runs}
-    groups = budget_groups([runs[0] for runs in by_label.values() if runs])
-    return [{firsts[id(run)]: by_label[firsts[id(run)]] for run in group} for group in groups]
+def by_budget(
+    by_label: dict[str, list[Run]], at_timesteps: int | None = None
+) -> list[tuple[int, dict[str, list[Run]]]]:
+    """One env's compared configurations (label -> runs) by the timestep they are compared at: split as
+    :func:`budget_groups` splits their runs (a configuration's runs share its budget), one group unless the
+    configurations differ in their budget; one group where ``at_timesteps`` put every run at one budget.
+
+    :return: ``[(timestep, {label: runs})]``, the smallest budget first
+    """
+    if at_timesteps is None:
+        firsts = {id(runs[0]): label for label, runs in by_label.items() if runs}
+        groups = budget_groups([runs[0] for runs in by_label.values() if runs])
+        split = [{firsts[id(run)]: by_label[firsts[id(run)]] for run in group} for group in groups]
+    else:
+        split = [by_label]
+    return [(max(r.timesteps for runs in group.values() for r in runs), group) for group in split]
 
 
 class Selection(NamedTuple):

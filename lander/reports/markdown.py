@@ -66,16 +66,16 @@ def readable_rows(table: pd.DataFrame) -> list[dict[str, str]]:
 def budget_lines(by_label: dict[str, list[Run]], at_timesteps: int | None) -> list[str]:
     """Where the runs of one env are compared, and which ones trained further than that; where the configurations
     differ in their budget (:func:`lander.analysis.runset.by_budget`), each budget's runs, one after the other."""
-    groups = by_budget(by_label) if at_timesteps is None else [by_label]
+    groups = by_budget(by_label, at_timesteps)
     if len(groups) == 1:
         return one_budget_lines(by_label, at_timesteps)
-    at = timesteps_listed([max(r.timesteps for runs in group.values() for r in runs) for group in groups])
+    at = timesteps_listed([budget for budget, _ in groups])
     lines = [
         f"The configurations differ in their budget: it is what they compare, so each budget's runs are compared at "
         f"their own ({at} timesteps), not every run at the smallest (`lander.compare --at-timesteps N` compares "
         "them all at N)."
     ]
-    for group in groups:
+    for _, group in groups:
         first, *rest = one_budget_lines(group, None)
         budget = budget_of(next(iter(group.values()))[0])
         lines += [f"{f'`{budget}`' if budget else 'Without a budget override'}: {first[0].lower()}{first[1:]}", *rest]

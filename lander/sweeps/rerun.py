@@ -92,10 +92,13 @@ def continue_job(cfg: DictConfig, paths: RunPaths) -> RunSummary | None:
     return None
 
 
-def rerun_command(sweep_dir: Path) -> str:
+def rerun_command(sweep_dir: Path, seed: str | None = None) -> str:
     """The command that completes the sweep in ``sweep_dir``: this process's own command line with
-    ``hydra.sweep.dir=<it>`` (completed jobs are skipped, stopped ones resumed, the others run)."""
+    ``hydra.sweep.dir=<it>`` (completed jobs are skipped, stopped ones resumed, the others run); with ``seed``, its
+    ``seed=`` override that instead (:func:`seeds_elsewhere`)."""
     given = [a for a in sys.argv[1:] if not a.startswith("hydra.sweep.dir=")]
+    if seed is not None:
+        given = [f"seed={seed}" if a.startswith("seed=") else a for a in given]
     return shlex.join(["python", "-m", "lander.run", *given, f"hydra.sweep.dir={sweep_dir}"])
 
 
@@ -171,11 +174,9 @@ def seeds_elsewhere(sweep_dir: Path, seeds: str, added: list[int]) -> str:
     """Why a sweep with more seeds is refused the directory of the sweep of ``seeds`` (its ``seed=`` override), and
     the two commands that add them (:func:`more_seeds`): the new seeds into a directory of their own, then one
     comparison of both, into a third (the first sweep's ``comparison/`` stays its own)."""
-    given = [a for a in sys.argv[1:] if not a.startswith("hydra.sweep.dir=")]
     listed = ",".join(map(str, added))
-    given = [f"seed={listed}" if a.startswith("seed=") else a for a in given]
     more = sweep_dir.with_name(sweep_dir.name + "-more-seeds")
-    run = shlex.join(["python", "-m", "lander.run", *given, f"hydra.sweep.dir={more}"])
+    run = rerun_command(more, seed=listed)
     together = sweep_dir.with_name(sweep_dir.name + "-all-seeds")  # not the first sweep's own comparison/
     compare = shlex.join(["python", "-m", "lander.compare", str(sweep_dir), str(more), "--out", str(together)])
     return (

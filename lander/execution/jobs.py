@@ -64,11 +64,18 @@ def run_sweep_job(
 
 def import_for_jobs() -> None:
     """Import what every job imports (torch, SB3, lander's training; torch._dynamo, which torch's first optimizer
-    imports, ~1.5 s) once, in the process the jobs are forked from, so that no job imports them again."""
+    imports, ~1.5 s) once, in the process the jobs are forked from, so that no job imports them again. Where the
+    jobs log to W&B (the sweep's checks imported ``wandb`` for them, :func:`lander.config.checks.wandb_refusal`),
+    also the module each ``wandb.init`` imports as it returns (its launch inputs: 0.8 CPU s a process)."""
     # late: Hydra imports this module (the launchers') in every process, and these take ~2 s; see above
+    import sys
+
     import torch._dynamo  # noqa: F401
 
     import lander.training.train  # noqa: F401
+
+    if "wandb" in sys.modules:
+        import wandb.sdk.launch.inputs.internal  # noqa: F401
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """A warm parent for the tests' ``python -m lander.<command>`` processes (run as a script by ``helpers.processes``).
 
-It imports what every lander process imports (Hydra, torch, SB3, gymnasium, W&B, pandas, matplotlib, Plotly: about
+It imports what every lander process imports (Hydra, torch, SB3, gymnasium, pandas, matplotlib, Plotly: about
 5 s of a tiny run's 10), then forks one child per request, which runs ``lander.<command>`` as ``__main__`` exactly as
 ``python -m`` would (``runpy``, its own argv, cwd, environment, stdout and stderr files) and exits as the interpreter
 would: the exit code, or the signal that killed it. lander forks its own sweep jobs the same way

@@ -15,13 +15,15 @@ to ``attempts/``. Re-running the command then completes the study to ``n_trials`
 from __future__ import annotations
 
 import logging
-import re
 import shlex
 import shutil
 import sys
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.core.override_parser.types import ChoiceSweep, RangeSweep
+from hydra.errors import HydraException
 from omegaconf import DictConfig, OmegaConf, read_write
 
 from lander.config.precheck import ADASTOP, same_overrides
@@ -138,15 +140,30 @@ def check_same_sweep(config: DictConfig) -> None:
 
 
 def sweep_seeds(override: str) -> list[int] | None:
-    """The seeds of a ``seed=`` override as Hydra sweeps them: ``seed=0,1,2`` or ``seed=range(5)`` (``range(2, 5)``,
-    ``range(0, 10, 2)``); None for any other form."""
-    value = override.split("=", 1)[1].replace(" ", "")
-    ranged = re.fullmatch(r"range\((-?\d+)(?:,(-?\d+))?(?:,(-?\d+))?\)", value)
-    if ranged:
-        bounds = [int(b) for b in ranged.groups() if b is not None]
-        return list(range(*bounds)) if bounds[2:] != [0] else None
-    values = value.split(",")
-    return [int(v) for v in values] if all(v.lstrip("-").isdigit() for v in values) else None
+    """The seeds of a ``seed=`` override as Hydra's parser reads it: ``seed=0,1,2`` or ``seed=range(5)``
+    (``range(2, 5)``, ``range(0, 10, 2)``), integers in order; None for any other form (``choice(...)``,
+    ``shuffle(...)``, a step of 0, anything not an integer). The parser is Hydra's, as the sweep's own."""
+    try:
+        value = OverridesParser.create().parse_overrides([override])[0].value()
+    except HydraException:
+        return None
+    if isinstance(value, RangeSweep):
+        bounds = [value.start, value.stop, value.step]
+        if value.shuffle or value.step == 0 or not all(type(b) is int for b in bounds):
+            return None
+        return list(range(*bounds))  # type: ignore[arg-type]  # ints, checked above
+    if isinstance(value, ChoiceSweep):
+        if not value.simple_form or value.shuffle:
+            return None
+        values: list[Any] = list(value.list)
+    else:
+        values = [value]
+    if not all(type(v) in (int, str) for v in values):
+        return None
+    try:
+        return [int(v) for v in values]  # a string of digits ("007") as OmegaConf makes it the int field's 7
+    except ValueError:
+        return None
 
 
 def more_seeds(before: object, now: object) -> tuple[str, list[int]] | None:

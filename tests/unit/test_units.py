@@ -49,6 +49,8 @@ def test_more_seeds_are_read_from_a_sweeps_seed_override_as_hydra_sweeps_it() ->
     assert sweep_seeds("seed=range(3)") == [0, 1, 2] and sweep_seeds("seed=range(2, 5)") == [2, 3, 4]
     assert sweep_seeds("seed=range(0,10,4)") == [0, 4, 8]
     assert sweep_seeds("seed=choice(1,2)") is None and sweep_seeds("seed=range(1,2,0)") is None
+    assert sweep_seeds("seed=--1") is None and sweep_seeds("seed=1.5") is None  # not integers (the first raised)
+    assert sweep_seeds("seed=+3,1_000") == [3, 1000] and sweep_seeds("seed=007") == [7]  # as Hydra sweeps them
     assert more_seeds(["algo=a2c", "seed=range(3)"], ["seed=range(5)", "algo=a2c"]) == ("seed=range(3)", [3, 4])
     assert more_seeds(["algo=a2c", "seed=0,1"], ["algo=a2c", "seed=0,1,5"]) == ("seed=0,1", [5])
     assert more_seeds(["algo=a2c", "seed=0,1"], ["algo=a2c", "seed=1,0"]) is None  # no seed added: job order

@@ -11,6 +11,7 @@ import copy
 import logging
 import os
 import signal
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -68,8 +69,6 @@ def import_for_jobs() -> None:
     jobs log to W&B (the sweep's checks imported ``wandb`` for them, :func:`lander.config.checks.wandb_refusal`),
     also the module each ``wandb.init`` imports as it returns (its launch inputs: 0.8 CPU s a process)."""
     # late: Hydra imports this module (the launchers') in every process, and these take ~2 s; see above
-    import sys
-
     import torch._dynamo  # noqa: F401
 
     import lander.training.train  # noqa: F401

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,11 +12,18 @@ from helpers import TINY_STEPS, tiny_run
 
 
 @pytest.fixture(scope="session", autouse=True)
-def sb3_log_folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """The folder of the SB3 loggers the tests make without one (``configure(None, ...)``, and ``learn`` on a model
-    with no logger set), which SB3 otherwise makes anew in the temporary directory each time, left there."""
+def session_folders(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Folders of pytest's own temporary directory (which keeps the last three sessions' only) for what the tests
+    would otherwise leave in the machine's: the SB3 loggers the tests make without a folder (``configure(None,
+    ...)``, and ``learn`` on a model with no logger set), which SB3 makes anew there each time; and ``TMPDIR`` of
+    the tests and every process they start, where a process the tests kill or leave running at their end (a sweep
+    job killed with its group, a run the service launched and still trains when the test ends it) leaves what it
+    made there (``lander-job-*``, ``lander-service-*``, W&B's ``*wandb-media``)."""
+    temporary = tmp_path_factory.mktemp("tmp")
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("SB3_LOGDIR", str(tmp_path_factory.mktemp("sb3")))
+        patch.setenv("TMPDIR", str(temporary))
+        patch.setattr(tempfile, "tempdir", str(temporary))  # found from TMPDIR once, at first use: this process's
         patch.delenv("WANDB_MODE", raising=False)  # logger.wandb.mode=null follows it: the tests' runs are offline
         yield
 
